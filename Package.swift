@@ -1,0 +1,61 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "AssetPack",
+    platforms: [.macOS(.v13)],
+    products: [
+        .library(name: "AssetPack", targets: ["AssetPack"]),
+        .executable(name: "assetpack", targets: ["assetpack"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+    ],
+    targets: [
+        // C libraries, each owned by exactly one Swift module.
+        .systemLibrary(
+            name: "CLibzip", pkgConfig: "libzip",
+            providers: [.apt(["libzip-dev"]), .brew(["libzip"])]),
+        .systemLibrary(
+            name: "CLibcrypto", pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
+            name: "CZlib", pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]),
+
+        // Backend-neutral vocabulary: reader protocol, errors, timing, CRC, paths, limits.
+        .target(name: "AssetPackCore", dependencies: ["CZlib"]),
+        // Zip backend over libzip.
+        .target(
+            name: "AssetPackZip",
+            dependencies: ["AssetPackCore", "CLibzip", "CLibcrypto", "CZlib",
+                           .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "_CryptoExtras", package: "swift-crypto")]),
+        // Chunked AES-256-GCM container.
+        .target(
+            name: "AssetPackContainer",
+            dependencies: ["AssetPackCore", "CZlib",
+                           .product(name: "Crypto", package: "swift-crypto"),
+                           .product(name: "_CryptoExtras", package: "swift-crypto")]),
+        // Public face: open (format sniffing), pack, install.
+        .target(
+            name: "AssetPack",
+            dependencies: ["AssetPackCore", "AssetPackZip", "AssetPackContainer",
+                           .product(name: "Crypto", package: "swift-crypto")]),
+        // The CLI: parse, call the libraries, print.
+        .executableTarget(
+            name: "assetpack",
+            dependencies: ["AssetPack", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+
+        // Shared test helpers: temporary trees, deterministic bytes, running the built CLI.
+        .target(name: "AssetPackTestSupport", dependencies: ["AssetPackCore"], path: "Tests/AssetPackTestSupport"),
+        .testTarget(name: "AssetPackCoreTests", dependencies: ["AssetPackCore", "AssetPackTestSupport"]),
+        .testTarget(
+            name: "AssetPackZipTests", dependencies: ["AssetPackZip", "AssetPackCore", "CLibzip", "AssetPackTestSupport"]),
+        .testTarget(name: "AssetPackContainerTests", dependencies: ["AssetPackContainer", "AssetPackCore", "AssetPackTestSupport"],
+                    resources: [.copy("Vectors")]),
+        .testTarget(name: "AssetPackTests", dependencies: ["AssetPack", "AssetPackTestSupport"]),
+        .testTarget(name: "AssetPackCLITests", dependencies: ["AssetPack", "AssetPackTestSupport"]),
+    ]
+)

@@ -1,0 +1,68 @@
+/// The one error type every AssetPack API throws.
+///
+/// `code` is stable and is what programs should switch on; `message` is for people.
+/// `path` names the entry involved, where there is one. `underlying` carries a
+/// lower-level code (errno, a libzip `ZIP_ER_*` value) when one exists.
+public struct AssetPackError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A stable, machine-readable error category.
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        /// The code's stable string form (for logs and JSON).
+        public let rawValue: String
+        /// Creates a code from its stable string.
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// The textual form, same as `rawValue`.
+        public var description: String { rawValue }
+
+        /// The pack is encrypted and no password or key was given.
+        public static let missingPassword = Code(rawValue: "missing-password")
+        /// The password or key does not open the pack (or entry).
+        public static let wrongPassword = Code(rawValue: "wrong-password")
+        /// No entry with the requested path exists.
+        public static let entryNotFound = Code(rawValue: "entry-not-found")
+        /// Data failed a check: CRC, MAC/tag, or a corrupt or truncated structure.
+        public static let integrityFailure = Code(rawValue: "integrity-failure")
+        /// The file is not a pack, or uses a method or version this build cannot read.
+        public static let unsupportedFormat = Code(rawValue: "unsupported-format")
+        /// A configured safety limit (entry count, size, ratio, KDF cost) was exceeded.
+        public static let limitExceeded = Code(rawValue: "limit-exceeded")
+        /// The caller passed something unusable (bad source tree, bad path, bad option).
+        public static let invalidArgument = Code(rawValue: "invalid-argument")
+        /// The operating system refused a file operation.
+        public static let io = Code(rawValue: "io")
+    }
+
+    /// The stable error category.
+    public var code: Code
+    /// A one-line human-readable explanation.
+    public var message: String
+    /// The entry path involved, if any.
+    public var path: String?
+    /// A lower-level numeric code (errno, libzip error), if any.
+    public var underlying: Int32?
+
+    /// Creates an error.
+    /// - Parameters:
+    ///   - code: The stable category.
+    ///   - message: A one-line explanation.
+    ///   - path: The entry path involved, if any.
+    ///   - underlying: A lower-level numeric code, if any.
+    public init(_ code: Code, _ message: String, path: String? = nil, underlying: Int32? = nil) {
+        self.code = code
+        self.message = message
+        self.path = path
+        self.underlying = underlying
+    }
+
+    /// `message`, prefixed with the entry path when there is one.
+    public var description: String {
+        if let path { return "\(path): \(message)" }
+        return message
+    }
+
+    /// Returns a copy of this error naming `path`, unless it already names one.
+    public func naming(_ path: String) -> AssetPackError {
+        var copy = self
+        if copy.path == nil { copy.path = path }
+        return copy
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+
+/// Reads entries from one open pack by path. Both backends (zip and container) conform.
+///
+/// Every whole-entry read verifies the entry before returning it: CRC-32 where the
+/// pack stores one, and the MAC or AEAD tag where the entry is encrypted. Wrong
+/// bytes are never returned; a failed check throws `AssetPackError` with code
+/// `.integrityFailure` naming the entry.
+///
+/// Implementations are safe to use from many threads at once.
+public protocol PackReader: AnyObject, Sendable {
+    /// The pack's format.
+    var format: PackFormat { get }
+    /// Every entry, sorted by path.
+    var entries: [EntryInfo] { get }
+    /// Seconds spent opening the pack (parsing, and for the container the key derivation).
+    var openSeconds: Double { get }
+
+    /// Looks up an entry by path, normalising the path first (NFC, `/`).
+    /// - Parameter path: The entry path.
+    /// - Returns: The entry, or `nil` when there is none.
+    func entry(_ path: String) -> EntryInfo?
+
+    /// Reads a whole entry into memory, verified, with a record of where the time went.
+    /// - Parameter path: The entry path (normalised before lookup).
+    /// - Returns: The entry's bytes and its timing record.
+    /// - Throws: `AssetPackError` (`.entryNotFound`, `.wrongPassword`, `.integrityFailure`, …).
+    func readTimed(_ path: String) throws -> (bytes: [UInt8], timing: EntryTiming)
+
+    /// Streams an entry's bytes in chunks, for entries too large to hold at once.
+    ///
+    /// Chunks are passed to `body` as they are decoded. The final verification (CRC,
+    /// and for zip AES the HMAC) happens at the end, so a caller must treat what it
+    /// received as tentative until this method returns without throwing.
+    /// - Parameters:
+    ///   - path: The entry path.
+    ///   - body: Called with each chunk; the buffer is valid only during the call.
+    /// - Returns: The timing record of the whole read.
+    /// - Throws: `AssetPackError`, or whatever `body` throws.
+    @discardableResult
+    func stream(_ path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> EntryTiming
+}
+
+extension PackReader {
+    /// Reads a whole entry into memory, verified.
+    /// - Parameter path: The entry path.
+    /// - Returns: The entry's bytes.
+    /// - Throws: `AssetPackError`.
+    public func read(_ path: String) throws -> [UInt8] {
+        try readTimed(path).bytes
+    }
+
+    /// Reads a whole entry into a `Data`, verified.
+    /// - Parameter path: The entry path.
+    /// - Returns: The entry's bytes.
+    /// - Throws: `AssetPackError`.
+    public func readData(_ path: String) throws -> Data {
+        Data(try readTimed(path).bytes)
+    }
+
+    /// Whether the pack has an entry at `path` (normalised first).
+    public func contains(_ path: String) -> Bool {
+        entry(path) != nil
+    }
+}
+
+/// A path → entry index built once when a pack opens: lookups are a hash, not a scan.
+public struct EntryIndex<Value: Sendable>: Sendable {
+    private var table: [String: Value] = [:]
+
+    /// Creates an empty index.
+    public init() {}
+
+    /// Adds `value` under `path` (already normalised by the caller).
+    /// - Returns: `false` if the path was already present (the first one is kept).
+    @discardableResult
+    public mutating func insert(_ path: String, _ value: Value) -> Bool {
+        if table[path] != nil { return false }
+        table[path] = value
+        return true
+    }
+
+    /// Finds a value by path, normalising it first.
+    public func lookup(_ path: String) -> Value? {
+        if let v = table[path] { return v }
+        let normalized = EntryPath.normalize(path)
+        return normalized == path ? nil : table[normalized]
+    }
+
+    /// Number of paths in the index.
+    public var count: Int { table.count }
+}

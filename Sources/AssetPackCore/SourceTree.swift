@@ -1,0 +1,185 @@
+import Foundation
+
+/// One regular file to be packed.
+public struct SourceFile: Sendable, Hashable {
+    /// The entry path it will have: relative, NFC, `/`-separated.
+    public var path: String
+    /// Where the file is on disk.
+    public var url: URL
+    /// Its size in bytes when scanned.
+    public var size: UInt64
+
+    /// Creates a source file description.
+    public init(path: String, url: URL, size: UInt64) {
+        self.path = path
+        self.url = url
+        self.size = size
+    }
+}
+
+/// Walks a source directory the way the packer needs it walked.
+///
+/// - Entries are sorted by path (byte order of the NFC UTF-8), so packs are deterministic.
+/// - Dot-files and dot-directories (`.DS_Store`, `.git`) are skipped unless `includeHidden`.
+/// - Symbolic links are followed only when they resolve inside the source directory;
+///   a link that leaves it is an error, never silently packed or skipped.
+/// - Two names that normalise to the same NFC path are an error.
+public enum SourceTree {
+    /// Lists the files below `root`.
+    /// - Parameters:
+    ///   - root: The source directory.
+    ///   - includeHidden: Whether to include dot-files and dot-directories.
+    ///   - excluding: A file never to include (the pack being written, if it is inside `root`).
+    /// - Returns: The files, sorted by path.
+    /// - Throws: `.invalidArgument` for a missing, empty or non-directory source, a symlink
+    ///   leaving the tree, or colliding names; `.io` for unreadable files or directories.
+    public static func scan(root: URL, includeHidden: Bool, excluding: URL? = nil) throws -> [SourceFile] {
+        let rootPath = root.path
+        guard let realRoot = realPath(rootPath) else {
+            throw AssetPackError(.invalidArgument, "source directory \(rootPath) does not exist")
+        }
+        var isDir: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: realRoot, isDirectory: &isDir), isDir.boolValue else {
+            throw AssetPackError(.invalidArgument, "source \(rootPath) is not a directory")
+        }
+        let excludedReal = excluding.flatMap { realPath($0.path) }
+        var files: [SourceFile] = []
+        var seen: [String: String] = [:]
+        var visitedDirs: Set<String> = [realRoot]
+
+        func walk(_ dir: String, relative: String) throws {
+            let names: [String]
+            do {
+                names = try FileManager.default.contentsOfDirectory(atPath: dir)
+            } catch {
+                throw AssetPackError(.io, "cannot read directory \(dir): \(error.localizedDescription)")
+            }
+            for name in names {
+                if name.hasPrefix(".") && !includeHidden { continue }
+                let full = dir + "/" + name
+                let rel = relative.isEmpty ? name : relative + "/" + name
+                var st = stat()
+                guard lstat(full, &st) == 0 else {
+                    throw AssetPackError(.io, "cannot stat \(full): \(String(cString: strerror(errno)))", underlying: errno)
+                }
+                var target = full
+                var mode = st.st_mode & S_IFMT
+                if mode == S_IFLNK {
+                    guard let resolved = realPath(full) else {
+                        throw AssetPackError(.invalidArgument, "symbolic link \(rel) is dangling")
+                    }
+                    guard resolved == realRoot || resolved.hasPrefix(realRoot + "/") else {
+                        throw AssetPackError(
+                            .invalidArgument, "symbolic link \(rel) points outside the source directory (to \(resolved))")
+                    }
+                    guard stat(resolved, &st) == 0 else {
+                        throw AssetPackError(.io, "cannot stat \(resolved)", underlying: errno)
+                    }
+                    target = resolved
+                    mode = st.st_mode & S_IFMT
+                }
+                if mode == S_IFDIR {
+                    let real = realPath(target) ?? target
+                    guard visitedDirs.insert(real).inserted else { continue }  // link cycle
+                    try walk(target, relative: rel)
+                } else if mode == S_IFREG {
+                    if let excludedReal, realPath(target) == excludedReal { continue }
+                    guard access(target, R_OK) == 0 else {
+                        throw AssetPackError(.io, "cannot read \(full): \(String(cString: strerror(errno)))", underlying: errno)
+                    }
+                    let path = EntryPath.normalize(rel)
+                    if let other = seen[path] {
+                        throw AssetPackError(
+                            .invalidArgument, "\(other) and \(rel) have the same normalised name \(path)")
+                    }
+                    seen[path] = rel
+                    files.append(SourceFile(path: path, url: URL(fileURLWithPath: target), size: UInt64(st.st_size)))
+                }
+                // Sockets, FIFOs and devices are not assets: skipped.
+            }
+        }
+        try walk(realRoot, relative: "")
+        guard !files.isEmpty else {
+            throw AssetPackError(.invalidArgument, "source directory \(rootPath) has no files to pack")
+        }
+        files.sort { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
+        return files
+    }
+
+    private static func realPath(_ path: String) -> String? {
+        guard let p = realpath(path, nil) else { return nil }
+        defer { free(p) }
+        return String(cString: p)
+    }
+}
+
+/// Which entries the packer compresses.
+public enum CompressionPolicy: String, Sendable, CaseIterable {
+    /// Store already-compressed media; deflate the rest unless deflate saves too little.
+    case auto
+    /// Store every entry.
+    case store
+    /// Deflate every entry.
+    case deflate
+
+    /// File extensions whose contents are already compressed (lower case).
+    public static let compressedExtensions: Set<String> = [
+        "jpg", "jpeg", "png", "webp", "gif", "heic", "heif", "avif", "jxl",
+        "mp3", "ogg", "oga", "opus", "m4a", "aac", "flac",
+        "mp4", "m4v", "mov", "webm", "mkv",
+        "zip", "gz", "tgz", "bz2", "xz", "zst", "7z", "rar", "br", "lz4",
+        "ktx2", "basis", "astc", "pvr", "woff", "woff2",
+    ]
+
+    /// Smallest saving, as a fraction of the size, that makes deflate worth it under `.auto`.
+    public static let minimumSaving = 0.05
+
+    /// Whether `file` should be deflated.
+    ///
+    /// Under `.auto` this deflates the file once to measure (without keeping the output).
+    /// - Throws: `.io` if the file cannot be read.
+    public func shouldDeflate(_ file: SourceFile) throws -> Bool {
+        switch self {
+        case .store: return false
+        case .deflate: return true
+        case .auto:
+            let ext = (file.path as NSString).pathExtension.lowercased()
+            if Self.compressedExtensions.contains(ext) || file.size < 32 { return false }
+            let estimator = RawDeflate.SizeEstimator()
+            var total: UInt64 = 0
+            try FileChunks.forEach(file.url, chunkSize: 1 << 20) { chunk in
+                total += UInt64(chunk.count)
+                estimator.feed(chunk, finish: false)
+            }
+            estimator.feed(UnsafeRawBufferPointer(start: nil, count: 0), finish: true)
+            guard total > 0 else { return false }
+            return Double(estimator.compressedSize) <= Double(total) * (1 - Self.minimumSaving)
+        }
+    }
+}
+
+/// Reads a file in fixed-size chunks without loading it whole.
+public enum FileChunks {
+    /// Calls `body` with each chunk of the file at `url`.
+    /// - Throws: `.io` if the file cannot be opened or read.
+    public static func forEach(
+        _ url: URL, chunkSize: Int, _ body: (UnsafeRawBufferPointer) throws -> Void
+    ) throws {
+        let fd = open(url.path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw AssetPackError(.io, "cannot open \(url.path): \(String(cString: strerror(errno)))", underlying: errno)
+        }
+        defer { close(fd) }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let n = read(fd, buffer.baseAddress, chunkSize)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw AssetPackError(.io, "cannot read \(url.path): \(String(cString: strerror(errno)))", underlying: errno)
+            }
+            if n == 0 { return }
+            try body(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+        }
+    }
+}

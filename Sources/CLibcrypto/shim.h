@@ -1,0 +1,5 @@
+#pragma once
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/crypto.h>
+#include <openssl/params.h>

@@ -1,0 +1,130 @@
+import AssetPackCore
+import AssetPackTestSupport
+import Foundation
+import Testing
+
+@Suite struct EntryPathTests {
+    @Test(arguments: [
+        ("a/b.txt", "a/b.txt"),
+        ("a\\b.txt", "a/b.txt"),
+        ("./a//b/./c.txt", "a/b/c.txt"),
+        ("/abs/x", "abs/x"),
+        ("cafe\u{301}.txt", "caf\u{E9}.txt"),  // NFD → NFC
+    ])
+    func normalizes(input: String, expected: String) {
+        #expect(EntryPath.normalize(input) == expected)
+    }
+
+    @Test(arguments: ["", "/etc/passwd", "../x", "a/../../x", "a\\..\\x", "C:/x", "a/\u{0}b", "a//b", "a/./b", "a/"])
+    func refusesUnsafeNames(name: String) {
+        #expect(throws: AssetPackError.self) { try EntryPath.safeComponents(name) }
+    }
+
+    @Test func acceptsOrdinaryNames() throws {
+        #expect(try EntryPath.safeComponents("images/icons/日本-star.png") == ["images", "icons", "日本-star.png"])
+    }
+}
+
+@Suite struct ChecksumAndDeflateTests {
+    @Test func crc32MatchesTheStandardCheckValue() {
+        #expect(CRC32.checksum(Array("123456789".utf8)) == 0xCBF4_3926)
+        #expect(CRC32.checksum([]) == 0)
+    }
+
+    @Test func crc32IsIncremental() {
+        let bytes = testBytes(100_000)
+        var c = CRC32()
+        c.update(Array(bytes[0..<33_333]))
+        c.update(Array(bytes[33_333...]))
+        #expect(c.value == CRC32.checksum(bytes))
+    }
+
+    @Test(arguments: [0, 1, 1000, 300_000])
+    func deflateRoundTrips(count: Int) throws {
+        let input = textBytes(count)
+        let packed = input.withUnsafeBytes { RawDeflate.compress($0) }
+        var output = [UInt8](repeating: 0, count: count)
+        try packed.withUnsafeBytes { src in try output.withUnsafeMutableBytes { try RawDeflate.decompress(src, into: $0) } }
+        #expect(output == input)
+    }
+
+    @Test func inflateStopsAtTheDeclaredSize() throws {
+        // A "bomb": 10 MB of zeros declared as 10 bytes must fail with bounded memory.
+        let bomb = [UInt8](repeating: 0, count: 10_000_000).withUnsafeBytes { RawDeflate.compress($0) }
+        var output = [UInt8](repeating: 0, count: 10)
+        let error = #expect(throws: AssetPackError.self) {
+            try bomb.withUnsafeBytes { src in try output.withUnsafeMutableBytes { try RawDeflate.decompress(src, into: $0) } }
+        }
+        #expect(error?.code == .integrityFailure)
+    }
+
+    @Test func inflateRejectsTruncatedAndCorruptStreams() {
+        let packed = textBytes(50_000).withUnsafeBytes { RawDeflate.compress($0) }
+        var output = [UInt8](repeating: 0, count: 50_000)
+        #expect(throws: AssetPackError.self) {
+            try Array(packed.prefix(packed.count / 2)).withUnsafeBytes { src in
+                try output.withUnsafeMutableBytes { try RawDeflate.decompress(src, into: $0) }
+            }
+        }
+        var corrupt = packed
+        corrupt[0] = 0xFF  // invalid block type
+        #expect(throws: AssetPackError.self) {
+            try corrupt.withUnsafeBytes { src in try output.withUnsafeMutableBytes { try RawDeflate.decompress(src, into: $0) } }
+        }
+    }
+}
+
+@Suite struct SourceTreeTests {
+    @Test func listsFilesSortedNormalizedAndWithoutHiddenOnes() throws {
+        let dir = TemporaryDirectory()
+        try dir.write(["b.txt": [1], "a/z.txt": [2], "a/cafe\u{301}.txt": [3], ".DS_Store": [4], ".git/config": [5]])
+        let files = try SourceTree.scan(root: dir.url, includeHidden: false)
+        #expect(files.map(\.path) == ["a/caf\u{E9}.txt", "a/z.txt", "b.txt"])
+        let all = try SourceTree.scan(root: dir.url, includeHidden: true)
+        #expect(all.map(\.path).contains(".DS_Store"))
+        #expect(all.map(\.path).contains(".git/config"))
+    }
+
+    @Test func refusesSymlinksLeavingTheTree() throws {
+        let outside = TemporaryDirectory()
+        try outside.write(["secret.txt": [9]])
+        let dir = TemporaryDirectory()
+        try dir.write(["ok.txt": [1]])
+        try FileManager.default.createSymbolicLink(
+            atPath: dir.appending("leak.txt").path, withDestinationPath: outside.appending("secret.txt").path)
+        let error = #expect(throws: AssetPackError.self) { try SourceTree.scan(root: dir.url, includeHidden: false) }
+        #expect(error?.code == .invalidArgument)
+        #expect(error?.message.contains("outside") == true)
+    }
+
+    @Test func followsSymlinksInsideTheTree() throws {
+        let dir = TemporaryDirectory()
+        try dir.write(["real/a.txt": [1]])
+        try FileManager.default.createSymbolicLink(atPath: dir.appending("alias.txt").path, withDestinationPath: "real/a.txt")
+        let files = try SourceTree.scan(root: dir.url, includeHidden: false)
+        #expect(files.map(\.path) == ["alias.txt", "real/a.txt"])
+    }
+
+    @Test func refusesEmptyAndMissingSources() throws {
+        let dir = TemporaryDirectory()
+        try FileManager.default.createDirectory(at: dir.appending("sub"), withIntermediateDirectories: true)
+        #expect(throws: AssetPackError.self) { try SourceTree.scan(root: dir.url, includeHidden: false) }
+        #expect(throws: AssetPackError.self) { try SourceTree.scan(root: dir.appending("missing"), includeHidden: false) }
+    }
+
+    @Test func refusesNamesThatNormaliseAlike() throws {
+        let dir = TemporaryDirectory()
+        try dir.write(["caf\u{E9}.txt": [1], "cafe\u{301}.txt": [2]])
+        #expect(throws: AssetPackError.self) { try SourceTree.scan(root: dir.url, includeHidden: false) }
+    }
+
+    @Test func autoCompressionStoresMediaAndIncompressibleData() throws {
+        let dir = TemporaryDirectory()
+        try dir.write(["a.png": textBytes(10_000), "b.bin": testBytes(10_000), "c.json": textBytes(10_000)])
+        let files = try SourceTree.scan(root: dir.url, includeHidden: false)
+        let decisions = try files.map { try CompressionPolicy.auto.shouldDeflate($0) }
+        #expect(decisions == [false, false, true])
+        #expect(try CompressionPolicy.deflate.shouldDeflate(files[1]))
+        #expect(try !CompressionPolicy.store.shouldDeflate(files[2]))
+    }
+}

@@ -1,0 +1,172 @@
+import AssetPackCore
+import Foundation
+
+/// A directory under the system temporary directory, removed when released.
+public final class TemporaryDirectory: @unchecked Sendable {
+    /// The directory.
+    public let url: URL
+    /// The directory's path.
+    public var path: String { url.path }
+
+    /// Creates a fresh, empty directory.
+    public init(_ label: String = "assetpack-test") {
+        var template = Array((NSTemporaryDirectory() + "/\(label)-XXXXXX").utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        precondition(made != nil, "mkdtemp failed")
+        url = URL(fileURLWithPath: String(cString: template))
+    }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+
+    /// A path inside the directory.
+    public func appending(_ name: String) -> URL { url.appendingPathComponent(name) }
+
+    /// Writes files (relative path → bytes), creating folders as needed.
+    @discardableResult
+    public func write(_ files: [String: [UInt8]], under folder: String = "") throws -> URL {
+        let root = folder.isEmpty ? url : url.appendingPathComponent(folder)
+        for (path, bytes) in files {
+            let file = root.appendingPathComponent(path)
+            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try Data(bytes).write(to: file)
+        }
+        return root
+    }
+}
+
+/// Deterministic pseudo-random bytes (SplitMix64), so failures reproduce.
+public func testBytes(_ count: Int, seed: UInt64 = 1) -> [UInt8] {
+    var state = seed &+ 0x9E37_79B9_7F4A_7C15
+    var out = [UInt8](repeating: 0, count: count)
+    var i = 0
+    while i < count {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        z ^= z >> 31
+        for b in 0..<8 where i < count {
+            out[i] = UInt8(truncatingIfNeeded: z >> (8 * UInt64(b)))
+            i += 1
+        }
+    }
+    return out
+}
+
+/// Compressible text-like bytes.
+public func textBytes(_ count: Int, seed: UInt64 = 1) -> [UInt8] {
+    let words = ["asset", "pack", "level", "{\"id\": ", "tile", "enemy", "\n", "sprite", "0.5, ", "true"]
+    var out: [UInt8] = []
+    out.reserveCapacity(count)
+    let noise = testBytes(count / 4 + 1, seed: seed)
+    var i = 0
+    while out.count < count {
+        out.append(contentsOf: words[Int(noise[i % noise.count]) % words.count].utf8)
+        i += 1
+    }
+    return Array(out.prefix(count))
+}
+
+/// A representative asset tree: empty, 1-byte, 19-byte, 20-byte, large, compressible,
+/// non-ASCII and nested entries.
+public func sampleTree() -> [String: [UInt8]] {
+    [
+        "empty.txt": [],
+        "one.bin": [0x42],
+        "nineteen.txt": Array("nineteen bytes here".utf8),
+        "twenty.txt": Array("twenty bytes here!!!".utf8),
+        "big/random.bin": testBytes(300_000, seed: 7),
+        "big/text.json": textBytes(200_000, seed: 3),
+        "images/logo.png": testBytes(5_000, seed: 9),
+        "naïve café/日本語.txt": Array("non-ASCII name\n".utf8),
+        "a/b/c/d/deep.txt": Array("deep\n".utf8),
+    ]
+}
+
+/// Runs the built `assetpack` binary.
+public enum CLI {
+    /// The result of one run.
+    public struct Run: Sendable {
+        /// Exit status.
+        public var status: Int32
+        /// Standard output bytes.
+        public var stdout: [UInt8]
+        /// Standard error text.
+        public var stderr: String
+        /// Standard output as text.
+        public var text: String { String(decoding: stdout, as: UTF8.self) }
+    }
+
+    /// The binary: `$ASSETPACK_BIN`, else `assetpack` beside the test bundle.
+    public static var binary: URL {
+        if let explicit = ProcessInfo.processInfo.environment["ASSETPACK_BIN"] { return URL(fileURLWithPath: explicit) }
+        var dir = Bundle.main.bundleURL
+        for _ in 0..<3 {
+            let candidate = dir.appendingPathComponent("assetpack")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            dir = dir.deletingLastPathComponent()
+        }
+        let argv0 = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        return argv0.appendingPathComponent("assetpack")
+    }
+
+    /// Runs `assetpack` with `arguments`, the password (if any) in `$ASSETPACK_PASSWORD`,
+    /// extra environment, and no terminal on standard input.
+    public static func run(_ arguments: [String], password: String? = nil, environment: [String: String] = [:]) throws
+        -> Run
+    {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        env.removeValue(forKey: "ASSETPACK_PASSWORD")
+        if let password { env["ASSETPACK_PASSWORD"] = password }
+        env.merge(environment) { $1 }
+        process.environment = env
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        // Drain both pipes concurrently so a large output cannot deadlock the child.
+        nonisolated(unsafe) var errData = Data()
+        let group = DispatchGroup()
+        group.enter()
+        DispatchQueue.global().async {
+            errData = err.fileHandleForReading.readDataToEndOfFile()
+            group.leave()
+        }
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        group.wait()
+        process.waitUntilExit()
+        return Run(status: process.terminationStatus, stdout: [UInt8](outData), stderr: String(decoding: errData, as: UTF8.self))
+    }
+}
+
+/// Flips one byte of a file in place.
+public func flipByte(at offset: Int, in path: String, with mask: UInt8 = 0xFF) throws {
+    var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+    bytes[offset] ^= mask
+    try Data(bytes).write(to: URL(fileURLWithPath: path))
+}
+
+/// A thread-safe counter for concurrency tests.
+public final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    /// Creates a counter at zero.
+    public init() {}
+    /// Adds one.
+    public func increment() {
+        lock.lock()
+        count += 1
+        lock.unlock()
+    }
+    /// The current count.
+    public var value: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return count
+    }
+}
