@@ -1,0 +1,58 @@
+import AssetPackCore
+internal import CLibzip
+import Foundation
+
+/// libzip's `zip_t` is not thread-safe. Rather than serialise every read behind one lock,
+/// the reader keeps a pool of `zip_t` handles over the *same* file: each handle gets its
+/// own open file description of the inode opened first (via `/proc/self/fd`, so offsets are
+/// not shared, and a pack replaced on disk mid-session cannot mix versions). A read
+/// borrows a handle, uses it alone, and returns it; the pool grows to the number of
+/// threads reading at once.
+final class ZipHandlePool: @unchecked Sendable {
+    private let fd: Int32
+    private let lock = NSLock()
+    private var idle: [OpaquePointer] = []
+    private let path: String
+
+    init(path: String) throws {
+        self.path = path
+        fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let e = errno
+            throw AssetPackError(.io, "cannot open \(path): \(String(cString: strerror(e)))", underlying: e)
+        }
+    }
+
+    deinit {
+        for handle in idle { zip_discard(handle) }
+        close(fd)
+    }
+
+    /// Opens one more `zip_t` over the shared file.
+    func makeHandle() throws -> OpaquePointer {
+        // A fresh open file description of the same inode: `dup` would share the offset.
+        var copy = open("/proc/self/fd/\(fd)", O_RDONLY | O_CLOEXEC)
+        if copy < 0 { copy = open(path, O_RDONLY | O_CLOEXEC) }
+        guard copy >= 0 else { throw AssetPackError(.io, "cannot reopen \(path)", underlying: errno) }
+        var code: Int32 = 0
+        guard let za = zip_fdopen(copy, ZIP_RDONLY, &code) else {
+            close(copy)
+            throw LibzipError.make(code, context: "cannot open \(path)")
+        }
+        return za
+    }
+
+    /// Runs `body` with a handle no other thread is using.
+    func withHandle<T>(_ body: (OpaquePointer) throws -> T) throws -> T {
+        lock.lock()
+        let reused = idle.popLast()
+        lock.unlock()
+        let handle = try reused ?? makeHandle()
+        defer {
+            lock.lock()
+            idle.append(handle)
+            lock.unlock()
+        }
+        return try body(handle)
+    }
+}

@@ -1,0 +1,272 @@
+import AssetPackCore
+internal import CLibzip
+import Foundation
+
+/// Reads entries from a zip pack (WinZip AES, ZipCrypto or unencrypted) by path.
+///
+/// The central directory is read once at open and indexed by normalised path. Every
+/// whole-entry read is verified: libzip checks the HMAC (AES) and its own CRC only when a
+/// read reaches the end of the entry, so this reader always reads to end of entry, checks
+/// `zip_fclose`, and then checks CRC-32 itself against the central directory. A
+/// corrupt entry throws `.integrityFailure` naming the entry; wrong bytes are never returned.
+///
+/// Thread safety: reads may run on many threads at once; each borrows its own libzip
+/// handle from a pool (see `ZipHandlePool`).
+public final class ZipPackReader: PackReader, @unchecked Sendable {
+    struct Entry: Sendable {
+        var info: EntryInfo
+        var index: UInt64
+        var encryptionMethod: UInt16
+        var compressionMethod: Int32
+    }
+
+    /// Always `.zip`.
+    public let format = PackFormat.zip
+    /// Every file entry (directories excluded), sorted by path.
+    public let entries: [EntryInfo]
+    /// Seconds spent opening the pack and indexing its central directory.
+    public let openSeconds: Double
+    /// The limits this reader enforces.
+    public let limits: ReadLimits
+
+    let table: [Entry]
+    private let index: EntryIndex<Int>
+    private let pool: ZipHandlePool
+    private let password: String?
+
+    /// Opens a zip pack.
+    /// - Parameters:
+    ///   - path: The pack's file path.
+    ///   - credential: The password, or `nil` for unencrypted packs (encrypted entries then
+    ///     fail to read with `.missingPassword`). A raw key is not valid for zip.
+    ///   - limits: Safety limits for hostile or damaged packs.
+    /// - Throws: `AssetPackError` (`.io`, `.unsupportedFormat`, `.integrityFailure`, `.limitExceeded`,
+    ///   `.invalidArgument` for a raw key).
+    public init(path: String, credential: PackCredential?, limits: ReadLimits = .default) throws {
+        let watch = Stopwatch()
+        switch credential {
+        case .none: password = nil
+        case .password(let p): password = p
+        case .key: throw AssetPackError(.invalidArgument, "zip packs are opened with a password, not a raw key")
+        }
+        self.limits = limits
+        pool = try ZipHandlePool(path: path)
+        let za = try pool.makeHandle()
+        defer { zip_discard(za) }
+
+        let count = zip_get_num_entries(za, 0)
+        guard count >= 0 else { throw AssetPackError(.integrityFailure, "cannot read the central directory") }
+        guard count <= Int64(limits.maxEntries) else {
+            throw AssetPackError(.limitExceeded, "pack declares \(count) entries; the limit is \(limits.maxEntries)")
+        }
+        var table: [Entry] = []
+        table.reserveCapacity(Int(count))
+        for i in 0..<UInt64(count) {
+            var st = zip_stat_t()
+            guard zip_stat_index(za, i, 0, &st) == 0, let cName = st.name else {
+                throw LibzipError.from(zip_get_error(za), path: nil, context: "cannot read entry \(i)")
+            }
+            let name = String(decoding: UnsafeRawBufferPointer(start: cName, count: strlen(cName)), as: UTF8.self)
+                .precomposedStringWithCanonicalMapping
+            if name.hasSuffix("/") { continue }  // directory entry
+            let encryption = Self.encryption(st.encryption_method)
+            let compression: EntryCompression =
+                switch Int32(st.comp_method) {
+                case ZIP_CM_STORE: .store
+                case ZIP_CM_DEFLATE: .deflate
+                default: .other
+                }
+            // AE-2 entries (libzip writes them below 20 bytes; 7-Zip always) store CRC 0:
+            // the HMAC is their check.
+            let isAES = [.aes128, .aes192, .aes256].contains(encryption)
+            let crc: UInt32? = (st.valid & UInt64(ZIP_STAT_CRC)) != 0 && !(isAES && st.crc == 0) ? st.crc : nil
+            let info = EntryInfo(
+                path: name, size: st.size, storedSize: st.comp_size, compression: compression,
+                encryption: encryption, crc32: crc)
+            table.append(
+                Entry(info: info, index: i, encryptionMethod: st.encryption_method, compressionMethod: Int32(st.comp_method)))
+        }
+        table.sort { $0.info.path.utf8.lexicographicallyPrecedes($1.info.path.utf8) }
+        var index = EntryIndex<Int>()
+        for (position, entry) in table.enumerated() {
+            index.insert(EntryPath.normalize(entry.info.path), position)
+        }
+        self.table = table
+        self.index = index
+        self.entries = table.map(\.info)
+        self.openSeconds = watch.elapsed
+    }
+
+    /// Looks up an entry by path (normalised first).
+    public func entry(_ path: String) -> EntryInfo? {
+        index.lookup(path).map { table[$0].info }
+    }
+
+    /// Reads a whole entry into memory, verified, with its timing record.
+    /// - Throws: `AssetPackError` naming the entry.
+    public func readTimed(_ path: String) throws -> (bytes: [UInt8], timing: EntryTiming) {
+        var timing = EntryTiming(path: path)
+        let watch = Stopwatch()
+        let entry = try find(path, &timing)
+        let size = Int(entry.info.size)
+        var crc = CRC32()
+        let bytes = try [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+            var keyDerivation = 0.0
+            defer { timing.keyDerivation = keyDerivation }
+            try withOpenEntry(entry, &keyDerivation) { zf in
+                let raw = UnsafeMutableRawBufferPointer(buffer)
+                try Stopwatch.time(&timing.decrypt) {
+                    try readToEnd(zf, entry, into: raw)
+                }
+            }
+            initialized = size
+            Stopwatch.time(&timing.crc) { crc.update(UnsafeRawBufferPointer(buffer)) }
+        }
+        try check(crc.value, entry, &timing)
+        timing.bytesOut = UInt64(size)
+        timing.total = watch.elapsed
+        return (bytes, timing)
+    }
+
+    /// Streams an entry in chunks of up to 256 KiB. Data is tentative until this returns:
+    /// the HMAC and CRC are checked at the end.
+    /// - Throws: `AssetPackError` naming the entry, or what `body` throws.
+    @discardableResult
+    public func stream(_ path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> EntryTiming {
+        var timing = EntryTiming(path: path)
+        let watch = Stopwatch()
+        let entry = try find(path, &timing)
+        var crc = CRC32()
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)
+        defer { chunk.deallocate() }
+        var keyDerivation = 0.0
+        defer { timing.keyDerivation = keyDerivation }
+        try withOpenEntry(entry, &keyDerivation) { zf in
+            var remaining = entry.info.size
+            while remaining > 0 {
+                let want = Int(min(UInt64(chunk.count), remaining))
+                let piece = UnsafeMutableRawBufferPointer(rebasing: chunk[0..<want])
+                try Stopwatch.time(&timing.decrypt) { try fill(zf, entry, piece) }
+                Stopwatch.time(&timing.crc) { crc.update(UnsafeRawBufferPointer(piece)) }
+                try body(UnsafeRawBufferPointer(piece))
+                remaining -= UInt64(want)
+            }
+            try Stopwatch.time(&timing.decrypt) { try expectEnd(zf, entry) }
+        }
+        try check(crc.value, entry, &timing)
+        timing.bytesOut = entry.info.size
+        timing.total = watch.elapsed
+        return timing
+    }
+
+    // MARK: - Internals
+
+    private func find(_ path: String, _ timing: inout EntryTiming) throws -> Entry {
+        let found = Stopwatch.time(&timing.lookup) { index.lookup(path) }
+        guard let found else { throw AssetPackError(.entryNotFound, "no such entry", path: path) }
+        let entry = table[found]
+        timing.path = entry.info.path
+        timing.bytesIn = entry.info.storedSize
+        timing.decoder = "libzip"
+        try checkLimits(entry.info)
+        return entry
+    }
+
+    func checkLimits(_ info: EntryInfo) throws {
+        guard info.size <= limits.maxEntrySize, info.size <= UInt64(Int.max) else {
+            throw AssetPackError(
+                .limitExceeded, "entry declares \(info.size) bytes; the limit is \(limits.maxEntrySize)", path: info.path)
+        }
+        if info.compression == .deflate, info.size > 1024,
+            info.size / max(info.storedSize, 1) > limits.maxCompressionRatio
+        {
+            throw AssetPackError(
+                .limitExceeded, "entry's compression ratio exceeds \(limits.maxCompressionRatio):1", path: info.path)
+        }
+    }
+
+    /// Opens the entry on a borrowed handle (key derivation happens here for AES), runs
+    /// `body`, and closes it, mapping every libzip failure to an `AssetPackError`.
+    private func withOpenEntry(
+        _ entry: Entry, _ keyDerivation: inout Double, _ body: (OpaquePointer) throws -> Void
+    ) throws {
+        if entry.info.compression == .other {
+            throw AssetPackError(.unsupportedFormat, "compression method \(entry.compressionMethod) is not supported", path: entry.info.path)
+        }
+        if entry.info.encryption != .none && password == nil {
+            throw AssetPackError(.missingPassword, "entry is encrypted and no password was given", path: entry.info.path)
+        }
+        try pool.withHandle { za in
+            let opened = Stopwatch.time(&keyDerivation) {
+                zip_fopen_index_encrypted(za, entry.index, 0, entry.info.encryption == .none ? nil : password)
+            }
+            guard let zf = opened else {
+                throw LibzipError.from(zip_get_error(za), path: entry.info.path, context: "cannot open entry")
+            }
+            var closed = false
+            defer { if !closed { zip_fclose(zf) } }
+            try body(zf)
+            closed = true
+            let rc = zip_fclose(zf)
+            if rc != 0 { throw LibzipError.make(rc, path: entry.info.path, context: "entry failed its check") }
+        }
+    }
+
+    /// Fills `buffer` completely from the entry, then confirms the entry ends there.
+    private func readToEnd(_ zf: OpaquePointer, _ entry: Entry, into buffer: UnsafeMutableRawBufferPointer) throws {
+        try fill(zf, entry, buffer)
+        try expectEnd(zf, entry)
+    }
+
+    private func fill(_ zf: OpaquePointer, _ entry: Entry, _ buffer: UnsafeMutableRawBufferPointer) throws {
+        var offset = 0
+        while offset < buffer.count {
+            let n = zip_fread(zf, buffer.baseAddress! + offset, UInt64(buffer.count - offset))
+            if n < 0 {
+                throw LibzipError.from(zip_file_get_error(zf), path: entry.info.path, context: "read failed")
+            }
+            if n == 0 {
+                throw AssetPackError(
+                    .integrityFailure, "entry ends after \(offset) of \(entry.info.size) bytes", path: entry.info.path)
+            }
+            offset += Int(n)
+        }
+    }
+
+    /// libzip checks CRC and HMAC only when a read hits the end of the entry: read once
+    /// more and require end-of-entry (0), so the checks really run.
+    private func expectEnd(_ zf: OpaquePointer, _ entry: Entry) throws {
+        var probe: UInt8 = 0
+        let n = zip_fread(zf, &probe, 1)
+        if n < 0 { throw LibzipError.from(zip_file_get_error(zf), path: entry.info.path, context: "entry failed its check") }
+        if n > 0 {
+            throw AssetPackError(.integrityFailure, "entry holds more data than its declared size", path: entry.info.path)
+        }
+    }
+
+    private func check(_ computed: UInt32, _ entry: Entry, _ timing: inout EntryTiming) throws {
+        guard let expected = entry.info.crc32 else { return }  // AE-2: the HMAC was the check
+        guard computed == expected else {
+            throw AssetPackError(
+                .integrityFailure,
+                "CRC mismatch (expected \(hex(expected)), got \(hex(computed)))", path: entry.info.path)
+        }
+        timing.crcChecked = true
+    }
+
+    static func encryption(_ method: UInt16) -> EntryEncryption {
+        switch Int32(method) {
+        case ZIP_EM_NONE: .none
+        case ZIP_EM_TRAD_PKWARE: .zipCrypto
+        case ZIP_EM_AES_128: .aes128
+        case ZIP_EM_AES_192: .aes192
+        case ZIP_EM_AES_256: .aes256
+        default: .other
+        }
+    }
+}
+
+func hex(_ value: UInt32) -> String {
+    let digits = String(value, radix: 16)
+    return String(repeating: "0", count: 8 - digits.count) + digits
+}

@@ -1,0 +1,171 @@
+import AssetPackCore
+import AssetPackTestSupport
+import AssetPackZip
+import Foundation
+import Testing
+
+/// Packs `tree` into a zip in `dir` and returns the pack's path.
+func makeZip(
+    _ tree: [String: [UInt8]], in dir: TemporaryDirectory, encryption: PackEncryption = .aes256,
+    compression: CompressionPolicy = .auto, password: String = "s3cret"
+) throws -> String {
+    let source = try dir.write(tree, under: "src")
+    var options = PackOptions()
+    options.encryption = encryption
+    options.compression = compression
+    options.credential = .password(password)
+    let output = dir.appending("pack-\(encryption.rawValue)-\(compression.rawValue).zip").path
+    try ZipPackWriter().write(SourceTree.scan(root: source, includeHidden: false), to: output, options: options)
+    return output
+}
+
+/// Where an entry's data starts in a zip: after its local header, name and extra field.
+func localDataOffset(of name: String, in bytes: [UInt8]) -> Int? {
+    let nameBytes = Array(name.utf8)
+    var i = 0
+    while i + 30 <= bytes.count {
+        if bytes[i] == 0x50, bytes[i + 1] == 0x4B, bytes[i + 2] == 3, bytes[i + 3] == 4 {
+            let n = Int(bytes[i + 26]) | Int(bytes[i + 27]) << 8
+            let m = Int(bytes[i + 28]) | Int(bytes[i + 29]) << 8
+            if n == nameBytes.count, Array(bytes[(i + 30)..<(i + 30 + n)]) == nameBytes { return i + 30 + n + m }
+        }
+        i += 1
+    }
+    return nil
+}
+
+@Suite struct ZipPackReaderTests {
+    static let combinations: [(PackEncryption, CompressionPolicy)] = [
+        (.aes256, .auto), (.aes256, .store), (.aes256, .deflate), (.zipCrypto, .auto), (.none, .auto), (.none, .store),
+    ]
+
+    @Test(arguments: combinations)
+    func roundTripsEveryKindOfEntry(encryption: PackEncryption, compression: CompressionPolicy) throws {
+        let dir = TemporaryDirectory()
+        let tree = sampleTree()
+        let pack = try makeZip(tree, in: dir, encryption: encryption, compression: compression)
+        let reader = try ZipPackReader(path: pack, credential: .password("s3cret"))
+        #expect(reader.entries.map(\.path) == tree.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
+        for (path, bytes) in tree {
+            let (read, timing) = try reader.readTimed(path)
+            #expect(read == bytes, "\(path)")
+            #expect(timing.bytesOut == UInt64(bytes.count))
+            #expect(timing.total >= timing.decrypt)
+            let info = try #require(reader.entry(path))
+            #expect(info.size == UInt64(bytes.count))
+            // libzip's AE-2 entries below 20 bytes store no CRC; every other entry is CRC-checked.
+            let expectCRC = !(encryption == .aes256 && bytes.count < 20)
+            #expect(timing.crcChecked == expectCRC, "\(path)")
+            #expect((info.crc32 != nil) == expectCRC)
+        }
+    }
+
+    @Test func flippedDataByteInAStoredEntryFailsTheCRC() throws {
+        // The end-of-entry pitfall: libzip checks the CRC only when a read reaches the end.
+        let dir = TemporaryDirectory()
+        let payload = testBytes(4096, seed: 5)
+        let pack = try makeZip(["x.bin": payload, "y.bin": [1, 2, 3]], in: dir, encryption: .none, compression: .store)
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: pack)))
+        let offset = try #require(localDataOffset(of: "x.bin", in: bytes))
+        try flipByte(at: offset + 100, in: pack, with: 0x01)
+        let reader = try ZipPackReader(path: pack, credential: nil)
+        let error = #expect(throws: AssetPackError.self) { try reader.read("x.bin") }
+        #expect(error?.code == .integrityFailure)
+        #expect(error?.path == "x.bin")
+        #expect(try reader.read("y.bin") == [1, 2, 3])
+        #expect(throws: AssetPackError.self) { try reader.stream("x.bin") { _ in } }
+    }
+
+    @Test(arguments: [PackEncryption.aes256, .zipCrypto])
+    func flippedCiphertextByteIsAnIntegrityFailure(encryption: PackEncryption) throws {
+        let dir = TemporaryDirectory()
+        let pack = try makeZip(["x.bin": testBytes(50_000, seed: 2)], in: dir, encryption: encryption, compression: .store)
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: pack)))
+        let offset = try #require(localDataOffset(of: "x.bin", in: bytes))
+        try flipByte(at: offset + 25_000, in: pack, with: 0x10)
+        let reader = try ZipPackReader(path: pack, credential: .password("s3cret"))
+        let error = #expect(throws: AssetPackError.self) { try reader.read("x.bin") }
+        #expect(error?.code == .integrityFailure)
+    }
+
+    @Test(arguments: [PackEncryption.aes256, .zipCrypto])
+    func wrongAndMissingPasswordsAreDistinct(encryption: PackEncryption) throws {
+        let dir = TemporaryDirectory()
+        let pack = try makeZip(["a.txt": textBytes(3000)], in: dir, encryption: encryption)
+        let wrong = try ZipPackReader(path: pack, credential: .password("not-it"))
+        let wrongError = #expect(throws: AssetPackError.self) { try wrong.read("a.txt") }
+        // ZipCrypto's 1-byte check passes 1 wrong password in 256; the CRC then catches it.
+        #expect(wrongError?.code == .wrongPassword || (encryption == .zipCrypto && wrongError?.code == .integrityFailure))
+        let missing = try ZipPackReader(path: pack, credential: nil)
+        #expect(missing.entries.count == 1)  // listing needs no password
+        let missingError = #expect(throws: AssetPackError.self) { try missing.read("a.txt") }
+        #expect(missingError?.code == .missingPassword)
+    }
+
+    @Test func missingEntryIsEntryNotFound() throws {
+        let dir = TemporaryDirectory()
+        let reader = try ZipPackReader(path: makeZip(["a.txt": [1]], in: dir), credential: .password("s3cret"))
+        let error = #expect(throws: AssetPackError.self) { try reader.read("b.txt") }
+        #expect(error?.code == .entryNotFound)
+        #expect(error?.path == "b.txt")
+    }
+
+    @Test func lookupNormalisesTheRequestedPath() throws {
+        let dir = TemporaryDirectory()
+        let reader = try ZipPackReader(path: makeZip(sampleTree(), in: dir), credential: .password("s3cret"))
+        let nfd = "nai\u{308}ve cafe\u{301}\\日本語.txt"
+        #expect(try reader.read(nfd) == Array("non-ASCII name\n".utf8))
+        #expect(reader.contains("./a/b//c/d/deep.txt"))
+    }
+
+    @Test func streamingYieldsTheSameBytes() throws {
+        let dir = TemporaryDirectory()
+        let tree = ["big.bin": testBytes(1_000_000, seed: 4), "t.json": textBytes(700_000)]
+        let reader = try ZipPackReader(path: makeZip(tree, in: dir), credential: .password("s3cret"))
+        for (path, bytes) in tree {
+            var streamed: [UInt8] = []
+            let timing = try reader.stream(path) { streamed.append(contentsOf: $0) }
+            #expect(streamed == bytes)
+            #expect(timing.crcChecked)
+        }
+    }
+
+    @Test func readsFromManyThreadsAtOnce() throws {
+        let dir = TemporaryDirectory()
+        let tree = sampleTree()
+        let reader = try ZipPackReader(path: makeZip(tree, in: dir), credential: .password("s3cret"))
+        let paths = tree.keys.sorted()
+        let failures = Counter()
+        DispatchQueue.concurrentPerform(iterations: 64) { i in
+            let path = paths[(i * 7) % paths.count]
+            if (try? reader.read(path)) != tree[path] { failures.increment() }
+        }
+        #expect(failures.value == 0)
+    }
+
+    @Test func notAZipIsUnsupportedFormat() throws {
+        let dir = TemporaryDirectory()
+        try dir.write(["junk.zip": testBytes(1000)])
+        let error = #expect(throws: AssetPackError.self) {
+            try ZipPackReader(path: dir.appending("junk.zip").path, credential: nil)
+        }
+        #expect(error?.code == .unsupportedFormat)
+    }
+
+    @Test func truncatedZipFailsCleanly() throws {
+        let dir = TemporaryDirectory()
+        let pack = try makeZip(["a.bin": testBytes(20_000)], in: dir)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: pack))
+        for cut in stride(from: 0, to: bytes.count, by: 997) {
+            let path = dir.appending("cut.zip").path
+            try bytes.prefix(cut).write(to: URL(fileURLWithPath: path))
+            do {
+                let reader = try ZipPackReader(path: path, credential: .password("s3cret"))
+                _ = try reader.read("a.bin")
+                Issue.record("truncated at \(cut) still read")
+            } catch let error as AssetPackError {
+                #expect([.integrityFailure, .unsupportedFormat, .entryNotFound].contains(error.code))
+            }
+        }
+    }
+}
