@@ -1,0 +1,81 @@
+@_exported import AssetPackContainer
+@_exported import AssetPackCore
+@_exported import AssetPackZip
+import Foundation
+
+/// The public face of AssetPack: open a pack of either format, pack a directory.
+public enum AssetPack {
+    /// Recognises a pack's format from its first bytes (never from its file extension).
+    /// - Parameter path: The pack's path.
+    /// - Returns: `.container` or `.zip`.
+    /// - Throws: `.io` if the file cannot be read; `.unsupportedFormat` if it is neither.
+    public static func sniff(_ path: String) throws -> PackFormat {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let e = errno
+            throw AssetPackError(.io, "cannot open \(path): \(String(cString: strerror(e)))", underlying: e)
+        }
+        defer { close(fd) }
+        var head = [UInt8](repeating: 0, count: max(ContainerFormat.magic.count, 4))
+        let n = head.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+        guard n >= 0 else { throw AssetPackError(.io, "cannot read \(path)", underlying: errno) }
+        let prefix = Array(head[0..<n])
+        if prefix.starts(with: ContainerFormat.magic) { return .container }
+        if prefix.starts(with: [0x50, 0x4B, 0x03, 0x04]) || prefix.starts(with: [0x50, 0x4B, 0x05, 0x06]) { return .zip }
+        throw AssetPackError(.unsupportedFormat, "\(path) is not an AssetPack container or a zip archive")
+    }
+
+    /// Opens a pack, choosing the backend from its magic bytes.
+    /// - Parameters:
+    ///   - path: The pack's path.
+    ///   - credential: Password (zip or container) or raw key (container); `nil` for unencrypted zips.
+    ///   - limits: Safety limits for damaged or hostile packs.
+    /// - Returns: A reader safe to share across threads.
+    /// - Throws: `AssetPackError`.
+    public static func open(_ path: String, credential: PackCredential?, limits: ReadLimits = .default) throws
+        -> any PackReader
+    {
+        switch try sniff(path) {
+        case .zip: return try ZipPackReader(path: path, credential: credential, limits: limits)
+        case .container: return try ContainerPackReader(path: path, credential: credential, limits: limits)
+        }
+    }
+
+    /// What `pack` wrote.
+    public struct PackSummary: Sendable {
+        /// The files packed, in pack order.
+        public var files: [SourceFile]
+        /// The pack's size in bytes.
+        public var packSize: UInt64
+        /// Seconds spent (scan + compress + encrypt + write).
+        public var seconds: Double
+    }
+
+    /// Packs the files below `source` into `output`.
+    ///
+    /// The file list is sorted and normalised (see `SourceTree`); the writer replaces `output`
+    /// atomically. The pack itself is never packed, even if it lies inside `source`.
+    /// - Parameters:
+    ///   - source: The asset directory.
+    ///   - output: The pack to write.
+    ///   - options: Format, encryption, compression, credential.
+    /// - Returns: What was packed.
+    /// - Throws: `AssetPackError`.
+    @discardableResult
+    public static func pack(source: URL, to output: URL, options: PackOptions) throws -> PackSummary {
+        let watch = Stopwatch()
+        let files = try SourceTree.scan(root: source, includeHidden: options.includeHidden, excluding: output)
+        let writer: any PackWriter =
+            switch options.format {
+            case .zip: ZipPackWriter()
+            case .container: ContainerPackWriter()
+            }
+        if options.format == .container && options.encryption != .aes256 {
+            throw AssetPackError(.invalidArgument, "the container is always AES-256-GCM encrypted")
+        }
+        try writer.write(files, to: output.path, options: options)
+        var st = stat()
+        let size = stat(output.path, &st) == 0 ? UInt64(st.st_size) : 0
+        return PackSummary(files: files, packSize: size, seconds: watch.elapsed)
+    }
+}

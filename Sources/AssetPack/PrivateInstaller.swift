@@ -1,0 +1,255 @@
+import AssetPackCore
+import Crypto
+import Foundation
+
+/// Copies a bundled pack into a private directory, atomically and idempotently.
+///
+/// - The directory is created (or tightened) to mode 0700; the installed pack is 0600.
+/// - The pack is copied to a temporary file in the same directory, fsynced, read back and
+///   checked against the source's SHA-256, renamed into place, and the directory is fsynced.
+///   A crash at any point leaves the previous pack or the new one under the final name,
+///   never a torn file. Stale temporaries are removed by the next install.
+/// - Installing the same pack again copies nothing: the size and SHA-256 recorded at
+///   install are compared (the source is only re-hashed when its size or mtime changed).
+/// - Concurrent installs (threads or processes) serialise on a lock file in the directory.
+public struct PrivateInstaller: Sendable {
+    /// The private directory packs are installed into.
+    public let directory: URL
+
+    /// The outcome of an install.
+    public struct Result: Sendable, Equatable {
+        /// Where the pack is installed.
+        public var path: URL
+        /// Whether bytes were copied (`false` when the installed pack was already current).
+        public var copied: Bool
+        /// SHA-256 of the installed pack, lowercase hex.
+        public var sha256: String
+    }
+
+    /// Creates an installer for an explicit directory.
+    public init(directory: URL) {
+        self.directory = directory
+    }
+
+    /// Creates an installer for an app's default private directory:
+    /// `$XDG_DATA_HOME/<appID>`, else `~/.local/share/<appID>`.
+    /// - Throws: `.invalidArgument` for an app id that is not a single safe path component.
+    public init(appID: String) throws {
+        self.directory = try Self.defaultDirectory(appID: appID)
+    }
+
+    /// The default private directory for an app id.
+    /// - Throws: `.invalidArgument` if `appID` is empty, contains `/`, or is `.`/`..`.
+    public static func defaultDirectory(appID: String, environment: [String: String] = ProcessInfo.processInfo.environment)
+        throws -> URL
+    {
+        guard !appID.isEmpty, !appID.contains("/"), appID != ".", appID != "..", !appID.contains("\0") else {
+            throw AssetPackError(.invalidArgument, "app id '\(appID)' must be a single path component")
+        }
+        if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") {
+            return URL(fileURLWithPath: xdg).appendingPathComponent(appID, isDirectory: true)
+        }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+        return URL(fileURLWithPath: home).appendingPathComponent(".local/share/\(appID)", isDirectory: true)
+    }
+
+    /// Installs `pack` into the directory under `name` (default: the pack's file name).
+    /// - Parameters:
+    ///   - pack: The bundled pack to install.
+    ///   - name: The installed file's name.
+    /// - Returns: Where it is installed and whether anything was copied.
+    /// - Throws: `.io` for file-system failures (the previous pack stays in place),
+    ///   `.integrityFailure` if the copy does not read back identical.
+    @discardableResult
+    public func install(_ pack: URL, as name: String? = nil) throws -> Result {
+        let name = name ?? pack.lastPathComponent
+        guard !name.isEmpty, !name.hasPrefix("."), !name.contains("/") else {
+            throw AssetPackError(.invalidArgument, "installed name '\(name)' must be a plain file name")
+        }
+        try makePrivateDirectory()
+        let lock = try FileLock(directory.appendingPathComponent(".assetpack.lock").path)
+        defer { lock.unlock() }
+        removeStaleTemporaries()
+
+        let source = try FileStatus(pack.path)
+        let destination = directory.appendingPathComponent(name)
+        let manifestURL = directory.appendingPathComponent(".\(name).install")
+        let recorded = InstallRecord.load(manifestURL)
+        let installed = try? FileStatus(destination.path)
+
+        if let recorded, let installed, installed.size == recorded.size {
+            if recorded.sourceSize == source.size && recorded.sourceModified == source.modified {
+                return Result(path: destination, copied: false, sha256: recorded.sha256)
+            }
+            let digest = try Self.sha256(of: pack.path)
+            if digest == recorded.sha256 {
+                try InstallRecord(sha256: digest, size: source.size, sourceSize: source.size, sourceModified: source.modified)
+                    .save(manifestURL, directory: directory)
+                return Result(path: destination, copied: false, sha256: digest)
+            }
+        }
+
+        let digest = try copyVerified(from: pack.path, to: destination)
+        try InstallRecord(sha256: digest, size: source.size, sourceSize: source.size, sourceModified: source.modified)
+            .save(manifestURL, directory: directory)
+        return Result(path: destination, copied: true, sha256: digest)
+    }
+
+    // MARK: - Steps
+
+    static let temporaryPrefix = ".assetpack-tmp-"
+
+    private func makePrivateDirectory() throws {
+        let path = directory.path
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        } catch {
+            throw AssetPackError(.io, "cannot create \(path): \(error.localizedDescription)")
+        }
+        var st = stat()
+        guard lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
+            throw AssetPackError(.io, "\(path) is not a directory")
+        }
+        guard chmod(path, 0o700) == 0 else {
+            throw AssetPackError(.io, "cannot make \(path) private: \(String(cString: strerror(errno)))", underlying: errno)
+        }
+    }
+
+    /// Any temporary left in the directory while we hold the lock is from a crashed install.
+    private func removeStaleTemporaries() {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        for name in names where name.hasPrefix(Self.temporaryPrefix) {
+            unlink(directory.appendingPathComponent(name).path)
+        }
+    }
+
+    /// Copies `source` to a temporary file, fsyncs it, reads it back to compare SHA-256s,
+    /// renames it over `destination` and fsyncs the directory.
+    /// - Returns: The SHA-256 (hex) of the installed bytes.
+    private func copyVerified(from source: String, to destination: URL) throws -> String {
+        let temporary = directory.appendingPathComponent(
+            Self.temporaryPrefix + destination.lastPathComponent + "-" + UUID().uuidString).path
+        let out = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard out >= 0 else { throw ioError("cannot create \(temporary)") }
+        var keep = false
+        defer { if !keep { unlink(temporary) } }
+        var hasher = SHA256()
+        do {
+            defer { close(out) }
+            guard fchmod(out, 0o600) == 0 else { throw ioError("cannot chmod \(temporary)") }
+            try FileChunks.forEach(URL(fileURLWithPath: source), chunkSize: 1 << 20) { chunk in
+                hasher.update(bufferPointer: chunk)
+                try writeAll(out, chunk, temporary)
+            }
+            guard fsync(out) == 0 else { throw ioError("cannot fsync \(temporary)") }
+        }
+        let sourceDigest = hex(hasher.finalize())
+        let copyDigest = try Self.sha256(of: temporary)
+        guard copyDigest == sourceDigest else {
+            throw AssetPackError(.integrityFailure, "the installed copy does not match the source (SHA-256 differs)")
+        }
+        guard rename(temporary, destination.path) == 0 else { throw ioError("cannot rename into \(destination.path)") }
+        keep = true
+        try syncDirectory(directory.path)
+        return sourceDigest
+    }
+
+    /// SHA-256 of a file, lowercase hex.
+    static func sha256(of path: String) throws -> String {
+        var hasher = SHA256()
+        try FileChunks.forEach(URL(fileURLWithPath: path), chunkSize: 1 << 20) { hasher.update(bufferPointer: $0) }
+        return hex(hasher.finalize())
+    }
+}
+
+// MARK: - Small file-system helpers
+
+func ioError(_ what: String) -> AssetPackError {
+    let e = errno
+    return AssetPackError(.io, "\(what): \(String(cString: strerror(e)))", underlying: e)
+}
+
+func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, _ path: String) throws {
+    var offset = 0
+    while offset < bytes.count {
+        let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+        if n < 0 {
+            if errno == EINTR { continue }
+            throw ioError("cannot write \(path)")
+        }
+        offset += n
+    }
+}
+
+func syncDirectory(_ path: String) throws {
+    let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    guard fd >= 0 else { throw ioError("cannot open \(path)") }
+    defer { close(fd) }
+    guard fsync(fd) == 0 else { throw ioError("cannot fsync \(path)") }
+}
+
+func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {
+    digest.map { String(format: "%02x", $0) }.joined()
+}
+
+struct FileStatus {
+    var size: UInt64
+    var modified: Int64  // nanoseconds since the epoch
+
+    init(_ path: String) throws {
+        var st = stat()
+        guard stat(path, &st) == 0 else { throw ioError("cannot read \(path)") }
+        guard (st.st_mode & S_IFMT) == S_IFREG else { throw AssetPackError(.invalidArgument, "\(path) is not a file") }
+        size = UInt64(st.st_size)
+        modified = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+    }
+}
+
+/// An exclusive `flock` on a file, held until `unlock()`.
+struct FileLock {
+    private let fd: Int32
+    init(_ path: String) throws {
+        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw ioError("cannot open lock file \(path)") }
+        while flock(fd, LOCK_EX) != 0 {
+            if errno == EINTR { continue }
+            close(fd)
+            throw ioError("cannot lock \(path)")
+        }
+    }
+    func unlock() {
+        flock(fd, LOCK_UN)
+        close(fd)
+    }
+}
+
+/// What an install recorded, in a small file beside the pack.
+struct InstallRecord: Codable, Equatable {
+    var sha256: String
+    var size: UInt64
+    var sourceSize: UInt64
+    var sourceModified: Int64
+
+    static func load(_ url: URL) -> InstallRecord? {
+        guard let data = try? Data(contentsOf: url) else { return nil }
+        return try? JSONDecoder().decode(InstallRecord.self, from: data)
+    }
+
+    /// Writes atomically: temporary file, fsync, rename, fsync the directory.
+    func save(_ url: URL, directory: URL) throws {
+        let data = try JSONEncoder().encode(self)
+        let temporary = directory.appendingPathComponent(PrivateInstaller.temporaryPrefix + "record-" + UUID().uuidString).path
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw ioError("cannot create \(temporary)") }
+        var ok = false
+        defer { if !ok { unlink(temporary) } }
+        do {
+            defer { close(fd) }
+            try data.withUnsafeBytes { try writeAll(fd, $0, temporary) }
+            guard fsync(fd) == 0 else { throw ioError("cannot fsync \(temporary)") }
+        }
+        guard rename(temporary, url.path) == 0 else { throw ioError("cannot rename into \(url.path)") }
+        ok = true
+        try syncDirectory(directory.path)
+    }
+}

@@ -1,0 +1,103 @@
+import ArgumentParser
+import AssetPack
+import Foundation
+
+/// Where the password or key comes from. There is deliberately no flag that takes the
+/// secret itself: command lines are visible to every user through `ps`.
+struct CredentialOptions: ParsableArguments {
+    @Option(name: .customLong("password-env"), help: ArgumentHelp("Read the password from this environment variable.", valueName: "NAME"))
+    var passwordEnv: String = "ASSETPACK_PASSWORD"
+
+    @Option(name: .customLong("password-file"), help: ArgumentHelp("Read the password from the first line of this file.", valueName: "PATH"))
+    var passwordFile: String?
+
+    @Option(name: .customLong("key-file"), help: ArgumentHelp("Container only: a raw 32-byte key (binary, or 64 hex digits).", valueName: "PATH"))
+    var keyFile: String?
+
+    /// The credential given without asking anyone, if any.
+    func given() throws -> PackCredential? {
+        if let keyFile { return .key(try Self.readKey(keyFile)) }
+        if let passwordFile {
+            guard let data = FileManager.default.contents(atPath: passwordFile) else {
+                throw AssetPackError(.io, "cannot read password file \(passwordFile)")
+            }
+            let text = String(decoding: data, as: UTF8.self)
+            let line = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+            let password = line.hasSuffix("\r") ? String(line.dropLast()) : line
+            guard !password.isEmpty else { throw AssetPackError(.missingPassword, "password file \(passwordFile) is empty") }
+            return .password(password)
+        }
+        if let value = ProcessInfo.processInfo.environment[passwordEnv], !value.isEmpty {
+            return .password(value)
+        }
+        return nil
+    }
+
+    /// The credential, prompting on a terminal when none was given and `needed` says one is.
+    func resolve(needed: Bool, confirm: Bool = false) throws -> PackCredential? {
+        if let credential = try given() { return credential }
+        guard needed else { return nil }
+        guard isatty(STDIN_FILENO) == 1 else {
+            throw AssetPackError(
+                .missingPassword, "a password is needed: set $\(passwordEnv), or use --password-env or --password-file")
+        }
+        let first = try Self.prompt("Password: ")
+        if confirm {
+            guard try Self.prompt("Repeat password: ") == first else {
+                throw AssetPackError(.wrongPassword, "the passwords do not match")
+            }
+        }
+        guard !first.isEmpty else { throw AssetPackError(.missingPassword, "no password entered") }
+        return .password(first)
+    }
+
+    /// Opens a pack, asking for a password on a terminal only if the pack needs one for `forData`.
+    func open(_ path: String, forData: Bool) throws -> any PackReader {
+        if let credential = try given() { return try AssetPack.open(path, credential: credential) }
+        if try AssetPack.sniff(path) == .container {
+            return try AssetPack.open(path, credential: try resolve(needed: true))
+        }
+        let plain = try AssetPack.open(path, credential: nil)
+        let encrypted = plain.entries.contains { $0.encryption != .none }
+        guard forData && encrypted && isatty(STDIN_FILENO) == 1 else { return plain }
+        return try AssetPack.open(path, credential: try resolve(needed: true))
+    }
+
+    static func readKey(_ path: String) throws -> [UInt8] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw AssetPackError(.io, "cannot read key file \(path)")
+        }
+        if data.count == 32 { return [UInt8](data) }
+        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        if text.count == 64, let bytes = hexBytes(text) { return bytes }
+        throw AssetPackError(.invalidArgument, "key file \(path) must hold 32 raw bytes or 64 hex digits")
+    }
+
+    static func hexBytes(_ text: String) -> [UInt8]? {
+        var out: [UInt8] = []
+        var chars = text.makeIterator()
+        while let a = chars.next(), let b = chars.next() {
+            guard let byte = UInt8(String([a, b]), radix: 16) else { return nil }
+            out.append(byte)
+        }
+        return out
+    }
+
+    /// Reads a line from the terminal with echo off.
+    static func prompt(_ label: String) throws -> String {
+        FileHandle.standardError.write(Data(label.utf8))
+        var saved = termios()
+        tcgetattr(STDIN_FILENO, &saved)
+        var silent = saved
+        silent.c_lflag &= ~tcflag_t(ECHO)
+        tcsetattr(STDIN_FILENO, TCSAFLUSH, &silent)
+        defer {
+            tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved)
+            FileHandle.standardError.write(Data("\n".utf8))
+        }
+        guard let line = readLine(strippingNewline: true) else {
+            throw AssetPackError(.missingPassword, "no password entered")
+        }
+        return line
+    }
+}

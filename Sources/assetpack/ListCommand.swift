@@ -1,0 +1,64 @@
+import ArgumentParser
+import AssetPack
+import Foundation
+
+struct List: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List a pack's entries.")
+
+    @Argument(help: "The pack.") var pack: String
+    @Flag(help: "Print JSON instead of a table.") var json = false
+    @OptionGroup var credentials: CredentialOptions
+
+    func run() throws {
+        try reporting {
+            let reader = try credentials.open(pack, forData: false)
+            if json {
+                let document = ListDocument(format: reader.format.rawValue, entries: reader.entries.map(ListDocument.Entry.init))
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+                print(String(decoding: try encoder.encode(document), as: UTF8.self))
+                return
+            }
+            print(pad("SIZE", 12, right: true), pad("STORED", 12, right: true), pad("METHOD", 8), pad("ENCRYPTION", 10), pad("CRC32", 8), "PATH")
+            for e in reader.entries {
+                print(
+                    pad(String(e.size), 12, right: true), pad(String(e.storedSize), 12, right: true),
+                    pad(e.compression.rawValue, 8), pad(e.encryption.rawValue, 10),
+                    pad(e.crc32.map(crcHex) ?? "-", 8), e.path)
+            }
+            let total = reader.entries.reduce(UInt64(0)) { $0 + $1.size }
+            print("\(reader.entries.count) entries, \(total) bytes, format \(reader.format.rawValue)")
+        }
+    }
+}
+
+struct ListDocument: Codable {
+    struct Entry: Codable {
+        var path: String
+        var size: UInt64
+        var stored_size: UInt64
+        var compression: String
+        var encryption: String
+        var crc32: String?
+
+        init(_ e: EntryInfo) {
+            path = e.path
+            size = e.size
+            stored_size = e.storedSize
+            compression = e.compression.rawValue
+            encryption = e.encryption.rawValue
+            crc32 = e.crc32.map(crcHex)
+        }
+    }
+    var format: String
+    var entries: [Entry]
+}
+
+func crcHex(_ value: UInt32) -> String {
+    String(format: "%08x", value)
+}
+
+func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
+    let fill = String(repeating: " ", count: max(0, width - text.count))
+    return right ? fill + text : text + fill
+}

@@ -1,0 +1,154 @@
+import AssetPack
+import AssetPackTestSupport
+import Foundation
+import Testing
+
+/// End-to-end: the built `assetpack` binary, its output and its exit codes.
+@Suite struct CLITests {
+    static let password = "cli-pass"
+
+    /// Packs `tree` with the CLI and returns the pack's path.
+    static func pack(
+        _ tree: [String: [UInt8]], in dir: TemporaryDirectory, format: PackFormat = .zip, extra: [String] = []
+    ) throws -> String {
+        let source = try dir.write(tree, under: "src")
+        let output = dir.appending("out.\(format.rawValue)").path
+        let run = try CLI.run(["pack", source.path, "--output", output, "--format", format.rawValue] + extra, password: password)
+        #expect(run.status == 0, "\(run.stderr)")
+        return output
+    }
+
+    @Test(arguments: PackFormat.allCases)
+    func packListCatRoundTrip(format: PackFormat) throws {
+        let dir = TemporaryDirectory()
+        let tree = sampleTree()
+        let pack = try Self.pack(tree, in: dir, format: format)
+        for (path, bytes) in tree {
+            let run = try CLI.run(["cat", pack, path], password: Self.password)
+            #expect(run.status == 0, "\(path): \(run.stderr)")
+            #expect(run.stdout == bytes, "\(path)")
+        }
+        let list = try CLI.run(["list", pack, "--json"], password: Self.password)
+        #expect(list.status == 0)
+        let doc = try JSONSerialization.jsonObject(with: Data(list.stdout)) as? [String: Any]
+        let entries = try #require(doc?["entries"] as? [[String: Any]])
+        #expect(Set(entries.compactMap { $0["path"] as? String }) == Set(tree.keys))
+        #expect(doc?["format"] as? String == format.rawValue)
+    }
+
+    @Test func exitCodesFollowTheContract() throws {
+        let dir = TemporaryDirectory()
+        let pack = try Self.pack(["a.txt": Array("hello".utf8)], in: dir)
+        #expect(try CLI.run(["cat", pack, "a.txt"], password: "wrong").status == 2)
+        let missing = try CLI.run(["cat", pack, "a.txt"])
+        #expect(missing.status == 2)
+        #expect(missing.stderr.contains("password"))
+        let notFound = try CLI.run(["cat", pack, "b.txt"], password: Self.password)
+        #expect(notFound.status == 3)
+        #expect(notFound.stderr.hasPrefix("assetpack: error:"))
+        #expect(notFound.stderr.split(separator: "\n").count == 1)
+        #expect(try CLI.run(["cat", pack], password: Self.password).status == 64)
+        #expect(try CLI.run(["frobnicate"]).status == 64)
+        #expect(try CLI.run(["cat", dir.appending("nonexistent").path, "a.txt"]).status == 1)
+    }
+
+    @Test func passwordFromFileOrNamedVariable() throws {
+        let dir = TemporaryDirectory()
+        let pack = try Self.pack(["a.txt": [65]], in: dir)
+        try Data("\(Self.password)\n".utf8).write(to: dir.appending("pw"))
+        #expect(try CLI.run(["cat", pack, "a.txt", "--password-file", dir.appending("pw").path]).stdout == [65])
+        #expect(
+            try CLI.run(["cat", pack, "a.txt", "--password-env", "MY_PW"], environment: ["MY_PW": Self.password]).stdout == [65])
+        // No flag takes the password itself.
+        #expect(try CLI.run(["cat", pack, "a.txt", "--password", Self.password]).status == 64)
+    }
+
+    @Test func flippedByteInAStoredEntryExits4WithNothingOnStdout() throws {
+        let dir = TemporaryDirectory()
+        let payload = testBytes(10_000, seed: 11)
+        let pack = try Self.pack(["x.bin": payload], in: dir, extra: ["--compression", "store"])
+        // The AES ciphertext of a stored entry sits in the middle of this small zip.
+        let size = try FileManager.default.attributesOfItem(atPath: pack)[.size] as! Int
+        try flipByte(at: size / 2, in: pack, with: 0x04)
+        let run = try CLI.run(["cat", pack, "x.bin"], password: Self.password)
+        #expect(run.status == 4)
+        #expect(run.stdout.isEmpty)
+        let verify = try CLI.run(["verify", pack], password: Self.password)
+        #expect(verify.status == 4)
+        #expect(verify.text.contains("FAIL"))
+    }
+
+    @Test func unencryptedZipNeedsNoPassword() throws {
+        let dir = TemporaryDirectory()
+        let pack = try Self.pack(["a.txt": [1, 2]], in: dir, extra: ["--encryption", "none"])
+        #expect(try CLI.run(["cat", pack, "a.txt"]).stdout == [1, 2])
+    }
+
+    @Test func zipCryptoWarns() throws {
+        let dir = TemporaryDirectory()
+        let source = try dir.write(["a.txt": [1]], under: "src")
+        let run = try CLI.run(
+            ["pack", source.path, "-o", dir.appending("z.zip").path, "--encryption", "zipcrypto"], password: Self.password)
+        #expect(run.status == 0)
+        #expect(run.stderr.contains("ZipCrypto is broken"))
+    }
+
+    @Test func packErrorsAreClear() throws {
+        let dir = TemporaryDirectory()
+        try FileManager.default.createDirectory(at: dir.appending("empty"), withIntermediateDirectories: true)
+        let empty = try CLI.run(["pack", dir.appending("empty").path, "-o", dir.appending("e.zip").path], password: "p")
+        #expect(empty.status == 1)
+        #expect(empty.stderr.contains("no files"))
+        let noPassword = try CLI.run(["pack", dir.appending("empty").path, "-o", dir.appending("e.zip").path])
+        #expect(noPassword.status == 2)
+    }
+
+    @Test(arguments: PackFormat.allCases)
+    func verifyPrintsEveryEntryWithItsTime(format: PackFormat) throws {
+        let dir = TemporaryDirectory()
+        let tree = sampleTree()
+        let pack = try Self.pack(tree, in: dir, format: format)
+        let run = try CLI.run(["verify", pack], password: Self.password)
+        #expect(run.status == 0, "\(run.stderr)")
+        for path in tree.keys { #expect(run.text.contains(path)) }
+        #expect(run.text.contains("\(tree.count) of \(tree.count) entries verified"))
+    }
+
+    @Test(arguments: PackFormat.allCases)
+    func extractWritesVerifiedFiles(format: PackFormat) throws {
+        let dir = TemporaryDirectory()
+        let tree = sampleTree()
+        let pack = try Self.pack(tree, in: dir, format: format)
+        let out = dir.appending("x")
+        let all = try CLI.run(["extract", pack, "--into", out.path], password: Self.password)
+        #expect(all.status == 0, "\(all.stderr)")
+        for (path, bytes) in tree { #expect(try Data(contentsOf: out.appendingPathComponent(path)) == Data(bytes)) }
+        let some = try CLI.run(["extract", pack, "one.bin", "--into", dir.appending("y").path], password: Self.password)
+        #expect(some.status == 0)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.appending("y").path) == ["one.bin"])
+        #expect(try CLI.run(["extract", pack, "nope", "--into", dir.appending("z").path], password: Self.password).status == 3)
+    }
+
+    @Test(arguments: PackFormat.allCases)
+    func installPrintsThePrivatePath(format: PackFormat) throws {
+        let dir = TemporaryDirectory()
+        let pack = try Self.pack(["a.txt": [1]], in: dir, format: format)
+        let run = try CLI.run(["install", pack, "--into", dir.appending("priv").path])
+        #expect(run.status == 0, "\(run.stderr)")
+        let installed = run.text.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(installed == dir.appending("priv").appendingPathComponent("out.\(format.rawValue)").path)
+        var st = stat()
+        stat(installed, &st)
+        #expect(st.st_mode & 0o777 == 0o600)
+        stat(dir.appending("priv").path, &st)
+        #expect(st.st_mode & 0o777 == 0o700)
+        let again = try CLI.run(["install", pack, "--into", dir.appending("priv").path])
+        #expect(again.status == 0)
+        #expect(again.stderr.contains("already installed"))
+        let xdg = try CLI.run(["install", pack, "--app-id", "com.example.t"], environment: ["XDG_DATA_HOME": dir.appending("xdg").path])
+        #expect(xdg.text.hasPrefix(dir.appending("xdg/com.example.t").path))
+        let notAPack = dir.appending("junk")
+        try Data(testBytes(100)).write(to: notAPack)
+        #expect(try CLI.run(["install", notAPack.path, "--into", dir.appending("priv2").path]).status == 1)
+    }
+}

@@ -1,0 +1,106 @@
+import AssetPack
+import AssetPackTestSupport
+import Foundation
+import Testing
+
+/// One suite, run against both backends: what every PackReader must do.
+@Suite struct BackendConformanceTests {
+    static let password = "correct horse"
+
+    static func makePack(_ format: PackFormat, _ tree: [String: [UInt8]] = sampleTree(), in dir: TemporaryDirectory)
+        throws -> String
+    {
+        let source = try dir.write(tree, under: "src-\(format.rawValue)")
+        var options = PackOptions()
+        options.format = format
+        options.credential = .password(password)
+        let output = dir.appending("pack.\(format.rawValue)")
+        try AssetPack.pack(source: source, to: output, options: options)
+        return output.path
+    }
+
+    @Test(arguments: PackFormat.allCases)
+    func sniffsTheFormatFromMagicBytes(format: PackFormat) throws {
+        let dir = TemporaryDirectory()
+        let pack = try Self.makePack(format, in: dir)
+        let renamed = dir.appending("misleading.txt").path
+        try FileManager.default.copyItem(atPath: pack, toPath: renamed)
+        #expect(try AssetPack.sniff(renamed) == format)
+        #expect(try AssetPack.open(renamed, credential: .password(Self.password)).format == format)
+    }
+
+    @Test(arguments: PackFormat.allCases)
+    func everyEntryReadsBackIdentical(format: PackFormat) throws {
+        let dir = TemporaryDirectory()
+        let tree = sampleTree()
+        let reader = try AssetPack.open(Self.makePack(format, tree, in: dir), credential: .password(Self.password))
+        #expect(reader.entries.count == tree.count)
+        #expect(reader.entries.map(\.path) == reader.entries.map(\.path).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
+        for entry in reader.entries {
+            let expected = try #require(tree[entry.path])
+            let (bytes, timing) = try reader.readTimed(entry.path)
+            #expect(bytes == expected, "\(format) \(entry.path)")
+            #expect(entry.size == UInt64(expected.count))
+            #expect(timing.bytesOut == UInt64(expected.count))
+            #expect(timing.total > 0)
+            #expect(timing.lookup + timing.keyDerivation + timing.decrypt + timing.crc <= timing.total * 1.001 + 1e-6)
+            var streamed: [UInt8] = []
+            try reader.stream(entry.path) { streamed.append(contentsOf: $0) }
+            #expect(streamed == expected)
+        }
+        #expect(try reader.readData("a/b/c/d/deep.txt") == Data("deep\n".utf8))
+    }
+
+    @Test(arguments: PackFormat.allCases)
+    func wrongPasswordIsReportedAsSuch(format: PackFormat) throws {
+        let dir = TemporaryDirectory()
+        let pack = try Self.makePack(format, in: dir)
+        let error = #expect(throws: AssetPackError.self) {
+            let reader = try AssetPack.open(pack, credential: .password("wrong"))
+            _ = try reader.read("big/text.json")
+        }
+        #expect(error?.code == .wrongPassword)
+    }
+
+    @Test(arguments: PackFormat.allCases)
+    func missingPasswordIsReportedAsSuch(format: PackFormat) throws {
+        let dir = TemporaryDirectory()
+        let pack = try Self.makePack(format, in: dir)
+        let error = #expect(throws: AssetPackError.self) {
+            let reader = try AssetPack.open(pack, credential: nil)
+            _ = try reader.read("big/text.json")
+        }
+        #expect(error?.code == .missingPassword)
+    }
+
+    @Test(arguments: PackFormat.allCases)
+    func missingEntryIsEntryNotFound(format: PackFormat) throws {
+        let dir = TemporaryDirectory()
+        let reader = try AssetPack.open(Self.makePack(format, in: dir), credential: .password(Self.password))
+        let error = #expect(throws: AssetPackError.self) { try reader.read("nope.txt") }
+        #expect(error?.code == .entryNotFound)
+        #expect(reader.entry("nope.txt") == nil)
+    }
+
+    @Test(arguments: PackFormat.allCases)
+    func lookupNormalisesPaths(format: PackFormat) throws {
+        let dir = TemporaryDirectory()
+        let reader = try AssetPack.open(Self.makePack(format, in: dir), credential: .password(Self.password))
+        #expect(try reader.read("nai\u{308}ve cafe\u{301}/日本語.txt") == Array("non-ASCII name\n".utf8))
+        #expect(try reader.read("a\\b\\c\\d\\deep.txt") == Array("deep\n".utf8))
+    }
+
+    @Test(arguments: PackFormat.allCases)
+    func concurrentReadsReturnTheRightBytes(format: PackFormat) throws {
+        let dir = TemporaryDirectory()
+        let tree = sampleTree()
+        let reader = try AssetPack.open(Self.makePack(format, tree, in: dir), credential: .password(Self.password))
+        let paths = tree.keys.sorted()
+        let failures = Counter()
+        DispatchQueue.concurrentPerform(iterations: 200) { i in
+            let path = paths[(i * 5 + i / 7) % paths.count]
+            if (try? reader.read(path)) != tree[path] { failures.increment() }
+        }
+        #expect(failures.value == 0)
+    }
+}

@@ -1,0 +1,129 @@
+import AssetPack
+import AssetPackTestSupport
+import Foundation
+import Testing
+
+@Suite struct PrivateInstallerTests {
+    func mode(_ path: String) -> mode_t {
+        var st = stat()
+        stat(path, &st)
+        return st.st_mode & 0o777
+    }
+
+    @Test func installsPrivatelyAndVerified() throws {
+        let dir = TemporaryDirectory()
+        try dir.write(["bundle/assets.pack": testBytes(2_000_000)])
+        let target = dir.appending("private/app")
+        let result = try PrivateInstaller(directory: target).install(dir.appending("bundle/assets.pack"))
+        #expect(result.copied)
+        #expect(result.path.path == target.appendingPathComponent("assets.pack").path)
+        #expect(mode(target.path) == 0o700)
+        #expect(mode(result.path.path) == 0o600)
+        #expect(try Data(contentsOf: result.path) == Data(testBytes(2_000_000)))
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: target.path).filter { $0.hasPrefix(".assetpack-tmp-") }
+        #expect(leftovers.isEmpty)
+    }
+
+    @Test func secondInstallOfTheSamePackCopiesNothing() throws {
+        let dir = TemporaryDirectory()
+        try dir.write(["assets.pack": testBytes(100_000)])
+        let installer = PrivateInstaller(directory: dir.appending("p"))
+        let first = try installer.install(dir.appending("assets.pack"))
+        let inode = try FileManager.default.attributesOfItem(atPath: first.path.path)[.systemFileNumber] as? Int
+        let second = try installer.install(dir.appending("assets.pack"))
+        #expect(!second.copied)
+        #expect(second.sha256 == first.sha256)
+        #expect(try FileManager.default.attributesOfItem(atPath: second.path.path)[.systemFileNumber] as? Int == inode)
+        // Same bytes, new mtime (e.g. an app update that re-bundled it): still no copy.
+        try Data(testBytes(100_000)).write(to: dir.appending("assets.pack"))
+        #expect(try !installer.install(dir.appending("assets.pack")).copied)
+    }
+
+    @Test func aNewVersionReplacesTheOldOne() throws {
+        let dir = TemporaryDirectory()
+        try dir.write(["assets.pack": testBytes(10_000, seed: 1)])
+        let installer = PrivateInstaller(directory: dir.appending("p"))
+        try installer.install(dir.appending("assets.pack"))
+        try dir.write(["assets.pack": testBytes(12_000, seed: 2)])
+        let result = try installer.install(dir.appending("assets.pack"))
+        #expect(result.copied)
+        #expect(try Data(contentsOf: result.path) == Data(testBytes(12_000, seed: 2)))
+    }
+
+    @Test func damagedInstalledCopyIsReplaced() throws {
+        let dir = TemporaryDirectory()
+        try dir.write(["assets.pack": testBytes(10_000)])
+        let installer = PrivateInstaller(directory: dir.appending("p"))
+        let first = try installer.install(dir.appending("assets.pack"))
+        try Data(testBytes(500)).write(to: first.path)  // truncated by something outside our control
+        #expect(try installer.install(dir.appending("assets.pack")).copied)
+        #expect(try Data(contentsOf: first.path) == Data(testBytes(10_000)))
+    }
+
+    @Test func staleTemporariesAreCleanedAndPermissionsTightened() throws {
+        let dir = TemporaryDirectory()
+        try dir.write(["assets.pack": [1, 2, 3]])
+        let target = dir.appending("p")
+        try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true)
+        chmod(target.path, 0o755)
+        try Data([9]).write(to: target.appendingPathComponent(".assetpack-tmp-assets.pack-crashed"))
+        try PrivateInstaller(directory: target).install(dir.appending("assets.pack"))
+        #expect(mode(target.path) == 0o700)
+        #expect(!FileManager.default.fileExists(atPath: target.appendingPathComponent(".assetpack-tmp-assets.pack-crashed").path))
+    }
+
+    @Test func concurrentInstallsDoNotCorrupt() throws {
+        let dir = TemporaryDirectory()
+        try dir.write(["assets.pack": testBytes(3_000_000)])
+        let installer = PrivateInstaller(directory: dir.appending("p"))
+        let failures = Counter()
+        let copies = Counter()
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            do {
+                if try installer.install(dir.appending("assets.pack")).copied { copies.increment() }
+            } catch { failures.increment() }
+        }
+        #expect(failures.value == 0)
+        #expect(copies.value == 1)
+        #expect(try Data(contentsOf: dir.appending("p/assets.pack")) == Data(testBytes(3_000_000)))
+    }
+
+    @Test func defaultDirectoryFollowsXDG() throws {
+        #expect(
+            try PrivateInstaller.defaultDirectory(appID: "com.example.game", environment: ["XDG_DATA_HOME": "/x/data"]).path
+                == "/x/data/com.example.game")
+        #expect(
+            try PrivateInstaller.defaultDirectory(appID: "com.example.game", environment: ["HOME": "/home/u"]).path
+                == "/home/u/.local/share/com.example.game")
+        #expect(throws: AssetPackError.self) { try PrivateInstaller.defaultDirectory(appID: "../evil", environment: [:]) }
+    }
+}
+
+@Suite struct ExtractorTests {
+    @Test(arguments: PackFormat.allCases)
+    func extractsEverythingBelowTheDirectory(format: PackFormat) throws {
+        let dir = TemporaryDirectory()
+        let tree = sampleTree()
+        let reader = try AssetPack.open(
+            BackendConformanceTests.makePack(format, tree, in: dir), credential: .password(BackendConformanceTests.password))
+        let out = dir.appending("out")
+        try Extractor(directory: out).extract(from: reader)
+        for (path, bytes) in tree {
+            #expect(try Data(contentsOf: out.appendingPathComponent(path)) == Data(bytes))
+        }
+    }
+
+    @Test func refusesToWriteThroughASymlinkedDirectory() throws {
+        let dir = TemporaryDirectory()
+        let reader = try AssetPack.open(
+            BackendConformanceTests.makePack(.zip, ["a/b.txt": [1]], in: dir),
+            credential: .password(BackendConformanceTests.password))
+        let out = dir.appending("out")
+        let elsewhere = dir.appending("elsewhere")
+        try FileManager.default.createDirectory(at: out, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(at: out.appendingPathComponent("a"), withDestinationURL: elsewhere)
+        #expect(throws: AssetPackError.self) { try Extractor(directory: out).extract(from: reader) }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere.path).isEmpty)
+    }
+}
