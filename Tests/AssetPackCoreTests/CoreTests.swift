@@ -78,6 +78,7 @@ import Testing
     @Test func listsFilesSortedNormalizedAndWithoutHiddenOnes() throws {
         let dir = TemporaryDirectory()
         try dir.write(["b.txt": [1], "a/z.txt": [2], "a/cafe\u{301}.txt": [3], ".DS_Store": [4], ".git/config": [5]])
+        #expect(FileManager.default.fileExists(atPath: dir.appending("a/cafe\u{301}.txt").path))
         let files = try SourceTree.scan(root: dir.url, includeHidden: false)
         #expect(files.map(\.path) == ["a/caf\u{E9}.txt", "a/z.txt", "b.txt"])
         let all = try SourceTree.scan(root: dir.url, includeHidden: true)
@@ -114,7 +115,9 @@ import Testing
 
     @Test func refusesNamesThatNormaliseAlike() throws {
         let dir = TemporaryDirectory()
-        try dir.write(["caf\u{E9}.txt": [1], "cafe\u{301}.txt": [2]])
+        // Swift compares strings canonically, so the two spellings cannot share one dictionary.
+        try dir.write(["caf\u{E9}.txt": [1]])
+        try dir.write(["cafe\u{301}.txt": [2]])
         #expect(throws: AssetPackError.self) { try SourceTree.scan(root: dir.url, includeHidden: false) }
     }
 
