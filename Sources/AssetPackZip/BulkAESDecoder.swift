@@ -1,0 +1,466 @@
+import AssetPackCore
+import Foundation
+internal import CZlib
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Decodes one WinZip AES entry (AE-1 or AE-2) from its raw stored bytes, in bulk.
+///
+/// libzip keeps the archive structure; the bytes come from
+/// `zip_fopen_index(za, i, ZIP_FL_ENCRYPTED | ZIP_FL_COMPRESSED)` read with `zip_fread`, which
+/// yields exactly `salt | verifier | ciphertext | MAC` (`zip_stat` `comp_size` bytes). The decoder
+/// never asks the source for more than `rawSize` bytes. That matters: on a *stored* AES entry
+/// libzip 1.7.3 wraps the raw handle in its CRC checker, so a read that runs into the end of the
+/// entry fails with `ZIP_ER_CRC` (CRC of the ciphertext against the plaintext CRC).
+///
+/// Work is pipelined in `chunkSize` pieces: read, HMAC, decrypt in place, inflate, CRC.
+/// Stored entries are decrypted straight into the result; deflated ones are inflated straight into it.
+package struct BulkAESDecoder {
+    /// A source of raw stored bytes: fills a prefix of the buffer and returns how many bytes it
+    /// wrote, `0` at the end. Throw `AssetPackError` for read failures.
+    package typealias RawSource = (UnsafeMutableRawBufferPointer) throws -> Int
+
+    /// The entry's stored size (`comp_size`): salt, verifier, ciphertext and MAC.
+    package var rawSize: UInt64
+    /// The entry's key strength.
+    package var strength: WinZipAESKeyStrength
+    /// How the plaintext is compressed (`.store` or `.deflate`).
+    package var compression: EntryCompression
+    /// The declared uncompressed size.
+    package var size: UInt64
+    /// The CRC-32 to check, or `nil` when the entry stores none (see ``expectedCRC(stored:)``).
+    package var crc32: UInt32?
+    /// Limits applied before any allocation.
+    package var limits: ReadLimits
+    /// Raw bytes processed per step (and the size of streamed chunks).
+    package var chunkSize = 256 << 10
+    /// Stored entries from this size up are read with HMAC-SHA1 on a second thread (`.max`: never).
+    package var pipelineThreshold = 8 << 20
+
+    /// Describes the entry to decode.
+    package init(
+        rawSize: UInt64, strength: WinZipAESKeyStrength, compression: EntryCompression,
+        size: UInt64, crc32: UInt32?, limits: ReadLimits = .default
+    ) {
+        self.rawSize = rawSize
+        self.strength = strength
+        self.compression = compression
+        self.size = size
+        self.crc32 = crc32
+        self.limits = limits
+    }
+
+    /// The CRC to check for an AES entry whose directory stores `crc`.
+    ///
+    /// AE-2 entries (7-Zip, zip4j, WinZip; libzip below 20 bytes) store 0 and rely on the MAC;
+    /// AE-1 entries and libzip's AE-2 entries store the real CRC. A real CRC of 0 then goes
+    /// unchecked, which is harmless: the MAC still authenticates every byte.
+    package static func expectedCRC(stored crc: UInt32) -> UInt32? { crc == 0 ? nil : crc }
+
+    /// Reads, authenticates and decodes the whole entry.
+    ///
+    /// No byte is returned unless the HMAC (and the CRC, when given) matched.
+    /// - Parameters:
+    ///   - password: The password bytes.
+    ///   - timing: Adds to `keyDerivation` (PBKDF2), `decrypt` (HMAC, AES, inflate) and `crc`;
+    ///     sets `bytesIn`, `bytesOut`, `decoder` ("bulk-aes") and `crcChecked`. `total` and
+    ///     `lookup` are the caller's. Errors name `timing.path` when it is not empty.
+    ///   - source: The raw stored bytes.
+    /// - Returns: Exactly `size` bytes.
+    /// - Throws: `.limitExceeded` (before allocating), `.wrongPassword`, `.integrityFailure`
+    ///   (HMAC, CRC, truncated, corrupt or over-long data), `.unsupportedFormat`, or what `source` throws.
+    package func decode(password: [UInt8], timing: inout EntryTiming, from source: RawSource) throws -> [UInt8] {
+        try naming(timing.path, source) { source in
+            let payload = try validatedPayload()
+            var reader = RawReader(source: source, remaining: rawSize)
+            var decryptor = try open(password: password, reader: &reader, timing: &timing)
+            let count = Int(size)
+            var crc = CRC32()
+            let output = try [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+                let out = UnsafeMutableRawBufferPointer(buffer)
+                adviseHugePages(out)
+                if compression == .store && count >= pipelineThreshold && ProcessInfo.processInfo.activeProcessorCount > 1 {
+                    try decryptPipelined(into: out, reader: &reader, decryptor: decryptor, crc: &crc, timing: &timing)
+                } else if compression == .store {
+                    var pos = 0
+                    while pos < count {
+                        let piece = UnsafeMutableRawBufferPointer(rebasing: out[pos..<min(pos + chunkSize, count)])
+                        try reader.readExactly(piece)
+                        Stopwatch.time(&timing.decrypt) { decryptor.decrypt(piece) }
+                        if crc32 != nil { Stopwatch.time(&timing.crc) { crc.update(UnsafeRawBufferPointer(piece)) } }
+                        pos += piece.count
+                    }
+                } else {
+                    try inflate(payload: payload, into: out, reader: &reader, decryptor: &decryptor,
+                                crc: &crc, timing: &timing)
+                }
+                initialized = count
+            }
+            if compression == .store { try finish(reader: &reader, decryptor: decryptor) }
+            try check(crc: crc, timing: &timing)
+            timing.bytesIn = rawSize
+            timing.bytesOut = UInt64(count)
+            timing.decoder = "bulk-aes"
+            return output
+        }
+    }
+
+    /// Streams the decoded entry to `body` in chunks of at most `chunkSize` bytes.
+    ///
+    /// The HMAC and CRC are checked only at the end: everything `body` received is tentative
+    /// until this returns without throwing. Output beyond `size` fails at once.
+    /// - Parameters:
+    ///   - password: The password bytes.
+    ///   - timing: As for ``decode(password:timing:from:)``; time spent in `body` is not counted.
+    ///   - source: The raw stored bytes.
+    ///   - body: Receives each decoded chunk; the buffer is valid only during the call.
+    /// - Throws: As ``decode(password:timing:from:)``, or what `body` throws.
+    package func stream(
+        password: [UInt8], timing: inout EntryTiming, from source: RawSource,
+        _ body: (UnsafeRawBufferPointer) throws -> Void
+    ) throws {
+        try naming(timing.path, source) { source in
+            let payload = try validatedPayload()
+            var reader = RawReader(source: source, remaining: rawSize)
+            var decryptor = try open(password: password, reader: &reader, timing: &timing)
+            let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, min(chunkSize, payload)), alignment: 64)
+            defer { scratch.deallocate() }
+            var crc = CRC32()
+            let inflater = compression == .deflate ? try ChunkInflater(outputSize: chunkSize) : nil
+            var remaining = payload
+            var failure: Error?  // an inflate error: the rest is only authenticated, the MAC checked first
+            var bodyFailed = false
+            while remaining > 0 {
+                let piece = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<min(remaining, scratch.count)])
+                try reader.readExactly(piece)
+                remaining -= piece.count
+                guard failure == nil else {
+                    decryptor.authenticateOnly(UnsafeRawBufferPointer(piece))
+                    continue
+                }
+                Stopwatch.time(&timing.decrypt) { decryptor.decrypt(piece) }
+                if let inflater {
+                    do {
+                        try inflater.inflate(UnsafeRawBufferPointer(piece), limit: size, seconds: &timing.decrypt) { chunk in
+                            if crc32 != nil { Stopwatch.time(&timing.crc) { crc.update(chunk) } }
+                            do { try body(chunk) } catch { bodyFailed = true; throw error }
+                        }
+                    } catch where !bodyFailed {
+                        failure = error
+                    }
+                } else {
+                    if crc32 != nil { Stopwatch.time(&timing.crc) { crc.update(UnsafeRawBufferPointer(piece)) } }
+                    try body(UnsafeRawBufferPointer(piece))
+                }
+            }
+            if failure == nil, let inflater, !inflater.finished || inflater.totalOut != size {
+                failure = AssetPackError(.integrityFailure, "compressed data ends early")
+            }
+            try finish(reader: &reader, decryptor: decryptor)
+            if let failure { throw failure }
+            try check(crc: crc, timing: &timing)
+            timing.bytesIn = rawSize
+            timing.bytesOut = size
+            timing.decoder = "bulk-aes"
+        }
+    }
+
+    // MARK: - Steps
+
+    /// Checks sizes against the format and the limits; returns the ciphertext length.
+    private func validatedPayload() throws -> Int {
+        guard compression == .store || compression == .deflate else {
+            throw AssetPackError(.unsupportedFormat, "compression method not supported under WinZip AES")
+        }
+        guard size <= limits.maxEntrySize, size <= UInt64(Int.max) else {
+            throw AssetPackError(.limitExceeded, "entry size \(size) exceeds the limit of \(limits.maxEntrySize) bytes")
+        }
+        let overhead = UInt64(strength.overhead)
+        guard rawSize >= overhead, rawSize - overhead <= UInt64(Int.max) else {
+            throw AssetPackError(.integrityFailure, "stored data is too short for a WinZip AES entry")
+        }
+        let payload = rawSize - overhead
+        if compression == .store {
+            guard payload == size else {
+                throw AssetPackError(
+                    .integrityFailure, "stored entry holds \(payload) bytes but declares \(size)")
+            }
+        } else {
+            let (bound, overflow) = max(payload, 1).multipliedReportingOverflow(by: limits.maxCompressionRatio)
+            guard overflow || size <= bound else {
+                throw AssetPackError(
+                    .limitExceeded, "compression ratio of \(size) from \(payload) bytes exceeds the limit")
+            }
+        }
+        return Int(payload)
+    }
+
+    /// Reads salt and verifier, derives the keys (timed as `keyDerivation`).
+    private func open(password: [UInt8], reader: inout RawReader, timing: inout EntryTiming) throws -> WinZipAESDecryptor {
+        var header = [UInt8](repeating: 0, count: strength.headerLength)
+        try header.withUnsafeMutableBytes { try reader.readExactly($0) }
+        return try Stopwatch.time(&timing.keyDerivation) {
+            try WinZipAESDecryptor(
+                password: password, strength: strength, salt: Array(header[..<strength.saltLength]),
+                verifier: Array(header[strength.saltLength...]))
+        }
+    }
+
+
+    /// Stored whole read on two threads: a helper runs HMAC-SHA1 over each chunk once it is read,
+    /// while this thread reads the next chunk, then decrypts and CRCs the authenticated one.
+    private func decryptPipelined(
+        into out: UnsafeMutableRawBufferPointer, reader: inout RawReader, decryptor: WinZipAESDecryptor,
+        crc: inout CRC32, timing: inout EntryTiming
+    ) throws {
+        let watch = Stopwatch()
+        var readSeconds = 0.0
+        var crcSeconds = 0.0
+        var keystream = decryptor
+        let pipeline = MACPipeline(buffer: out, chunkSize: chunkSize, decryptor: decryptor)
+        Thread { pipeline.authenticateAll() }.start()
+        defer {
+            pipeline.stopAndWait()
+            timing.crc += crcSeconds
+            timing.decrypt += watch.elapsed - readSeconds - crcSeconds
+        }
+        try Stopwatch.time(&readSeconds) { try reader.readExactly(pipeline.chunk(0)) }
+        pipeline.published(1)
+        for k in 0..<pipeline.chunks {
+            if k + 1 < pipeline.chunks {
+                try Stopwatch.time(&readSeconds) { try reader.readExactly(pipeline.chunk(k + 1)) }
+                pipeline.published(k + 2)
+            }
+            pipeline.waitAuthenticated(k + 1)
+            let piece = pipeline.chunk(k)
+            keystream.applyKeystream(piece)
+            if crc32 != nil { Stopwatch.time(&crcSeconds) { crc.update(UnsafeRawBufferPointer(piece)) } }
+        }
+    }
+
+    /// Deflated whole read: decrypt each raw piece, inflate it straight into `out`.
+    ///
+    /// After an inflate error the rest is still authenticated, so tampering is reported as an
+    /// HMAC mismatch; the inflate error is thrown only if the MAC holds.
+    private func inflate(
+        payload: Int, into out: UnsafeMutableRawBufferPointer, reader: inout RawReader,
+        decryptor: inout WinZipAESDecryptor, crc: inout CRC32, timing: inout EntryTiming
+    ) throws {
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, min(chunkSize, payload)), alignment: 64)
+        defer { scratch.deallocate() }
+        let inflater = Inflater()
+        defer { inflater.end() }
+        var remaining = payload
+        var pos = 0
+        var failure: Error?
+        while remaining > 0 {
+            let piece = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<min(remaining, scratch.count)])
+            try reader.readExactly(piece)
+            remaining -= piece.count
+            guard failure == nil else {
+                decryptor.authenticateOnly(UnsafeRawBufferPointer(piece))
+                continue
+            }
+            let start = pos
+            do {
+                try Stopwatch.time(&timing.decrypt) {
+                    decryptor.decrypt(piece)
+                    pos = try inflater.inflate(UnsafeRawBufferPointer(piece), into: out, at: pos)
+                }
+            } catch {
+                failure = error
+                continue
+            }
+            if crc32 != nil {
+                Stopwatch.time(&timing.crc) { crc.update(UnsafeRawBufferPointer(rebasing: out[start..<pos])) }
+            }
+        }
+        if failure == nil, !inflater.isFinished || pos != out.count {
+            failure = AssetPackError(.integrityFailure, "compressed data ends early")
+        }
+        try finish(reader: &reader, decryptor: decryptor)
+        if let failure { throw failure }
+    }
+
+    /// Reads the stored MAC and checks it.
+    private func finish(reader: inout RawReader, decryptor: WinZipAESDecryptor) throws {
+        var mac = [UInt8](repeating: 0, count: WinZipAES.macLength)
+        try mac.withUnsafeMutableBytes { try reader.readExactly($0) }
+        try decryptor.verify(mac: mac)
+    }
+
+    private func check(crc: CRC32, timing: inout EntryTiming) throws {
+        guard let expected = crc32 else { return }
+        guard crc.value == expected else {
+            throw AssetPackError(.integrityFailure, "CRC-32 mismatch (the MAC matched: the entry was written wrong)")
+        }
+        timing.crcChecked = true
+    }
+
+    /// Runs `body` with `source`, naming `path` in the `AssetPackError`s it throws.
+    private func naming<T>(_ path: String, _ source: RawSource, _ body: (@escaping RawSource) throws -> T) throws -> T {
+        do {
+            return try withoutActuallyEscaping(source) { try body($0) }
+        } catch let error as AssetPackError where !path.isEmpty {
+            throw error.naming(path)
+        }
+    }
+}
+
+/// The HMAC half of ``BulkAESDecoder``'s two-thread stored read. Counters are guarded by `condition`.
+private final class MACPipeline: @unchecked Sendable {
+    private let condition = NSCondition()
+    private let buffer: UnsafeMutableRawBufferPointer
+    private let chunkSize: Int
+    private var decryptor: WinZipAESDecryptor
+    private var read = 0  // chunks read by the caller
+    private var authenticated = 0  // chunks fed to the MAC by the helper
+    private var stopped = false
+    private var running = true
+    let chunks: Int
+
+    init(buffer: UnsafeMutableRawBufferPointer, chunkSize: Int, decryptor: WinZipAESDecryptor) {
+        self.buffer = buffer
+        self.chunkSize = chunkSize
+        self.decryptor = decryptor
+        chunks = (buffer.count + chunkSize - 1) / chunkSize
+    }
+
+    func chunk(_ k: Int) -> UnsafeMutableRawBufferPointer {
+        UnsafeMutableRawBufferPointer(rebasing: buffer[k * chunkSize..<min((k + 1) * chunkSize, buffer.count)])
+    }
+
+    /// Helper thread: authenticate each chunk as soon as it has been read.
+    func authenticateAll() {
+        for k in 0..<chunks {
+            condition.lock()
+            while read <= k && !stopped { condition.wait() }
+            let stop = stopped
+            condition.unlock()
+            if stop { break }
+            decryptor.authenticateOnly(UnsafeRawBufferPointer(chunk(k)))
+            condition.lock()
+            authenticated = k + 1
+            condition.broadcast()
+            condition.unlock()
+        }
+        condition.lock()
+        running = false
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    func published(_ chunksRead: Int) {
+        condition.lock()
+        read = chunksRead
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    func waitAuthenticated(_ count: Int) {
+        condition.lock()
+        while authenticated < count && running { condition.wait() }
+        condition.unlock()
+    }
+
+    /// Stops the helper early if it is still waiting, and waits until it has returned.
+    func stopAndWait() {
+        condition.lock()
+        stopped = true
+        condition.broadcast()
+        while running { condition.wait() }
+        condition.unlock()
+    }
+}
+
+/// Asks Linux to back a large, not yet touched output buffer with 2 MiB pages: 32 page faults
+/// instead of 16384 for 64 MiB, which is a third of the cost of filling it. Advisory only.
+private func adviseHugePages(_ buffer: UnsafeMutableRawBufferPointer) {
+    #if os(Linux)
+    let huge = 2 << 20
+    guard buffer.count >= 2 * huge, let base = buffer.baseAddress else { return }
+    let start = (Int(bitPattern: base) + huge - 1) & ~(huge - 1)
+    let end = (Int(bitPattern: base) + buffer.count) & ~(huge - 1)
+    if end > start { _ = madvise(UnsafeMutableRawPointer(bitPattern: start), end - start, MADV_HUGEPAGE) }
+    #endif
+}
+
+/// Pulls exactly the bytes asked for from a raw source, never more than the entry holds.
+private struct RawReader {
+    let source: BulkAESDecoder.RawSource
+    var remaining: UInt64
+
+    mutating func readExactly(_ buffer: UnsafeMutableRawBufferPointer) throws {
+        guard UInt64(buffer.count) <= remaining else { throw truncated() }
+        var filled = 0
+        while filled < buffer.count {
+            let n = try source(UnsafeMutableRawBufferPointer(rebasing: buffer[filled...]))
+            guard n > 0 else { throw truncated() }
+            precondition(n <= buffer.count - filled, "raw source returned more bytes than asked for")
+            filled += n
+        }
+        remaining -= UInt64(filled)
+    }
+
+    private func truncated() -> AssetPackError {
+        AssetPackError(.integrityFailure, "encrypted data is truncated")
+    }
+}
+
+/// Raw inflate into a fixed buffer, handing out each filled piece (for streaming reads).
+private final class ChunkInflater {
+    private let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
+    private let output: UnsafeMutableRawBufferPointer
+    private(set) var totalOut: UInt64 = 0
+    private(set) var finished = false
+
+    init(outputSize: Int) throws {
+        output = .allocate(byteCount: outputSize, alignment: 64)
+        stream.initialize(to: z_stream())
+        guard inflateInit2_(stream, -15, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
+            throw AssetPackError(.unsupportedFormat, "zlib inflateInit2 failed")
+        }
+    }
+
+    deinit {
+        inflateEnd(stream)
+        stream.deinitialize(count: 1)
+        stream.deallocate()
+        output.deallocate()
+    }
+
+    /// Inflates `input`, calling `emit` with each produced piece; zlib time goes to `seconds`.
+    /// - Throws: `.integrityFailure` for corrupt data, data after the end, or output beyond `limit`.
+    func inflate(
+        _ input: UnsafeRawBufferPointer, limit: UInt64, seconds: inout Double,
+        emit: (UnsafeRawBufferPointer) throws -> Void
+    ) throws {
+        let s = stream
+        s.pointee.next_in = UnsafeMutablePointer(mutating: input.baseAddress?.assumingMemoryBound(to: UInt8.self))
+        s.pointee.avail_in = UInt32(input.count)
+        var outputFull = false
+        while s.pointee.avail_in > 0 || outputFull {
+            if finished { throw AssetPackError(.integrityFailure, "data after the end of the compressed stream") }
+            s.pointee.next_out = output.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            s.pointee.avail_out = UInt32(output.count)
+            let before = s.pointee.avail_in
+            let rc = Stopwatch.time(&seconds) { CZlib.inflate(s, Z_NO_FLUSH) }
+            let produced = output.count - Int(s.pointee.avail_out)
+            switch rc {
+            case Z_STREAM_END: finished = true
+            case Z_OK, Z_BUF_ERROR:
+                if produced == 0 && s.pointee.avail_in == before && before > 0 {
+                    throw AssetPackError(.integrityFailure, "compressed data is corrupt")
+                }
+            default: throw AssetPackError(.integrityFailure, "compressed data is corrupt (zlib \(rc))")
+            }
+            totalOut += UInt64(produced)
+            guard totalOut <= limit else {
+                throw AssetPackError(.integrityFailure, "compressed data inflates to more than the declared size")
+            }
+            outputFull = s.pointee.avail_out == 0
+            if produced > 0 { try emit(UnsafeRawBufferPointer(rebasing: output[0..<produced])) }
+        }
+    }
+}

@@ -1,0 +1,261 @@
+import AssetPackCore
+internal import CLibcrypto
+internal import CLibzip
+
+/// WinZip AES key strength, as named by the `0x9901` extra field and by libzip.
+package enum WinZipAESKeyStrength: UInt8, Sendable, CaseIterable {
+    /// AES-128: 8-byte salt.
+    case aes128 = 1
+    /// AES-192: 12-byte salt.
+    case aes192 = 2
+    /// AES-256: 16-byte salt.
+    case aes256 = 3
+
+    /// The strength from the `0x9901` extra field's strength byte (1, 2 or 3).
+    package init?(strengthByte: UInt8) { self.init(rawValue: strengthByte) }
+
+    /// The strength from a libzip encryption method (`ZIP_EM_AES_128/192/256`), `nil` for others.
+    package init?(libzipMethod: UInt16) {
+        switch Int32(libzipMethod) {
+        case ZIP_EM_AES_128: self = .aes128
+        case ZIP_EM_AES_192: self = .aes192
+        case ZIP_EM_AES_256: self = .aes256
+        default: return nil
+        }
+    }
+
+    /// AES key length in bytes (16, 24, 32).
+    package var keyLength: Int { 8 + 8 * Int(rawValue) }
+    /// Salt length in bytes (8, 12, 16): half the key length.
+    package var saltLength: Int { keyLength / 2 }
+    /// Bytes before the ciphertext: salt and the 2-byte password verifier.
+    package var headerLength: Int { saltLength + WinZipAES.verifierLength }
+    /// Bytes an entry's stored data adds to its (compressed) payload: header and MAC.
+    package var overhead: Int { headerLength + WinZipAES.macLength }
+    /// The matching libzip method (`ZIP_EM_AES_*`).
+    package var libzipMethod: UInt16 { UInt16(0x0100 + Int(rawValue)) }
+    /// The matching entry encryption.
+    package var entryEncryption: EntryEncryption {
+        switch self {
+        case .aes128: .aes128
+        case .aes192: .aes192
+        case .aes256: .aes256
+        }
+    }
+}
+
+/// Constants of the WinZip AES format (AE-1/AE-2).
+package enum WinZipAES {
+    /// Length of the password verifier stored after the salt.
+    package static let verifierLength = 2
+    /// Length of the stored MAC: the first 10 bytes of HMAC-SHA1 over the ciphertext.
+    package static let macLength = 10
+    /// PBKDF2-HMAC-SHA1 iteration count fixed by the format.
+    package static let iterations: Int32 = 1000
+}
+
+/// Decrypts and authenticates one WinZip AES entry's ciphertext with OpenSSL bulk primitives.
+///
+/// Keys come from PBKDF2-HMAC-SHA1 (1000 iterations); the keystream is AES-ECB over
+/// WinZip's little-endian counter blocks (starting at 1), generated in 16 KiB batches;
+/// the MAC is HMAC-SHA1 over the ciphertext. ``decrypt(_:)`` may be called with pieces
+/// of any length: the MAC and the counter carry on across calls.
+///
+/// Copies share one underlying state; use a single value per entry.
+package struct WinZipAESDecryptor {
+    private let state: WinZipAESState
+
+    /// Derives the entry's keys and checks the password verifier.
+    /// - Parameters:
+    ///   - password: The password bytes (UTF-8 as the archive's writer encoded them).
+    ///   - strength: The entry's key strength.
+    ///   - salt: The salt stored at the start of the entry's data (`strength.saltLength` bytes).
+    ///   - verifier: The 2-byte password verifier stored after the salt.
+    /// - Throws: `.wrongPassword` when the verifier does not match (a wrong password passes
+    ///   this check with probability 1/65536 and then fails the MAC); `.integrityFailure`
+    ///   for a salt or verifier of the wrong length; `.unsupportedFormat` if OpenSSL fails.
+    package init(password: [UInt8], strength: WinZipAESKeyStrength, salt: [UInt8], verifier: [UInt8]) throws {
+        guard salt.count == strength.saltLength, verifier.count == WinZipAES.verifierLength else {
+            throw AssetPackError(.integrityFailure, "WinZip AES header has the wrong length")
+        }
+        let keyLength = strength.keyLength
+        var derived = [UInt8](repeating: 0, count: 2 * keyLength + WinZipAES.verifierLength)
+        defer { derived.withUnsafeMutableBytes { OPENSSL_cleanse($0.baseAddress, $0.count) } }
+        let ok = (password + [0]).withUnsafeBufferPointer { pw in
+            pw.withMemoryRebound(to: CChar.self) { pwc in
+                PKCS5_PBKDF2_HMAC_SHA1(
+                    pwc.baseAddress, Int32(password.count), salt, Int32(salt.count),
+                    WinZipAES.iterations, Int32(derived.count), &derived)
+            }
+        }
+        guard ok == 1 else { throw AssetPackError(.unsupportedFormat, "OpenSSL PBKDF2-HMAC-SHA1 failed") }
+        let check = derived.withUnsafeBytes { d in
+            verifier.withUnsafeBytes { CRYPTO_memcmp(d.baseAddress! + 2 * keyLength, $0.baseAddress, 2) }
+        }
+        guard check == 0 else { throw AssetPackError(.wrongPassword, "wrong password") }
+        state = try derived.withUnsafeBytes { d in
+            try WinZipAESState(
+                strength: strength,
+                encryptionKey: UnsafeRawBufferPointer(rebasing: d[0..<keyLength]),
+                macKey: UnsafeRawBufferPointer(rebasing: d[keyLength..<2 * keyLength]))
+        }
+    }
+
+    /// Authenticates then decrypts `buffer` in place (HMAC over the ciphertext, XOR with keystream).
+    ///
+    /// Pieces may have any length; the keystream continues where the previous call stopped.
+    /// Must not be called after ``verify(mac:)``.
+    package mutating func decrypt(_ buffer: UnsafeMutableRawBufferPointer) {
+        guard let base = buffer.baseAddress, buffer.count > 0 else { return }
+        state.decrypt(base, count: buffer.count)
+    }
+
+    /// Decrypts `buffer` in place *without* feeding the MAC. Only for callers that give the same
+    /// ciphertext, in order, to ``authenticateOnly(_:)`` first (e.g. on another thread).
+    package mutating func applyKeystream(_ buffer: UnsafeMutableRawBufferPointer) {
+        guard let base = buffer.baseAddress, buffer.count > 0 else { return }
+        state.decrypt(base, count: buffer.count, authenticating: false)
+    }
+
+    /// Feeds ciphertext to the MAC without decrypting it (after an error, or beside ``applyKeystream(_:)``).
+    package mutating func authenticateOnly(_ buffer: UnsafeRawBufferPointer) {
+        guard let base = buffer.baseAddress, buffer.count > 0 else { return }
+        state.authenticate(base, count: buffer.count)
+    }
+
+    /// Checks the stored 10-byte MAC against the HMAC-SHA1 of all ciphertext seen so far.
+    /// - Throws: `.integrityFailure` ("HMAC mismatch…") when they differ.
+    package func verify(mac: [UInt8]) throws {
+        let computed = state.finalMAC()
+        guard mac.count == WinZipAES.macLength,
+              CRYPTO_memcmp(computed, mac, WinZipAES.macLength) == 0
+        else {
+            throw AssetPackError(
+                .integrityFailure, "HMAC mismatch: the entry's encrypted data is corrupt or was modified")
+        }
+    }
+}
+
+// Algorithm objects fetched once per process; OpenSSL reference-counts them and they are immutable.
+nonisolated(unsafe) private let hmacAlgorithm = EVP_MAC_fetch(nil, "HMAC", nil)
+nonisolated(unsafe) private let ecbCiphers: [OpaquePointer?] = [
+    EVP_CIPHER_fetch(nil, "AES-128-ECB", nil),
+    EVP_CIPHER_fetch(nil, "AES-192-ECB", nil),
+    EVP_CIPHER_fetch(nil, "AES-256-ECB", nil),
+]
+
+/// OpenSSL contexts and keystream of one entry; frees them in `deinit`.
+private final class WinZipAESState {
+    /// Keystream generated per AES call: 1024 blocks.
+    static let batchBytes = 16 << 10
+
+    private let cipher: OpaquePointer  // EVP_CIPHER_CTX
+    private let mac: OpaquePointer  // EVP_MAC_CTX
+    private let keystream = UnsafeMutableRawPointer.allocate(byteCount: batchBytes, alignment: 64)
+    private var counter: UInt64 = 0  // last counter block used
+    private var position = 0  // next unused keystream byte
+    private var available = 0  // keystream bytes generated
+    private var tag: [UInt8]?
+
+    init(strength: WinZipAESKeyStrength, encryptionKey: UnsafeRawBufferPointer, macKey: UnsafeRawBufferPointer) throws {
+        guard let c = EVP_CIPHER_CTX_new() else {
+            throw AssetPackError(.unsupportedFormat, "OpenSSL: cannot create a cipher context")
+        }
+        guard let m = EVP_MAC_CTX_new(hmacAlgorithm) else {
+            EVP_CIPHER_CTX_free(c)
+            throw AssetPackError(.unsupportedFormat, "OpenSSL: cannot create an HMAC context")
+        }
+        cipher = c
+        mac = m
+        guard EVP_EncryptInit_ex2(
+                c, ecbCiphers[Int(strength.rawValue) - 1], encryptionKey.bindMemory(to: UInt8.self).baseAddress,
+                nil, nil) == 1,
+              EVP_CIPHER_CTX_set_padding(c, 0) == 1
+        else { throw AssetPackError(.unsupportedFormat, "OpenSSL: cannot set up AES-\(strength.keyLength * 8)-ECB") }
+        var key = Array("digest".utf8CString)
+        var digest = Array("SHA1".utf8CString)
+        let ok = key.withUnsafeMutableBufferPointer { k in
+            digest.withUnsafeMutableBufferPointer { d in
+                let params = [
+                    OSSL_PARAM_construct_utf8_string(k.baseAddress, d.baseAddress, 0),
+                    OSSL_PARAM_construct_end(),
+                ]
+                return EVP_MAC_init(m, macKey.bindMemory(to: UInt8.self).baseAddress, macKey.count, params)
+            }
+        }
+        guard ok == 1 else { throw AssetPackError(.unsupportedFormat, "OpenSSL: cannot set up HMAC-SHA1") }
+    }
+
+    deinit {
+        EVP_CIPHER_CTX_free(cipher)
+        EVP_MAC_CTX_free(mac)
+        OPENSSL_cleanse(keystream, Self.batchBytes)
+        keystream.deallocate()
+    }
+
+    func authenticate(_ p: UnsafeRawPointer, count: Int) {
+        precondition(tag == nil, "WinZip AES: data fed after the MAC was finalised")
+        EVP_MAC_update(mac, p.assumingMemoryBound(to: UInt8.self), count)
+    }
+
+    func decrypt(_ p: UnsafeMutableRawPointer, count: Int, authenticating: Bool = true) {
+        var done = 0
+        while done < count {
+            if position == available { refill(blocks: min(Self.batchBytes, count - done + 15) / 16) }
+            let n = min(count - done, available - position)
+            if authenticating { authenticate(p + done, count: n) }
+            xorBytes(p + done, keystream + position, n)
+            position += n
+            done += n
+        }
+    }
+
+    /// Encrypts the next `blocks` little-endian counter blocks into the keystream buffer.
+    private func refill(blocks: Int) {
+        for i in 0..<blocks {
+            counter += 1
+            keystream.storeBytes(of: counter.littleEndian, toByteOffset: 16 * i, as: UInt64.self)
+            keystream.storeBytes(of: 0, toByteOffset: 16 * i + 8, as: UInt64.self)
+        }
+        let bytes = keystream.assumingMemoryBound(to: UInt8.self)
+        var written: Int32 = 0
+        let ok = EVP_EncryptUpdate(cipher, bytes, &written, bytes, Int32(16 * blocks))
+        precondition(ok == 1 && written == Int32(16 * blocks), "OpenSSL AES-ECB failed")
+        position = 0
+        available = 16 * blocks
+    }
+
+    /// The full 20-byte HMAC-SHA1, computed on first use.
+    func finalMAC() -> [UInt8] {
+        if let tag { return tag }
+        var out = [UInt8](repeating: 0, count: 20)
+        var length = 0
+        let ok = EVP_MAC_final(mac, &out, &length, out.count)
+        precondition(ok == 1 && length == 20, "OpenSSL HMAC-SHA1 final failed")
+        tag = out
+        return out
+    }
+}
+
+/// `dst[i] ^= src[i]` for `count` bytes, 8 bytes per word in an unrolled loop LLVM vectorises.
+@inline(__always)
+private func xorBytes(_ dst: UnsafeMutableRawPointer, _ src: UnsafeRawPointer, _ count: Int) {
+    var i = 0
+    while i + 32 <= count {
+        let a = dst.loadUnaligned(fromByteOffset: i, as: UInt64.self) ^ src.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+        let b = dst.loadUnaligned(fromByteOffset: i + 8, as: UInt64.self) ^ src.loadUnaligned(fromByteOffset: i + 8, as: UInt64.self)
+        let c = dst.loadUnaligned(fromByteOffset: i + 16, as: UInt64.self) ^ src.loadUnaligned(fromByteOffset: i + 16, as: UInt64.self)
+        let d = dst.loadUnaligned(fromByteOffset: i + 24, as: UInt64.self) ^ src.loadUnaligned(fromByteOffset: i + 24, as: UInt64.self)
+        dst.storeBytes(of: a, toByteOffset: i, as: UInt64.self)
+        dst.storeBytes(of: b, toByteOffset: i + 8, as: UInt64.self)
+        dst.storeBytes(of: c, toByteOffset: i + 16, as: UInt64.self)
+        dst.storeBytes(of: d, toByteOffset: i + 24, as: UInt64.self)
+        i += 32
+    }
+    while i < count {
+        dst.storeBytes(
+            of: dst.load(fromByteOffset: i, as: UInt8.self) ^ src.load(fromByteOffset: i, as: UInt8.self),
+            toByteOffset: i, as: UInt8.self)
+        i += 1
+    }
+}
