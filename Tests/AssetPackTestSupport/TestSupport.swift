@@ -93,6 +93,10 @@ public enum CLI {
         public var stdout: [UInt8]
         /// Standard error text.
         public var stderr: String
+        /// Whether the process was ended by a signal (a crash, or our timeout) rather than exiting.
+        public var signaled: Bool
+        /// Whether the run was killed for exceeding its time limit.
+        public var timedOut: Bool
         /// Standard output as text.
         public var text: String { String(decoding: stdout, as: UTF8.self) }
     }
@@ -112,9 +116,9 @@ public enum CLI {
 
     /// Runs `assetpack` with `arguments`, the password (if any) in `$ASSETPACK_PASSWORD`,
     /// extra environment, and no terminal on standard input.
-    public static func run(_ arguments: [String], password: String? = nil, environment: [String: String] = [:]) throws
-        -> Run
-    {
+    public static func run(
+        _ arguments: [String], password: String? = nil, environment: [String: String] = [:], timeout: Double = 120
+    ) throws -> Run {
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments
@@ -129,6 +133,14 @@ public enum CLI {
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
         try process.run()
+        let pid = process.processIdentifier
+        let timedOut = Counter()
+        let watchdog = DispatchWorkItem {
+            timedOut.increment()
+            kill(pid, SIGKILL)
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
+        defer { watchdog.cancel() }
         // Drain both pipes concurrently so a large output cannot deadlock the child.
         nonisolated(unsafe) var errData = Data()
         let group = DispatchGroup()
@@ -140,7 +152,10 @@ public enum CLI {
         let outData = out.fileHandleForReading.readDataToEndOfFile()
         group.wait()
         process.waitUntilExit()
-        return Run(status: process.terminationStatus, stdout: [UInt8](outData), stderr: String(decoding: errData, as: UTF8.self))
+        watchdog.cancel()
+        return Run(
+            status: process.terminationStatus, stdout: [UInt8](outData), stderr: String(decoding: errData, as: UTF8.self),
+            signaled: process.terminationReason == .uncaughtSignal, timedOut: timedOut.value > 0)
     }
 }
 
@@ -168,5 +183,46 @@ public final class Counter: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         return count
+    }
+}
+
+/// Byte-level surgery on zip files, for building damaged and hostile archives in tests.
+public enum ZipSurgery {
+    /// Offsets of every local header (`PK\u{3}\u{4}`) and central header (`PK\u{1}\u{2}`) whose name is `name`.
+    public static func headers(named name: [UInt8], in bytes: [UInt8]) -> (local: [Int], central: [Int]) {
+        var local: [Int] = []
+        var central: [Int] = []
+        var i = 0
+        while i + 46 <= bytes.count {
+            if bytes[i] == 0x50, bytes[i + 1] == 0x4B {
+                if bytes[i + 2] == 3, bytes[i + 3] == 4 {
+                    let n = Int(bytes[i + 26]) | Int(bytes[i + 27]) << 8
+                    if i + 30 + n <= bytes.count, Array(bytes[(i + 30)..<(i + 30 + n)]) == name { local.append(i) }
+                } else if bytes[i + 2] == 1, bytes[i + 3] == 2 {
+                    let n = Int(bytes[i + 28]) | Int(bytes[i + 29]) << 8
+                    if i + 46 + n <= bytes.count, Array(bytes[(i + 46)..<(i + 46 + n)]) == name { central.append(i) }
+                }
+            }
+            i += 1
+        }
+        return (local, central)
+    }
+
+    /// Renames an entry in place (local and central headers); the new name must have the same byte length.
+    public static func rename(_ old: String, to new: [UInt8], in bytes: inout [UInt8]) {
+        let oldBytes = Array(old.utf8)
+        precondition(oldBytes.count == new.count, "same length only")
+        let (local, central) = headers(named: oldBytes, in: bytes)
+        precondition(!local.isEmpty && !central.isEmpty, "entry \(old) not found")
+        for h in local { bytes.replaceSubrange((h + 30)..<(h + 30 + new.count), with: new) }
+        for h in central { bytes.replaceSubrange((h + 46)..<(h + 46 + new.count), with: new) }
+    }
+
+    /// Overwrites the declared uncompressed size of an entry (local and central headers).
+    public static func setUncompressedSize(_ name: String, _ size: UInt32, in bytes: inout [UInt8]) {
+        let (local, central) = headers(named: Array(name.utf8), in: bytes)
+        let le = (0..<4).map { UInt8(truncatingIfNeeded: size >> (8 * $0)) }
+        for h in local { bytes.replaceSubrange((h + 22)..<(h + 26), with: le) }
+        for h in central { bytes.replaceSubrange((h + 24)..<(h + 28), with: le) }
     }
 }
