@@ -114,13 +114,14 @@ public enum CLI {
         return argv0.appendingPathComponent("assetpack")
     }
 
-    /// Runs `assetpack` with `arguments`, the password (if any) in `$ASSETPACK_PASSWORD`,
+    /// Runs `assetpack` (or `executable`) with `arguments`, the password (if any) in `$ASSETPACK_PASSWORD`,
     /// extra environment, and no terminal on standard input.
     public static func run(
-        _ arguments: [String], password: String? = nil, environment: [String: String] = [:], timeout: Double = 120
+        _ arguments: [String], password: String? = nil, environment: [String: String] = [:], timeout: Double = 120,
+        executable: String? = nil
     ) throws -> Run {
         let process = Process()
-        process.executableURL = binary
+        process.executableURL = executable.map { URL(fileURLWithPath: $0) } ?? binary
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment
         env.removeValue(forKey: "ASSETPACK_PASSWORD")
