@@ -90,3 +90,17 @@ public struct EntryIndex<Value: Sendable>: Sendable {
     /// Number of paths in the index.
     public var count: Int { table.count }
 }
+
+extension EntryIndex where Value == Int {
+    /// Builds a path → position index over `paths` in one pass, specialised for `Int`
+    /// positions so that opening a pack with many entries stays fast.
+    /// - Parameter paths: The paths, already normalised by the caller.
+    /// - Returns: `nil` if two paths are equal as strings (canonically equivalent).
+    public init?(positionsOf paths: [String]) {
+        self.init()
+        table.reserveCapacity(paths.count)
+        for (i, path) in paths.enumerated() where table.updateValue(i, forKey: path) != nil {
+            return nil
+        }
+    }
+}

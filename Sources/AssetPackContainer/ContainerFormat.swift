@@ -1,0 +1,229 @@
+import AssetPackCore
+import Crypto
+import Foundation
+import _CryptoExtras
+
+/// Constants of the AssetPack container format. The full layout is in `docs/FORMAT.md`.
+public enum ContainerFormat {
+    /// The eight bytes every container pack starts with: `"APACK\0\r\n"`.
+    public static let magic: [UInt8] = [0x41, 0x50, 0x41, 0x43, 0x4B, 0x00, 0x0D, 0x0A]
+    /// The format version this build writes and reads.
+    public static let version: UInt8 = 1
+    /// Cipher suite 1: AES-256-GCM, HKDF-SHA256 subkeys, HMAC-SHA256 key commitment.
+    public static let cipherSuite: UInt8 = 1
+    /// Size of the fixed header, in bytes.
+    public static let headerSize = 104
+
+    static let tagSize = 16
+    static let commitmentOffset = 72
+    static let chunkShifts: ClosedRange<UInt8> = 12...24
+}
+
+/// The key derivation a password-protected container pack uses (raw-key packs use none).
+public enum ContainerKDF: Sendable, Hashable {
+    /// scrypt with cost `N = 2^logN`, block size `r` and parallelism `p`.
+    case scrypt(logN: UInt8, r: UInt32, p: UInt32)
+    /// PBKDF2-HMAC-SHA256 with the given iteration count.
+    case pbkdf2SHA256(iterations: UInt32)
+
+    /// The default: scrypt N = 2^15, r = 8, p = 1 (32 MiB, ~70 ms here).
+    public static let `default` = ContainerKDF.scrypt(logN: 15, r: 8, p: 1)
+}
+
+/// KDF identifiers as stored in the header.
+enum KDFID: UInt8 {
+    case none = 0, scrypt = 1, pbkdf2SHA256 = 2
+}
+
+/// The fixed 104-byte header, all integers little-endian.
+struct ContainerHeader: Equatable {
+    var kdf: KDFID
+    var chunkShift: UInt8
+    var params: [UInt32]  // three KDF parameters
+    var salt: [UInt8]
+    var indexOffset: UInt64
+    var indexLength: UInt64
+    var commitment: [UInt8] = []
+
+    var chunkSize: Int { 1 << Int(chunkShift) }
+
+    /// The header bytes covered by the commitment (everything before it).
+    func committedBytes() -> [UInt8] {
+        var w = ByteWriter()
+        w.bytes(ContainerFormat.magic)
+        w.u8(ContainerFormat.version)
+        w.u8(ContainerFormat.cipherSuite)
+        w.u8(kdf.rawValue)
+        w.u8(chunkShift)
+        for p in params { w.u32(p) }
+        w.bytes(salt)
+        w.u64(indexOffset)
+        w.u64(indexLength)
+        precondition(w.out.count == ContainerFormat.commitmentOffset)
+        return w.out
+    }
+
+    /// Parses and sanity-checks a header. Nothing here is authenticated yet.
+    static func parse(_ b: UnsafeRawBufferPointer) throws -> ContainerHeader {
+        var r = ByteReader(b)
+        guard try r.bytes(8) == ContainerFormat.magic else {
+            throw AssetPackError(.unsupportedFormat, "not an AssetPack container")
+        }
+        let version = try r.u8(), suite = try r.u8(), kdfRaw = try r.u8(), shift = try r.u8()
+        guard version == ContainerFormat.version else {
+            throw AssetPackError(.unsupportedFormat, "container version \(version) is not supported")
+        }
+        guard suite == ContainerFormat.cipherSuite else {
+            throw AssetPackError(.unsupportedFormat, "container cipher suite \(suite) is not supported")
+        }
+        guard let kdf = KDFID(rawValue: kdfRaw) else {
+            throw AssetPackError(.unsupportedFormat, "container KDF \(kdfRaw) is not supported")
+        }
+        guard ContainerFormat.chunkShifts.contains(shift) else {
+            throw AssetPackError(.integrityFailure, "container header is corrupt (chunk size)")
+        }
+        let params = [try r.u32(), try r.u32(), try r.u32()]
+        return ContainerHeader(
+            kdf: kdf, chunkShift: shift, params: params, salt: try r.bytes(32),
+            indexOffset: try r.u64(), indexLength: try r.u64(), commitment: try r.bytes(32))
+    }
+
+    /// Refuses KDF parameters that are malformed or cost more than `limits` allow,
+    /// before any work is done.
+    func checkKDF(_ limits: ReadLimits) throws {
+        let bad = AssetPackError(.integrityFailure, "container header is corrupt (KDF parameters)")
+        switch kdf {
+        case .none:
+            guard params == [0, 0, 0] else { throw bad }
+        case .pbkdf2SHA256:
+            guard params[0] >= 1, params[1] == 0, params[2] == 0 else { throw bad }
+            guard params[0] <= limits.maxKDFIterations else {
+                throw AssetPackError(.limitExceeded, "PBKDF2 iterations \(params[0]) exceed the limit \(limits.maxKDFIterations)")
+            }
+        case .scrypt:
+            let (logN, r, p) = (UInt64(params[0]), UInt64(params[1]), UInt64(params[2]))
+            guard (1...62).contains(logN), r >= 1, p >= 1, r * p < 1 << 30 else { throw bad }
+            let n = UInt64(1) << logN
+            // scrypt needs 128·r·N bytes for V plus 128·r·p for B.
+            let (nr, o1) = n.multipliedReportingOverflow(by: 128 * r)
+            let (mem, o2) = nr.addingReportingOverflow(128 * r * p)
+            guard !o1, !o2, mem <= limits.maxKDFMemory else {
+                throw AssetPackError(.limitExceeded, "scrypt parameters need more memory than the limit \(limits.maxKDFMemory)")
+            }
+            let (work, o3) = n.multipliedReportingOverflow(by: p)
+            guard !o3, work <= UInt64(limits.maxKDFIterations) else {
+                throw AssetPackError(.limitExceeded, "scrypt cost N·p exceeds the limit \(limits.maxKDFIterations)")
+            }
+        }
+    }
+}
+
+/// The master key and every subkey derived from it for one pack.
+struct ContainerKeys: Sendable {
+    /// HKDF-Extract(salt: pack salt, IKM: master key).
+    let prk: SymmetricKey
+
+    init(master: SymmetricKey, salt: [UInt8]) {
+        prk = SymmetricKey(data: HKDF<SHA256>.extract(inputKeyMaterial: master, salt: salt))
+    }
+
+    private func expand(_ info: [UInt8]) -> SymmetricKey {
+        HKDF<SHA256>.expand(pseudoRandomKey: prk, info: info, outputByteCount: 32)
+    }
+
+    static let commitmentInfo = Array("AssetPack container v1 commitment".utf8)
+    static let indexInfo = Array("AssetPack container v1 index".utf8)
+    static let entryInfo = Array("AssetPack container v1 entry".utf8)
+
+    /// Key of the header's HMAC-SHA256 key commitment.
+    var commitmentKey: SymmetricKey { expand(Self.commitmentInfo) }
+    /// Key sealing the index.
+    var indexKey: SymmetricKey { expand(Self.indexInfo) }
+    /// Key sealing the chunks of entry `id`.
+    func entryKey(_ id: UInt32) -> SymmetricKey {
+        var info = Self.entryInfo
+        withUnsafeBytes(of: id.littleEndian) { info.append(contentsOf: $0) }
+        return expand(info)
+    }
+
+    /// The commitment over `committed` header bytes.
+    func commitment(_ committed: [UInt8]) -> [UInt8] {
+        Array(HMAC<SHA256>.authenticationCode(for: committed, using: commitmentKey))
+    }
+
+    /// Derives the master key from a credential, with the KDF and parameters of `header`.
+    static func master(_ credential: PackCredential, header: ContainerHeader) throws -> SymmetricKey {
+        switch (credential, header.kdf) {
+        case (.key(let key), .none):
+            guard key.count == 32 else {
+                throw AssetPackError(.invalidArgument, "a container key must be 32 bytes, not \(key.count)")
+            }
+            return SymmetricKey(data: key)
+        case (.key, _):
+            throw AssetPackError(.wrongPassword, "this pack is opened with a password, not a raw key")
+        case (.password, .none):
+            throw AssetPackError(.wrongPassword, "this pack is opened with a raw 32-byte key, not a password")
+        case (.password(let password), let kdf):
+            let pw = Array(password.precomposedStringWithCanonicalMapping.utf8)
+            guard !pw.isEmpty else { throw AssetPackError(.wrongPassword, "empty password") }
+            let p = header.params
+            do {
+                if kdf == .scrypt {
+                    return try KDF.Scrypt.deriveKey(
+                        from: pw, salt: header.salt, outputByteCount: 32, rounds: 1 << Int(p[0]),
+                        blockSize: Int(p[1]), parallelism: Int(p[2]))
+                }
+                return try KDF.Insecure.PBKDF2.deriveKey(
+                    from: pw, salt: header.salt, using: .sha256, outputByteCount: 32,
+                    unsafeUncheckedRounds: Int(p[0]))
+            } catch {
+                throw AssetPackError(.integrityFailure, "key derivation refused the header's parameters")
+            }
+        }
+    }
+}
+
+/// The 12-byte AES-GCM nonce of a chunk: entry id, chunk index, flags (all u32 LE).
+/// Flags: bit 0 = final chunk of the entry, bit 1 = payload is raw deflate.
+@inline(__always)
+func chunkNonce(entry: UInt32, chunk: UInt32, final: Bool, deflated: Bool) -> AES.GCM.Nonce {
+    let flags: UInt32 = (final ? 1 : 0) | (deflated ? 2 : 0)
+    var n = (entry.littleEndian, chunk.littleEndian, flags.littleEndian)
+    return withUnsafeBytes(of: &n) { try! AES.GCM.Nonce(data: $0) }
+}
+
+/// The nonce of the index (its key is used for nothing else).
+let indexNonce = try! AES.GCM.Nonce(data: [UInt8](repeating: 0, count: 12))
+
+/// Appends little-endian integers and bytes.
+struct ByteWriter {
+    var out: [UInt8] = []
+    mutating func u8(_ v: UInt8) { out.append(v) }
+    mutating func u16(_ v: UInt16) { withUnsafeBytes(of: v.littleEndian) { out.append(contentsOf: $0) } }
+    mutating func u32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { out.append(contentsOf: $0) } }
+    mutating func u64(_ v: UInt64) { withUnsafeBytes(of: v.littleEndian) { out.append(contentsOf: $0) } }
+    mutating func bytes(_ b: [UInt8]) { out.append(contentsOf: b) }
+}
+
+/// Reads little-endian integers from a buffer; running off the end is an integrity failure.
+struct ByteReader {
+    let base: UnsafeRawBufferPointer
+    var pos = 0
+
+    init(_ buffer: UnsafeRawBufferPointer) { base = buffer }
+
+    var remaining: Int { base.count - pos }
+    var atEnd: Bool { pos == base.count }
+
+    @inline(__always) mutating func need(_ n: Int) throws {
+        guard n <= remaining else { throw AssetPackError(.integrityFailure, "container structure ends early") }
+    }
+    mutating func u8() throws -> UInt8 { try need(1); defer { pos += 1 }; return base[pos] }
+    mutating func u16() throws -> UInt16 { try need(2); defer { pos += 2 }; return UInt16(littleEndian: base.loadUnaligned(fromByteOffset: pos, as: UInt16.self)) }
+    mutating func u32() throws -> UInt32 { try need(4); defer { pos += 4 }; return UInt32(littleEndian: base.loadUnaligned(fromByteOffset: pos, as: UInt32.self)) }
+    mutating func u64() throws -> UInt64 { try need(8); defer { pos += 8 }; return UInt64(littleEndian: base.loadUnaligned(fromByteOffset: pos, as: UInt64.self)) }
+    mutating func raw(_ n: Int) throws -> UnsafeRawBufferPointer {
+        try need(n); defer { pos += n }; return UnsafeRawBufferPointer(rebasing: base[pos..<pos + n])
+    }
+    mutating func bytes(_ n: Int) throws -> [UInt8] { Array(try raw(n)) }
+}

@@ -1,0 +1,126 @@
+import AssetPackCore
+
+/// One entry as the reader sees it: public metadata plus where its chunks are.
+struct ContainerEntry: Sendable {
+    /// Public metadata.
+    let info: EntryInfo
+    /// The entry id: its position in the index, bound into its key and nonces.
+    let id: UInt32
+    /// File offset of chunk 0.
+    let offset: UInt64
+    /// Number of chunks (at least one; an empty entry has one empty chunk).
+    let chunkCount: Int
+    /// For entries with deflated chunks, `chunkCount + 1` chunk start offsets relative to
+    /// `offset`; `nil` when every chunk is stored (then chunks sit at a fixed stride).
+    let starts: [UInt64]?
+}
+
+/// What the writer records about one entry.
+struct IndexRecord {
+    var path: String
+    var size: UInt64
+    var crc: UInt32
+    /// Per-chunk payload length, bit 31 set for a deflated chunk; `nil` when every chunk is stored.
+    var chunkLengths: [UInt32]?
+}
+
+/// The index plaintext: `u32 count`, then per entry `u16 pathLength, path (UTF-8), u64 size,
+/// u32 crc32, u8 flags` and, when flags bit 0 is set, `u32` per chunk (payload length, bit 31 = deflated).
+enum ContainerIndex {
+    static let deflatedBit: UInt32 = 0x8000_0000
+
+    static func encode(_ records: [IndexRecord]) -> [UInt8] {
+        var w = ByteWriter()
+        w.u32(UInt32(records.count))
+        for r in records {
+            w.u16(UInt16(r.path.utf8.count))
+            w.out.append(contentsOf: r.path.utf8)
+            w.u64(r.size)
+            w.u32(r.crc)
+            w.u8(r.chunkLengths == nil ? 0 : 1)
+            for l in r.chunkLengths ?? [] { w.u32(l) }
+        }
+        return w.out
+    }
+
+    /// Parses and validates the index. Every offset is derived, never read: entries tile
+    /// `[headerSize, dataEnd)` exactly, in id order.
+    static func decode(
+        _ buf: UnsafeRawBufferPointer, chunkShift: UInt8, dataEnd: UInt64, limits: ReadLimits
+    ) throws -> [ContainerEntry] {
+        func corrupt(_ why: String, _ path: String? = nil) -> AssetPackError {
+            AssetPackError(.integrityFailure, "container index is corrupt (\(why))", path: path)
+        }
+        var r = ByteReader(buf)
+        let count = Int(try r.u32())
+        guard count <= limits.maxEntries else {
+            throw AssetPackError(.limitExceeded, "pack declares \(count) entries, more than the limit \(limits.maxEntries)")
+        }
+        guard count <= r.remaining / 16 else { throw corrupt("entry count") }
+        let cs = UInt64(1) << chunkShift
+        let tag = UInt64(ContainerFormat.tagSize)
+        var out: [ContainerEntry] = []
+        out.reserveCapacity(count)
+        var pos = UInt64(ContainerFormat.headerSize)
+        var previous = UnsafeRawBufferPointer(start: nil, count: 0)
+        for id in 0..<count {
+            let name = try r.raw(Int(try r.u16()))
+            guard name.count > 0, id == 0 || previous.lexicographicallyPrecedes(name) else {
+                throw corrupt("paths empty, unsorted or repeated")
+            }
+            previous = name
+            guard let path = String(validating: name, as: UTF8.self) else { throw corrupt("path is not UTF-8") }
+            let size = try r.u64(), crc = try r.u32(), flags = try r.u8()
+            guard size <= limits.maxEntrySize, size <= UInt64(Int.max >> 1) else {
+                throw AssetPackError(.limitExceeded, "entry size \(size) exceeds the limit \(limits.maxEntrySize)", path: path)
+            }
+            let chunks = size == 0 ? 1 : (size - 1) >> chunkShift + 1
+            guard chunks <= UInt64(UInt32.max) + 1 else { throw corrupt("too many chunks", path) }
+            var stored: UInt64
+            var starts: [UInt64]? = nil
+            switch flags {
+            case 0:
+                let (s, o) = size.addingReportingOverflow(chunks * tag)
+                guard !o else { throw corrupt("size", path) }
+                stored = s
+            case 1:
+                guard chunks <= UInt64(r.remaining / 4) else { throw corrupt("chunk table", path) }
+                var s: [UInt64] = [0]
+                s.reserveCapacity(Int(chunks) + 1)
+                var payload: UInt64 = 0
+                var anyDeflated = false
+                for c in 0..<chunks {
+                    let v = try r.u32()
+                    let n = UInt64(v & ~deflatedBit)
+                    let plain = min(cs, size - c * cs)
+                    if v & deflatedBit != 0 {
+                        guard n > 0, n < plain else { throw corrupt("chunk length", path) }
+                        anyDeflated = true
+                    } else {
+                        guard n == plain else { throw corrupt("chunk length", path) }
+                    }
+                    payload += n
+                    s.append(payload + (c + 1) * tag)
+                }
+                guard anyDeflated else { throw corrupt("flags", path) }
+                guard size / payload <= limits.maxCompressionRatio else {
+                    throw AssetPackError(.limitExceeded, "compression ratio exceeds the limit \(limits.maxCompressionRatio)", path: path)
+                }
+                stored = s[s.count - 1]
+                starts = s
+            default:
+                throw corrupt("flags", path)
+            }
+            let (end, o) = pos.addingReportingOverflow(stored)
+            guard !o, end <= dataEnd else { throw corrupt("entry extends past the data", path) }
+            let info = EntryInfo(
+                path: path, size: size, storedSize: stored, compression: starts == nil ? .store : .deflate,
+                encryption: .aes256GCM, crc32: crc)
+            out.append(ContainerEntry(info: info, id: UInt32(id), offset: pos, chunkCount: Int(chunks), starts: starts))
+            pos = end
+        }
+        guard r.atEnd else { throw corrupt("trailing bytes") }
+        guard pos == dataEnd else { throw corrupt("entries do not cover the data") }
+        return out
+    }
+}

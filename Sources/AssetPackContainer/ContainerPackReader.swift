@@ -1,0 +1,398 @@
+import AssetPackCore
+import CZlib
+import Crypto
+import Dispatch
+import Foundation
+import Synchronization
+
+/// Reads an AssetPack container pack (chunked AES-256-GCM, see `docs/FORMAT.md`).
+///
+/// Opening derives the key once (the header's KDF, or none for a raw key), checks the key
+/// commitment and decrypts the index. Reads then cost one HKDF-Expand per entry plus AES-GCM
+/// per chunk. The reader holds one file descriptor, reads with `pread` and has no mutable
+/// state, so it is safe to use from many threads at once.
+public final class ContainerPackReader: PackReader {
+    /// Always `.container`.
+    public var format: PackFormat { .container }
+    /// Every entry, sorted by path (UTF-8 byte order).
+    public let entries: [EntryInfo]
+    /// Seconds spent opening the pack, key derivation included.
+    public let openSeconds: Double
+
+    private let fd: Int32
+    private let records: [ContainerEntry]
+    private let index: EntryIndex<Int>
+    private let keys: ContainerKeys
+    private let chunkShift: Int
+
+    /// Opens a container pack.
+    /// - Parameters:
+    ///   - path: The pack's file path.
+    ///   - credential: The password or raw 32-byte key it was written with.
+    ///   - limits: Caps on KDF cost, index size, entry count and sizes.
+    /// - Throws: `AssetPackError`: `.missingPassword` when `credential` is nil, `.wrongPassword`
+    ///   when it does not open the pack, `.limitExceeded` for hostile KDF parameters (before
+    ///   running the KDF) or sizes, `.unsupportedFormat` for a non-container file or a newer
+    ///   version, `.integrityFailure` for a corrupt or truncated pack, `.io` for file errors.
+    public init(path: String, credential: PackCredential?, limits: ReadLimits = .default) throws {
+        let watch = Stopwatch()
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw AssetPackError(.io, "cannot open \(path): \(String(cString: strerror(errno)))", underlying: errno)
+        }
+        do {
+            let (header, keys, records) = try Self.load(fd: fd, credential: credential, limits: limits)
+            let entries = records.map(\.info)
+            guard let index = EntryIndex(positionsOf: entries.map(\.path)) else {
+                throw AssetPackError(.integrityFailure, "container index is corrupt (equivalent paths)")
+            }
+            self.fd = fd
+            self.keys = keys
+            self.records = records
+            self.index = index
+            self.entries = entries
+            self.chunkShift = Int(header.chunkShift)
+        } catch {
+            close(fd)
+            throw error
+        }
+        openSeconds = watch.elapsed
+    }
+
+    deinit { close(fd) }
+
+    private static func load(
+        fd: Int32, credential: PackCredential?, limits: ReadLimits
+    ) throws -> (ContainerHeader, ContainerKeys, [ContainerEntry]) {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw AssetPackError(.io, "cannot stat pack", underlying: errno) }
+        let fileSize = UInt64(st.st_size)
+        let magic = ContainerFormat.magic
+        guard fileSize >= UInt64(magic.count), try preadArray(fd, count: magic.count, at: 0) == magic else {
+            throw AssetPackError(.unsupportedFormat, "not an AssetPack container")
+        }
+        guard fileSize >= UInt64(ContainerFormat.headerSize) else {
+            throw AssetPackError(.integrityFailure, "container is truncated")
+        }
+        let headerBytes = try preadArray(fd, count: ContainerFormat.headerSize, at: 0)
+        let header = try headerBytes.withUnsafeBytes { try ContainerHeader.parse($0) }
+        guard let credential else {
+            throw AssetPackError(.missingPassword, "this pack is encrypted; a password or key is needed")
+        }
+        try header.checkKDF(limits)
+        let tag = UInt64(ContainerFormat.tagSize)
+        let (end, overflow) = header.indexOffset.addingReportingOverflow(header.indexLength)
+        guard header.indexOffset >= UInt64(ContainerFormat.headerSize), header.indexLength >= 4 + tag,
+            !overflow, end == fileSize
+        else {
+            throw AssetPackError(.integrityFailure, "container is truncated or has trailing data")
+        }
+        guard header.indexLength <= limits.maxIndexSize else {
+            throw AssetPackError(.limitExceeded, "index of \(header.indexLength) bytes exceeds the limit \(limits.maxIndexSize)")
+        }
+
+        let keys = ContainerKeys(master: try ContainerKeys.master(credential, header: header), salt: header.salt)
+        guard HMAC<SHA256>.isValidAuthenticationCode(
+            header.commitment, authenticating: header.committedBytes(), using: keys.commitmentKey)
+        else {
+            throw AssetPackError(.wrongPassword, "wrong password or key (or a damaged header)")
+        }
+
+        let sealed = try preadArray(fd, count: Int(header.indexLength), at: header.indexOffset)
+        let plain: Data
+        do {
+            let cut = sealed.count - ContainerFormat.tagSize
+            let box = try AES.GCM.SealedBox(nonce: indexNonce, ciphertext: sealed[..<cut], tag: sealed[cut...])
+            plain = try AES.GCM.open(box, using: keys.indexKey, authenticating: headerBytes)
+        } catch {
+            throw AssetPackError(.integrityFailure, "container index failed authentication")
+        }
+        let records = try plain.withUnsafeBytes {
+            try ContainerIndex.decode($0, chunkShift: header.chunkShift, dataEnd: header.indexOffset, limits: limits)
+        }
+        return (header, keys, records)
+    }
+
+    /// Looks up an entry by path (normalised first).
+    public func entry(_ path: String) -> EntryInfo? {
+        index.lookup(path).map { records[$0].info }
+    }
+
+    private func find(_ path: String) throws -> ContainerEntry {
+        guard let i = index.lookup(path) else {
+            throw AssetPackError(.entryNotFound, "no such entry", path: path)
+        }
+        return records[i]
+    }
+
+    /// Reads a whole entry, authenticated chunk by chunk and CRC-checked, with its timing.
+    ///
+    /// Chunks are decrypted in parallel straight into the returned buffer; each chunk's CRC-32
+    /// is computed while it is hot and the pieces are joined with `crc32_combine`. The
+    /// `decrypt` and `crc` times split the wall time of that parallel phase in proportion to
+    /// the CPU time each part took.
+    /// - Throws: `.entryNotFound`, `.integrityFailure` (tag, inflate or CRC), `.io`.
+    public func readTimed(_ path: String) throws -> (bytes: [UInt8], timing: EntryTiming) {
+        let whole = Stopwatch()
+        var t = EntryTiming(path: path)
+        t.decoder = "container"
+        let e = try Stopwatch.time(&t.lookup) { try find(path) }
+        t.path = e.info.path
+        let key = Stopwatch.time(&t.keyDerivation) { keys.entryKey(e.id) }
+        let n = Int(e.info.size)
+        let crcs = UnsafeMutableBufferPointer<UInt32>.allocate(capacity: e.chunkCount)
+        defer { crcs.deallocate() }
+        let phase = Stopwatch()
+        var cpu = (decrypt: 0.0, crc: 0.0)
+        let bytes = try [UInt8](unsafeUninitializedCapacity: n) { buf, initialized in
+            adviseHugePages(UnsafeMutableRawBufferPointer(buf))
+            cpu = try decode(e, key, 0..<e.chunkCount, into: UnsafeMutableRawBufferPointer(buf), base: 0, crcs: crcs.baseAddress)
+            initialized = n
+        }
+        let wall = phase.elapsed
+        let share = cpu.decrypt + cpu.crc > 0 ? cpu.decrypt / (cpu.decrypt + cpu.crc) : 1
+        t.decrypt = wall * share
+        t.crc = wall * (1 - share)
+        let crc = Stopwatch.time(&t.crc) {
+            var crc: UInt = 0
+            for c in 0..<e.chunkCount {
+                crc = crc32_combine(crc, UInt(crcs[c]), Int(plainLength(e, c)))
+            }
+            return UInt32(truncatingIfNeeded: crc)
+        }
+        guard crc == e.info.crc32 else {
+            throw AssetPackError(.integrityFailure, "CRC-32 mismatch", path: e.info.path)
+        }
+        t.crcChecked = true
+        t.bytesIn = e.info.storedSize
+        t.bytesOut = UInt64(n)
+        t.total = whole.elapsed
+        return (bytes, t)
+    }
+
+    /// Streams an entry in pieces of up to one chunk, decrypting a few chunks at a time in
+    /// parallel. The CRC-32 is checked at the end: treat what `body` received as tentative
+    /// until this returns.
+    /// - Throws: `.entryNotFound`, `.integrityFailure`, `.io`, or what `body` throws.
+    @discardableResult
+    public func stream(_ path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> EntryTiming {
+        let whole = Stopwatch()
+        var t = EntryTiming(path: path)
+        t.decoder = "container"
+        let e = try Stopwatch.time(&t.lookup) { try find(path) }
+        t.path = e.info.path
+        let key = Stopwatch.time(&t.keyDerivation) { keys.entryKey(e.id) }
+        let cs = 1 << chunkShift
+        let group = max(1, min(e.chunkCount, Self.cores * 4))
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: group * min(cs, max(1, Int(e.info.size))), alignment: 64)
+        defer { buffer.deallocate() }
+        let crcs = UnsafeMutableBufferPointer<UInt32>.allocate(capacity: group)
+        defer { crcs.deallocate() }
+        var crc: UInt = 0
+        var first = 0
+        while first < e.chunkCount {
+            let last = min(first + group, e.chunkCount)
+            let base = UInt64(first) << chunkShift
+            let bytes = Int(min(e.info.size - base, UInt64(last - first) << chunkShift))
+            let out = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<bytes])
+            let phase = Stopwatch()
+            let cpu = try decode(e, key, first..<last, into: out, base: base, crcs: crcs.baseAddress)
+            let wall = phase.elapsed
+            let share = cpu.0 + cpu.1 > 0 ? cpu.0 / (cpu.0 + cpu.1) : 1
+            t.decrypt += wall * share
+            t.crc += wall * (1 - share)
+            var at = 0
+            for c in first..<last {
+                let len = plainLength(e, c)
+                crc = crc32_combine(crc, UInt(crcs[c - first]), len)
+                if len > 0 { try body(UnsafeRawBufferPointer(rebasing: out[at..<at + len])) }
+                at += len
+            }
+            first = last
+        }
+        guard UInt32(truncatingIfNeeded: crc) == e.info.crc32 else {
+            throw AssetPackError(.integrityFailure, "CRC-32 mismatch", path: e.info.path)
+        }
+        t.crcChecked = true
+        t.bytesIn = e.info.storedSize
+        t.bytesOut = e.info.size
+        t.total = whole.elapsed
+        return t
+    }
+
+    /// Reads `count` bytes of an entry starting at `offset`, decrypting only the chunks the
+    /// range touches. Each chunk is authenticated by its AES-GCM tag; the entry's CRC-32
+    /// (which covers the whole entry) is not checked.
+    /// - Throws: `.entryNotFound`, `.invalidArgument` when the range is outside the entry,
+    ///   `.integrityFailure`, `.io`.
+    public func readRange(_ path: String, offset: UInt64, count: Int) throws -> [UInt8] {
+        let e = try find(path)
+        guard count >= 0, offset <= e.info.size, UInt64(count) <= e.info.size - offset else {
+            throw AssetPackError(.invalidArgument, "range \(offset)+\(count) is outside the entry (\(e.info.size) bytes)", path: e.info.path)
+        }
+        if count == 0 { return [] }
+        let key = keys.entryKey(e.id)
+        let first = Int(offset >> chunkShift), last = Int((offset + UInt64(count) - 1) >> chunkShift)
+        return try [UInt8](unsafeUninitializedCapacity: count) { buf, initialized in
+            _ = try decode(e, key, first..<last + 1, into: UnsafeMutableRawBufferPointer(buf), base: offset, crcs: nil)
+            initialized = count
+        }
+    }
+
+    // MARK: - Chunks
+
+    static let cores = ProcessInfo.processInfo.activeProcessorCount
+
+    private func plainLength(_ e: ContainerEntry, _ c: Int) -> Int {
+        c == e.chunkCount - 1 ? Int(e.info.size - (UInt64(c) << chunkShift)) : 1 << chunkShift
+    }
+
+    /// Decrypts chunks `range` of `e` into `out`, which holds the entry's bytes
+    /// `[base, base + out.count)`. Chunks wholly inside `out` are decrypted in place, the
+    /// others through a temporary chunk. Chunk CRCs go to `crcs[c - range.lowerBound]`.
+    /// - Returns: CPU seconds spent decrypting and computing CRCs, summed over threads.
+    private func decode(
+        _ e: ContainerEntry, _ key: SymmetricKey, _ range: Range<Int>,
+        into out: UnsafeMutableRawBufferPointer, base: UInt64, crcs: UnsafeMutablePointer<UInt32>?
+    ) throws -> (Double, Double) {
+        let maxPlain = min(1 << chunkShift, Int(e.info.size))
+        let parallel = range.count >= 4 && out.count >= 256 << 10
+        let tasks = parallel ? min(range.count, Self.cores * 4) : 1
+        let times = UnsafeMutableBufferPointer<(Double, Double)>.allocate(capacity: tasks)
+        times.initialize(repeating: (0, 0))
+        defer { times.deallocate() }
+        let outEnd = base + UInt64(out.count)
+        try concurrently(tasks) { task in
+            let lo = range.lowerBound + range.count * task / tasks
+            let hi = range.lowerBound + range.count * (task + 1) / tasks
+            let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: maxPlain + ContainerFormat.tagSize, alignment: 64)
+            defer { scratch.deallocate() }
+            var temp: UnsafeMutableRawBufferPointer?
+            defer { temp?.deallocate() }
+            var dec = 0.0, crcTime = 0.0
+            for c in lo..<hi {
+                let start = UInt64(c) << chunkShift
+                let len = plainLength(e, c)
+                let end = start + UInt64(len)
+                let inPlace = start >= base && end <= outEnd
+                let dest: UnsafeMutableRawBufferPointer
+                if inPlace {
+                    dest = UnsafeMutableRawBufferPointer(rebasing: out[Int(start - base)..<Int(end - base)])
+                } else {
+                    if temp == nil { temp = .allocate(byteCount: maxPlain, alignment: 64) }
+                    dest = UnsafeMutableRawBufferPointer(rebasing: temp![0..<len])
+                }
+                try Stopwatch.time(&dec) { try openChunk(e, key, c, scratch: scratch, into: dest) }
+                if let crcs {
+                    crcs[c - range.lowerBound] = Stopwatch.time(&crcTime) { CRC32.checksum(UnsafeRawBufferPointer(dest)) }
+                }
+                if !inPlace {
+                    let from = max(start, base), to = min(end, outEnd)
+                    UnsafeMutableRawBufferPointer(rebasing: out[Int(from - base)..<Int(to - base)])
+                        .copyMemory(from: UnsafeRawBufferPointer(rebasing: dest[Int(from - start)..<Int(to - start)]))
+                }
+            }
+            times[task] = (dec, crcTime)
+        }
+        return times.reduce((0, 0)) { ($0.0 + $1.0, $0.1 + $1.1) }
+    }
+
+    /// Reads, authenticates and (if deflated) inflates chunk `c` of `e` into `dest`.
+    private func openChunk(
+        _ e: ContainerEntry, _ key: SymmetricKey, _ c: Int,
+        scratch: UnsafeMutableRawBufferPointer, into dest: UnsafeMutableRawBufferPointer
+    ) throws {
+        let plainLen = dest.count
+        let offset: UInt64, stored: Int
+        if let s = e.starts {
+            offset = e.offset + s[c]
+            stored = Int(s[c + 1] - s[c])
+        } else {
+            offset = e.offset + UInt64(c) * UInt64((1 << chunkShift) + ContainerFormat.tagSize)
+            stored = plainLen + ContainerFormat.tagSize
+        }
+        let payload = stored - ContainerFormat.tagSize
+        let deflated = payload < plainLen
+        let sealed = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<stored])
+        try preadFully(fd, sealed, at: offset)
+        let nonce = chunkNonce(entry: e.id, chunk: UInt32(c), final: c == e.chunkCount - 1, deflated: deflated)
+        let plain: Data
+        do {
+            let box = try AES.GCM.SealedBox(
+                nonce: nonce, ciphertext: UnsafeRawBufferPointer(rebasing: sealed[0..<payload]),
+                tag: UnsafeRawBufferPointer(rebasing: sealed[payload...]))
+            plain = try AES.GCM.open(box, using: key)
+        } catch {
+            throw AssetPackError(.integrityFailure, "chunk \(c) failed authentication", path: e.info.path)
+        }
+        try plain.withUnsafeBytes { p in
+            if deflated {
+                do { try RawDeflate.decompress(p, into: dest) } catch let error as AssetPackError {
+                    throw error.naming(e.info.path)
+                }
+            } else {
+                guard p.count == plainLen else {
+                    throw AssetPackError(.integrityFailure, "chunk \(c) has the wrong length", path: e.info.path)
+                }
+                if plainLen > 0 { dest.copyMemory(from: p) }
+            }
+        }
+    }
+}
+
+/// Runs `body(0..<tasks)` on all cores and rethrows the first error.
+func concurrently(_ tasks: Int, _ body: (Int) throws -> Void) throws {
+    if tasks == 1 { return try body(0) }
+    let failure = Mutex<AssetPackError?>(nil)
+    withoutActuallyEscaping(body) { body in
+        // The tasks write disjoint parts of caller-owned buffers; `body` is not Sendable only
+        // because it captures those pointers.
+        let work = UncheckedSendable(body)
+        DispatchQueue.concurrentPerform(iterations: tasks) { task in
+            do { try work.value(task) } catch {
+                let e = error as? AssetPackError ?? AssetPackError(.io, "\(error)")
+                failure.withLock { if $0 == nil { $0 = e } }
+            }
+        }
+    }
+    if let e = failure.withLock({ $0 }) { throw e }
+}
+
+private struct UncheckedSendable<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
+}
+
+/// Asks for transparent huge pages on a large fresh output buffer: one fault per 2 MiB
+/// instead of one per 4 KiB (page faults otherwise cost as much as the decryption).
+func adviseHugePages(_ buffer: UnsafeMutableRawBufferPointer) {
+    #if os(Linux)
+    let huge = 2 << 20
+    guard buffer.count >= 2 * huge, let base = buffer.baseAddress else { return }
+    let start = (Int(bitPattern: base) + huge - 1) & ~(huge - 1)
+    let end = (Int(bitPattern: base) + buffer.count) & ~(huge - 1)
+    if end > start { madvise(UnsafeMutableRawPointer(bitPattern: start), end - start, MADV_HUGEPAGE) }
+    #endif
+}
+
+/// Fills `buffer` from `fd` at `offset`; end of file first is an integrity failure (truncation).
+func preadFully(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws {
+    var done = 0
+    while done < buffer.count {
+        let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
+        if n < 0 {
+            if errno == EINTR { continue }
+            throw AssetPackError(.io, "cannot read pack: \(String(cString: strerror(errno)))", underlying: errno)
+        }
+        if n == 0 { throw AssetPackError(.integrityFailure, "container is truncated") }
+        done += n
+    }
+}
+
+/// Reads exactly `count` bytes at `offset`.
+func preadArray(_ fd: Int32, count: Int, at offset: UInt64) throws -> [UInt8] {
+    try [UInt8](unsafeUninitializedCapacity: count) { buf, n in
+        try preadFully(fd, UnsafeMutableRawBufferPointer(buf), at: offset)
+        n = count
+    }
+}

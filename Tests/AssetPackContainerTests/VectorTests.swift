@@ -1,0 +1,135 @@
+import AssetPackCore
+import Foundation
+import Testing
+
+@testable import AssetPackContainer
+
+/// The committed test vectors (`Vectors/vectors.json` and the `.apack` files beside it).
+///
+/// Regenerate with `APACK_WRITE_VECTORS=1 swift test --filter VectorTests` after a
+/// deliberate format change (and update docs/FORMAT.md).
+@Suite struct VectorTests {
+    struct Entry: Codable { var path: String; var hex: String }
+    struct Vector: Codable {
+        var file: String
+        var key: String?
+        var password: String?
+        var kdf: String
+        var chunkSize: Int
+        var compression: String
+        var salt: String
+        var entries: [Entry]
+        var intermediate: [String: String]?
+    }
+    struct Document: Codable { var format: String; var note: String; var vectors: [Vector] }
+
+    static let password = "correct horse battery staple"
+    static let salt = (0..<32).map { UInt8(0xA0 + $0) }
+
+    static func specs() -> [(Vector, ContainerKDF?)] {
+        func v(_ file: String, key: Bool, kdf: ContainerKDF?, kdfName: String, compression: String, _ files: [(String, [UInt8])]) -> (Vector, ContainerKDF?) {
+            (Vector(
+                file: file, key: key ? hex(Array(0..<32)) : nil, password: key ? nil : password, kdf: kdfName, chunkSize: 4096,
+                compression: compression, salt: hex(salt), entries: files.map { Entry(path: $0.0, hex: hex($0.1)) }), kdf)
+        }
+        let hello = Array("Hello, AssetPack!\n\n".utf8)
+        return [
+            v("v1-tiny-key.apack", key: true, kdf: nil, kdfName: "none", compression: "store", [("a.txt", Array("abc".utf8))]),
+            v("v1-key-store.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
+              [("hello.txt", hello), ("empty", []), ("dir/ü.bin", (0..<5000).map { UInt8(($0 * 7 + 3) & 0xFF) })]),
+            v("v1-key-deflate.apack", key: true, kdf: nil, kdfName: "none", compression: "deflate",
+              [("text.txt", text(10000)), ("mixed.bin", text(4096) + noise(4096, seed: 42)), ("noise.bin", noise(300, seed: 43))]),
+            v("v1-scrypt.apack", key: false, kdf: .scrypt(logN: 10, r: 8, p: 1), kdfName: "scrypt N=2^10 r=8 p=1",
+              compression: "store", [("hello.txt", hello)]),
+            v("v1-pbkdf2.apack", key: false, kdf: .pbkdf2SHA256(iterations: 1000), kdfName: "pbkdf2-sha256 1000",
+              compression: "store", [("hello.txt", hello)]),
+        ]
+    }
+
+    static func credential(_ v: Vector) -> PackCredential {
+        v.key.map { .key(unhex($0)) } ?? .password(v.password!)
+    }
+
+    /// Writes the vector `v` to `path` deterministically (fixed salt).
+    static func make(_ v: Vector, kdf: ContainerKDF?, at path: String, scratch: Scratch) throws {
+        let src = scratch.url.appendingPathComponent("src-\(v.file)")
+        try FileManager.default.createDirectory(at: src, withIntermediateDirectories: true)
+        let files = try v.entries.enumerated().map { i, e in
+            let url = src.appendingPathComponent("\(i)")
+            try Data(unhex(e.hex)).write(to: url)
+            return SourceFile(path: e.path, url: url, size: UInt64(e.hex.count / 2))
+        }
+        var writer = ContainerPackWriter(kdf: kdf ?? .default)
+        writer.fixedSalt = unhex(v.salt)
+        var options = PackOptions()
+        options.credential = credential(v)
+        options.chunkSize = v.chunkSize
+        options.compression = CompressionPolicy(rawValue: v.compression)!
+        try writer.write(files, to: path, options: options)
+    }
+
+    static func intermediates(_ v: Vector) throws -> [String: String] {
+        let path = Bundle.module.url(forResource: "Vectors", withExtension: nil)!.appendingPathComponent(v.file).path
+        let b = bytes(of: path)
+        let header = try b.withUnsafeBytes { try ContainerHeader.parse(UnsafeRawBufferPointer(rebasing: $0[0..<104])) }
+        let keys = ContainerKeys(master: try ContainerKeys.master(credential(v), header: header), salt: header.salt)
+        let nonce = chunkNonce(entry: 0, chunk: 0, final: true, deflated: false)
+        return [
+            "prk": hex(keys.prk.withUnsafeBytes { Array($0) }),
+            "commitmentKey": hex(keys.commitmentKey.withUnsafeBytes { Array($0) }),
+            "indexKey": hex(keys.indexKey.withUnsafeBytes { Array($0) }),
+            "entryKey0": hex(keys.entryKey(0).withUnsafeBytes { Array($0) }),
+            "nonceEntry0Chunk0Final": hex(nonce.withUnsafeBytes { Array($0) }),
+            "indexPlaintext": hex(ContainerIndex.encode([IndexRecord(path: "a.txt", size: 3, crc: CRC32.checksum(Array("abc".utf8)), chunkLengths: nil)])),
+            "pack": hex(b),
+        ]
+    }
+
+    @Test func vectorsDecodeAndRegenerate() throws {
+        let sourceDir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Vectors")
+        let scratch = Scratch()
+        if ProcessInfo.processInfo.environment["APACK_WRITE_VECTORS"] == "1" {
+            var vectors: [Vector] = []
+            for (v, kdf) in Self.specs() {
+                try Self.make(v, kdf: kdf, at: sourceDir.appendingPathComponent(v.file).path, scratch: scratch)
+                vectors.append(v)
+            }
+            let doc = Document(
+                format: "AssetPack container v1 (docs/FORMAT.md)",
+                note: "Each .apack opens with the given key (hex) or password and holds exactly these entries; writing the entries with the given salt, KDF, chunk size and compression policy reproduces the file byte for byte.",
+                vectors: vectors)
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            try encoder.encode(doc).write(to: sourceDir.appendingPathComponent("vectors.json"))
+            return
+        }
+        let dir = try #require(Bundle.module.url(forResource: "Vectors", withExtension: nil))
+        let doc = try JSONDecoder().decode(Document.self, from: Data(contentsOf: dir.appendingPathComponent("vectors.json")))
+        #expect(doc.vectors.count == Self.specs().count)
+        for v in doc.vectors {
+            let path = dir.appendingPathComponent(v.file).path
+            let reader = try ContainerPackReader(path: path, credential: Self.credential(v))
+            #expect(reader.entries.map(\.path) == v.entries.map(\.path).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
+            for e in v.entries { #expect(try reader.read(e.path) == unhex(e.hex), "\(v.file) \(e.path)") }
+            let again = scratch.url.appendingPathComponent(v.file).path
+            try Self.make(v, kdf: Self.specs().first { $0.0.file == v.file }!.1, at: again, scratch: scratch)
+            #expect(bytes(of: again) == bytes(of: path), "\(v.file) does not regenerate byte for byte")
+        }
+        let tiny = doc.vectors[0]
+        if ProcessInfo.processInfo.environment["APACK_PRINT_INTERMEDIATES"] == "1" {
+            for (k, value) in try Self.intermediates(tiny).sorted(by: { $0.key < $1.key }) { print("\(k): \(value)") }
+        }
+        // The writer's deflate output depends on the zlib build; the stored vectors must not.
+        #expect(try Self.intermediates(tiny)["prk"]?.count == 64)
+    }
+}
+
+func hex(_ b: [UInt8]) -> String { b.map { String(format: "%02x", $0) }.joined() }
+func unhex(_ s: String) -> [UInt8] {
+    var out: [UInt8] = []
+    var it = s.utf8.makeIterator()
+    while let h = it.next(), let l = it.next() {
+        out.append(UInt8(String(decoding: [h, l], as: UTF8.self), radix: 16)!)
+    }
+    return out
+}
