@@ -7,10 +7,14 @@ let package = Package(
     products: [
         .library(name: "AssetPack", targets: ["AssetPack"]),
         .executable(name: "assetpack", targets: ["assetpack"]),
+        // Build-tool plugin: packs a target's Assets/ folder into an encrypted pack resource during `swift build`.
+        .plugin(name: "PackAssets", targets: ["PackAssets"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        // `make docs`: swift package generate-documentation (DocC).
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // C libraries, each owned by exactly one Swift module.
@@ -29,9 +33,7 @@ let package = Package(
         // Zip backend over libzip.
         .target(
             name: "AssetPackZip",
-            dependencies: ["AssetPackCore", "CLibzip", "CLibcrypto", "CZlib",
-                           .product(name: "Crypto", package: "swift-crypto"),
-                           .product(name: "_CryptoExtras", package: "swift-crypto")]),
+            dependencies: ["AssetPackCore", "CLibzip", "CLibcrypto", "CZlib"]),
         // Chunked AES-256-GCM container.
         .target(
             name: "AssetPackContainer",
@@ -47,6 +49,13 @@ let package = Package(
         .executableTarget(
             name: "assetpack",
             dependencies: ["AssetPack", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+        // Runs `assetpack pack` over a target's asset folder at build time (see Plugins/PackAssets).
+        .plugin(name: "PackAssets", capability: .buildTool(), dependencies: ["assetpack"]),
+
+        // libFuzzer targets (see `make fuzz`); a plain build gets stubs.
+        .executableTarget(name: "FuzzZip", dependencies: ["AssetPackZip"], path: "Fuzz/FuzzZip"),
+        .executableTarget(name: "FuzzContainer", dependencies: ["AssetPackContainer"], path: "Fuzz/FuzzContainer"),
+        .executableTarget(name: "FuzzContainerIndex", dependencies: ["AssetPackContainer"], path: "Fuzz/FuzzContainerIndex"),
 
         // Shared test helpers: temporary trees, deterministic bytes, running the built CLI.
         .target(name: "AssetPackTestSupport", dependencies: ["AssetPackCore"], path: "Tests/AssetPackTestSupport"),

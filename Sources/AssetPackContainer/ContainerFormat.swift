@@ -36,12 +36,12 @@ enum KDFID: UInt8 {
 }
 
 /// The fixed 104-byte header, all integers little-endian.
-struct ContainerHeader: Equatable {
+package struct ContainerHeader: Equatable {
     var kdf: KDFID
-    var chunkShift: UInt8
+    package var chunkShift: UInt8
     var params: [UInt32]  // three KDF parameters
     var salt: [UInt8]
-    var indexOffset: UInt64
+    package var indexOffset: UInt64
     var indexLength: UInt64
     var commitment: [UInt8] = []
 
@@ -64,7 +64,7 @@ struct ContainerHeader: Equatable {
     }
 
     /// Parses and sanity-checks a header. Nothing here is authenticated yet.
-    static func parse(_ b: UnsafeRawBufferPointer) throws -> ContainerHeader {
+    package static func parse(_ b: UnsafeRawBufferPointer) throws -> ContainerHeader {
         var r = ByteReader(b)
         guard try r.bytes(8) == ContainerFormat.magic else {
             throw AssetPackError(.unsupportedFormat, "not an AssetPack container")
@@ -90,7 +90,7 @@ struct ContainerHeader: Equatable {
 
     /// Refuses KDF parameters that are malformed or cost more than `limits` allow,
     /// before any work is done.
-    func checkKDF(_ limits: ReadLimits) throws {
+    package func checkKDF(_ limits: ReadLimits) throws {
         let bad = AssetPackError(.integrityFailure, "container header is corrupt (KDF parameters)")
         switch kdf {
         case .none:

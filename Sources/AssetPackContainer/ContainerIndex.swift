@@ -1,7 +1,7 @@
 import AssetPackCore
 
 /// One entry as the reader sees it: public metadata plus where its chunks are.
-struct ContainerEntry: Sendable {
+package struct ContainerEntry: Sendable {
     /// Public metadata.
     let info: EntryInfo
     /// The entry id: its position in the index, bound into its key and nonces.
@@ -26,7 +26,7 @@ struct IndexRecord {
 
 /// The index plaintext: `u32 count`, then per entry `u16 pathLength, path (UTF-8), u64 size,
 /// u32 crc32, u8 flags` and, when flags bit 0 is set, `u32` per chunk (payload length, bit 31 = deflated).
-enum ContainerIndex {
+package enum ContainerIndex {
     static let deflatedBit: UInt32 = 0x8000_0000
 
     static func encode(_ records: [IndexRecord]) -> [UInt8] {
@@ -45,7 +45,7 @@ enum ContainerIndex {
 
     /// Parses and validates the index. Every offset is derived, never read: entries tile
     /// `[headerSize, dataEnd)` exactly, in id order.
-    static func decode(
+    package static func decode(
         _ buf: UnsafeRawBufferPointer, chunkShift: UInt8, dataEnd: UInt64, limits: ReadLimits
     ) throws -> [ContainerEntry] {
         func corrupt(_ why: String, _ path: String? = nil) -> AssetPackError {

@@ -1,0 +1,169 @@
+import Foundation
+import PackagePlugin
+
+/// Packs a target's asset folder into an encrypted pack during `swift build`, as a resource of
+/// that target (find it at run time with `Bundle.module.url(forResource:withExtension:)`).
+///
+/// Convention: the folder `Assets` in the target's directory. An optional `assetpack.json` in the
+/// target's directory configures it (every key optional):
+///
+///     { "source": "Assets", "format": "container", "compression": "auto", "output": "assets.pack" }
+///
+/// The secret comes from the environment of `swift build`, checked in this order:
+/// `ASSETPACK_KEY_FILE` (path of a raw 32-byte key, container only), `ASSETPACK_PASSWORD_FILE`
+/// (path of a file whose first line is the password), `ASSETPACK_PASSWORD` (the password itself).
+/// Without one the build fails with a message saying what to set.
+@main
+struct PackAssets: BuildToolPlugin {
+    func createBuildCommands(context: PluginContext, target: Target) async throws -> [Command] {
+        guard let target = target as? SourceModuleTarget else { return [] }
+        let targetDirectory = target.directoryURL
+        let configURL = targetDirectory.appendingPathComponent(Config.fileName)
+        let config = try Config.load(configURL, target: target.name)
+
+        let source = targetDirectory.appendingPathComponent(config.source, isDirectory: true)
+        let inputs = try Self.files(below: source, target: target.name, folder: config.source)
+        let output = context.pluginWorkDirectoryURL.appendingPathComponent(config.output)
+        let tool = try context.tool(named: "assetpack")
+
+        var arguments = [
+            "pack", source.path, "--output", output.path,
+            "--format", config.format, "--compression", config.compression,
+        ]
+        var environment: [String: String] = [:]
+        var inputFiles = inputs
+        if FileManager.default.fileExists(atPath: configURL.path) { inputFiles.append(configURL) }
+
+        let env = ProcessInfo.processInfo.environment
+        if let keyFile = env["ASSETPACK_KEY_FILE"], !keyFile.isEmpty {
+            guard config.format == "container" else {
+                throw PackAssetsError(
+                    target.name, "ASSETPACK_KEY_FILE gives a raw key, which only the container format takes; "
+                        + "set \"format\": \"container\" in \(Config.fileName), or use ASSETPACK_PASSWORD instead")
+            }
+            let url = Self.absolute(keyFile, relativeTo: context.package.directoryURL)
+            guard FileManager.default.isReadableFile(atPath: url.path) else {
+                throw PackAssetsError(target.name, "ASSETPACK_KEY_FILE names \(url.path), which cannot be read")
+            }
+            arguments += ["--key-file", url.path]
+            inputFiles.append(url)
+        } else if let passwordFile = env["ASSETPACK_PASSWORD_FILE"], !passwordFile.isEmpty {
+            let url = Self.absolute(passwordFile, relativeTo: context.package.directoryURL)
+            guard FileManager.default.isReadableFile(atPath: url.path) else {
+                throw PackAssetsError(target.name, "ASSETPACK_PASSWORD_FILE names \(url.path), which cannot be read")
+            }
+            arguments += ["--password-file", url.path]
+            inputFiles.append(url)
+        } else if let password = env["ASSETPACK_PASSWORD"], !password.isEmpty {
+            // Build commands get the environment given here; the password never goes on a command line.
+            environment["ASSETPACK_PASSWORD"] = password
+            arguments += ["--password-env", "ASSETPACK_PASSWORD"]
+        } else {
+            throw PackAssetsError(
+                target.name, "no password or key to encrypt \(config.source)/ with: set ASSETPACK_PASSWORD "
+                    + "(or ASSETPACK_PASSWORD_FILE=path, or ASSETPACK_KEY_FILE=path for a raw 32-byte container key) "
+                    + "in the environment of `swift build`")
+        }
+
+        return [
+            .buildCommand(
+                displayName: "Packing \(config.source)/ of \(target.name) into \(config.output) (\(config.format))",
+                executable: tool.url,
+                arguments: arguments,
+                environment: environment,
+                inputFiles: inputFiles,
+                outputFiles: [output])
+        ]
+    }
+
+    /// Every regular file below `folder`, sorted; these are the command's inputs, so a change to any
+    /// of them (or to the list) re-runs it.
+    static func files(below folder: URL, target: String, folder name: String) throws -> [URL] {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw PackAssetsError(target, "no asset folder \(folder.path) (set \"source\" in \(Config.fileName))")
+        }
+        guard
+            let walker = FileManager.default.enumerator(
+                at: folder, includingPropertiesForKeys: [.isRegularFileKey], options: [])
+        else { throw PackAssetsError(target, "cannot list \(folder.path)") }
+        var files: [URL] = []
+        for case let url as URL in walker {
+            let values = try? url.resourceValues(forKeys: [.isRegularFileKey])
+            if values?.isRegularFile == true { files.append(url) }
+        }
+        guard !files.isEmpty else { throw PackAssetsError(target, "the asset folder \(name)/ is empty") }
+        return files.sorted { $0.path < $1.path }
+    }
+
+    static func absolute(_ path: String, relativeTo base: URL) -> URL {
+        path.hasPrefix("/") ? URL(fileURLWithPath: path) : base.appendingPathComponent(path)
+    }
+}
+
+/// `assetpack.json`: how the plugin packs one target's assets.
+struct Config: Decodable {
+    static let fileName = "assetpack.json"
+
+    /// The asset folder, relative to the target's directory.
+    var source = "Assets"
+    /// `zip` or `container`.
+    var format = "container"
+    /// `auto`, `store` or `deflate`.
+    var compression = "auto"
+    /// The pack's file name; the resource is found by it at run time.
+    var output = "assets.pack"
+
+    init() {}
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        source = try c.decodeIfPresent(String.self, forKey: .source) ?? source
+        format = try c.decodeIfPresent(String.self, forKey: .format) ?? format
+        compression = try c.decodeIfPresent(String.self, forKey: .compression) ?? compression
+        output = try c.decodeIfPresent(String.self, forKey: .output) ?? output
+    }
+
+    enum CodingKeys: String, CodingKey, CaseIterable { case source, format, compression, output }
+
+    static func load(_ url: URL, target: String) throws -> Config {
+        guard let data = FileManager.default.contents(atPath: url.path) else { return Config() }
+        let config: Config
+        do {
+            if let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] {
+                let known = Set(CodingKeys.allCases.map(\.rawValue))
+                if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
+                    throw PackAssetsError(
+                        target, "\(url.path): unknown key \"\(unknown)\" (known: source, format, compression, output)")
+                }
+            }
+            config = try JSONDecoder().decode(Config.self, from: data)
+        } catch let error as PackAssetsError {
+            throw error
+        } catch {
+            throw PackAssetsError(target, "\(url.path) is not valid: \(error)")
+        }
+        guard ["zip", "container"].contains(config.format) else {
+            throw PackAssetsError(target, "\(url.path): \"format\" must be \"zip\" or \"container\", not \"\(config.format)\"")
+        }
+        guard ["auto", "store", "deflate"].contains(config.compression) else {
+            throw PackAssetsError(
+                target, "\(url.path): \"compression\" must be \"auto\", \"store\" or \"deflate\", not \"\(config.compression)\"")
+        }
+        guard !config.output.isEmpty, !config.output.contains("/"), !config.output.hasPrefix(".") else {
+            throw PackAssetsError(target, "\(url.path): \"output\" must be a plain file name such as \"assets.pack\"")
+        }
+        guard !config.source.isEmpty, !config.source.hasPrefix("/"),
+            !config.source.split(separator: "/").contains("..")
+        else {
+            throw PackAssetsError(target, "\(url.path): \"source\" must be a folder inside the target's directory")
+        }
+        return config
+    }
+}
+
+/// A build-stopping error that names the target.
+struct PackAssetsError: Error, CustomStringConvertible {
+    var description: String
+    init(_ target: String, _ message: String) { description = "PackAssets (target \(target)): \(message)" }
+}
