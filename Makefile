@@ -7,7 +7,7 @@ DEMO_DIR ?= $(CURDIR)/.demo
 SAMPLE_PASSWORD := assetpack-sample
 RELEASE_BIN = $(shell $(SWIFT) build -c release --show-bin-path)/assetpack
 
-.PHONY: deps build release test demo fmt samples clean
+.PHONY: deps build release test demo fmt samples clean tsan asan fuzz
 
 ## deps: install libzip-dev (and zlib, OpenSSL headers) with apt when missing.
 deps:
@@ -54,3 +54,88 @@ fmt:
 
 clean:
 	rm -rf .build "$(DEMO_DIR)"
+
+## perf: release build, then `assetpack perf --corpus standard` (zip vs container, every entry, interleaved);
+## the table goes to the terminal and perf-reports/perf.txt, with perf.json, perf.csv and perf.html beside it.
+## PERF_ITERATIONS=N for more reads; PERF_BUILD_FLAGS="--scratch-path DIR" to build elsewhere.
+PERF_ITERATIONS ?= 5
+PERF_BUILD_FLAGS ?=
+PERF_DIR ?= perf-reports
+.PHONY: perf
+perf: deps
+	$(SWIFT) build -c release $(PERF_BUILD_FLAGS)
+	@mkdir -p "$(PERF_DIR)"
+	@set -o pipefail; bin="$$($(SWIFT) build -c release $(PERF_BUILD_FLAGS) --show-bin-path)/assetpack"; \
+	"$$bin" perf --corpus standard --iterations $(PERF_ITERATIONS) \
+	  --json "$(PERF_DIR)/perf.json" --csv "$(PERF_DIR)/perf.csv" --html "$(PERF_DIR)/perf.html" \
+	  | tee "$(PERF_DIR)/perf.txt"; \
+	echo "reports: $(PERF_DIR)/perf.{txt,json,csv,html}"
+
+## tsan / asan: the concurrency stress test (and for asan the damage sweeps) under sanitizers.
+tsan: deps
+	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter 'StressTests|concurrentReads|readsFromManyThreads'
+
+asan: deps
+	$(SWIFT) test --sanitize=address --scratch-path .build-asan --filter 'StressTests|HardeningTests|ZipPackReaderTests'
+
+## fuzz: every libFuzzer target for FUZZ_SECONDS (default 60) each; non-zero on any crash.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= FuzzZip FuzzContainer FuzzContainerIndex
+FUZZ_FLAGS = -c release --scratch-path .build-fuzz -Xswiftc -DFUZZING -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library
+fuzz: deps
+	$(SWIFT) build
+	@for t in $(FUZZ_TARGETS); do $(SWIFT) build $(FUZZ_FLAGS) --product $$t || exit 1; done
+	@seeds=$$(mktemp -d); trap 'rm -rf "$$seeds"' EXIT; \
+	  bash Fuzz/make-seeds.sh "$$seeds" "$$($(SWIFT) build --show-bin-path)/assetpack"; \
+	  for t in $(FUZZ_TARGETS); do \
+	    mkdir -p Fuzz/corpus/$$t; \
+	    echo "== fuzzing $$t for $(FUZZ_SECONDS) s"; \
+	    .build-fuzz/release/$$t -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 -timeout=20 \
+	      -artifact_prefix=Fuzz/crashes/ Fuzz/corpus/$$t "$$seeds/$$t" Fuzz/regressions/$$t || exit 1; \
+	  done
+
+## pack-assets: the PackAssets plugin's build step for other build systems:
+##   make pack-assets SRC=Assets OUT=build/assets.pack [PACK_FORMAT=container|zip] [PACK_COMPRESSION=auto|store|deflate]
+## It runs `assetpack pack SRC --output OUT --format … --compression …`. The secret comes from the environment,
+## as for the plugin: ASSETPACK_KEY_FILE (raw 32-byte key, container), ASSETPACK_PASSWORD_FILE, or ASSETPACK_PASSWORD.
+## PACK_BUILD_FLAGS="--scratch-path DIR" to build assetpack elsewhere.
+PACK_FORMAT ?= container
+PACK_COMPRESSION ?= auto
+PACK_BUILD_FLAGS ?=
+.PHONY: pack-assets
+pack-assets: deps
+	@if [ -z "$(SRC)" ] || [ -z "$(OUT)" ]; then \
+	  echo "usage: make pack-assets SRC=asset-folder OUT=file.pack [PACK_FORMAT=container|zip] [PACK_COMPRESSION=auto|store|deflate]" >&2; exit 64; fi
+	$(SWIFT) build -c release $(PACK_BUILD_FLAGS) --product assetpack
+	@set -e; mkdir -p "$$(dirname "$(OUT)")"; secret=(); \
+	if [ -n "$${ASSETPACK_KEY_FILE:-}" ]; then secret=(--key-file "$$ASSETPACK_KEY_FILE"); \
+	elif [ -n "$${ASSETPACK_PASSWORD_FILE:-}" ]; then secret=(--password-file "$$ASSETPACK_PASSWORD_FILE"); \
+	elif [ -z "$${ASSETPACK_PASSWORD:-}" ]; then \
+	  echo "pack-assets: set ASSETPACK_PASSWORD (or ASSETPACK_PASSWORD_FILE=path, or ASSETPACK_KEY_FILE=path)" >&2; exit 2; fi; \
+	"$$($(SWIFT) build -c release $(PACK_BUILD_FLAGS) --show-bin-path)/assetpack" pack "$(SRC)" --output "$(OUT)" \
+	  --format $(PACK_FORMAT) --compression $(PACK_COMPRESSION) "$${secret[@]}"
+
+## example: build Examples/HelloAssets (the PackAssets plugin packs its Assets/ folder during `swift build`)
+## and run it twice with a throwaway XDG_DATA_HOME: the first run installs the pack, the second copies nothing.
+EXAMPLE_DIR := Examples/HelloAssets
+EXAMPLE_PASSWORD := hello-assets-example
+.PHONY: example
+example: deps
+	@set -e; unset ASSETPACK_KEY_FILE ASSETPACK_PASSWORD_FILE; \
+	export ASSETPACK_PASSWORD=$(EXAMPLE_PASSWORD) XDG_DATA_HOME="$(CURDIR)/$(EXAMPLE_DIR)/.build/example-xdg"; \
+	cd $(EXAMPLE_DIR); \
+	$(SWIFT) build; \
+	bin="$$($(SWIFT) build --show-bin-path)/HelloAssets"; \
+	rm -rf "$$XDG_DATA_HOME"; \
+	echo; echo "== HelloAssets, first run"; "$$bin"; \
+	echo; echo "== HelloAssets, second run"; "$$bin"
+
+## docs: DocC documentation of the AssetPack module (swift-docc-plugin) into .build/docs; DocC warnings fail it.
+## DOCS_BUILD_FLAGS="--scratch-path DIR" to build elsewhere (then DOCS_DIR=DIR/docs, say).
+DOCS_DIR ?= .build/docs
+DOCS_BUILD_FLAGS ?=
+.PHONY: docs
+docs: deps
+	$(SWIFT) package $(DOCS_BUILD_FLAGS) --allow-writing-to-directory "$(DOCS_DIR)" \
+	  generate-documentation --target AssetPack --output-path "$(DOCS_DIR)" --warnings-as-errors
+	@echo "documentation: $(DOCS_DIR) (open $(DOCS_DIR)/index.html through a web server, or use preview-documentation)"
