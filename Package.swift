@@ -37,7 +37,7 @@ let package = Package(
         // Chunked AES-256-GCM container.
         .target(
             name: "AssetPackContainer",
-            dependencies: ["AssetPackCore", "CZlib",
+            dependencies: ["AssetPackCore", "CZlib", "CLibcrypto",
                            .product(name: "Crypto", package: "swift-crypto"),
                            .product(name: "_CryptoExtras", package: "swift-crypto")]),
         // Public face: open (format sniffing), pack, install.

@@ -267,6 +267,7 @@ public final class ContainerPackReader: PackReader {
             let hi = range.lowerBound + range.count * (task + 1) / tasks
             let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: maxPlain + ContainerFormat.tagSize, alignment: 64)
             defer { scratch.deallocate() }
+            let gcm = InPlaceGCM()
             var temp: UnsafeMutableRawBufferPointer?
             defer { temp?.deallocate() }
             var dec = 0.0, crcTime = 0.0
@@ -282,7 +283,7 @@ public final class ContainerPackReader: PackReader {
                     if temp == nil { temp = .allocate(byteCount: maxPlain, alignment: 64) }
                     dest = UnsafeMutableRawBufferPointer(rebasing: temp![0..<len])
                 }
-                try Stopwatch.time(&dec) { try openChunk(e, key, c, scratch: scratch, into: dest) }
+                try Stopwatch.time(&dec) { try openChunk(e, key, c, gcm: gcm, scratch: scratch, into: dest) }
                 if let crcs {
                     crcs[c - range.lowerBound] = Stopwatch.time(&crcTime) { CRC32.checksum(UnsafeRawBufferPointer(dest)) }
                 }
@@ -298,43 +299,39 @@ public final class ContainerPackReader: PackReader {
     }
 
     /// Reads, authenticates and (if deflated) inflates chunk `c` of `e` into `dest`.
+    ///
+    /// A stored chunk's ciphertext is read straight into `dest` and opened there; a deflated
+    /// one is opened in `scratch` and inflated into `dest`.
     private func openChunk(
-        _ e: ContainerEntry, _ key: SymmetricKey, _ c: Int,
+        _ e: ContainerEntry, _ key: SymmetricKey, _ c: Int, gcm: InPlaceGCM,
         scratch: UnsafeMutableRawBufferPointer, into dest: UnsafeMutableRawBufferPointer
     ) throws {
         let plainLen = dest.count
+        let tagSize = ContainerFormat.tagSize
         let offset: UInt64, stored: Int
         if let s = e.starts {
             offset = e.offset + s[c]
             stored = Int(s[c + 1] - s[c])
         } else {
-            offset = e.offset + UInt64(c) * UInt64((1 << chunkShift) + ContainerFormat.tagSize)
-            stored = plainLen + ContainerFormat.tagSize
+            offset = e.offset + UInt64(c) * UInt64((1 << chunkShift) + tagSize)
+            stored = plainLen + tagSize
         }
-        let payload = stored - ContainerFormat.tagSize
+        let payload = stored - tagSize
         let deflated = payload < plainLen
-        let sealed = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<stored])
-        try preadFully(fd, sealed, at: offset)
+        guard payload == plainLen || deflated else {
+            throw AssetPackError(.integrityFailure, "chunk \(c) has the wrong length", path: e.info.path)
+        }
         let nonce = chunkNonce(entry: e.id, chunk: UInt32(c), final: c == e.chunkCount - 1, deflated: deflated)
-        let plain: Data
-        do {
-            let box = try AES.GCM.SealedBox(
-                nonce: nonce, ciphertext: UnsafeRawBufferPointer(rebasing: sealed[0..<payload]),
-                tag: UnsafeRawBufferPointer(rebasing: sealed[payload...]))
-            plain = try AES.GCM.open(box, using: key)
-        } catch {
+        let ciphertext = deflated ? UnsafeMutableRawBufferPointer(rebasing: scratch[0..<payload]) : dest
+        let tag = UnsafeMutableRawBufferPointer(rebasing: scratch[(scratch.count - tagSize)...])
+        try preadFully(fd, ciphertext, at: offset)
+        try preadFully(fd, tag, at: offset + UInt64(payload))
+        guard gcm.open(ciphertext, tag: UnsafeRawBufferPointer(tag), nonce: nonce, key: key) else {
             throw AssetPackError(.integrityFailure, "chunk \(c) failed authentication", path: e.info.path)
         }
-        try plain.withUnsafeBytes { p in
-            if deflated {
-                do { try RawDeflate.decompress(p, into: dest) } catch let error as AssetPackError {
-                    throw error.naming(e.info.path)
-                }
-            } else {
-                guard p.count == plainLen else {
-                    throw AssetPackError(.integrityFailure, "chunk \(c) has the wrong length", path: e.info.path)
-                }
-                if plainLen > 0 { dest.copyMemory(from: p) }
+        if deflated {
+            do { try RawDeflate.decompress(UnsafeRawBufferPointer(ciphertext), into: dest) } catch let error as AssetPackError {
+                throw error.naming(e.info.path)
             }
         }
     }
