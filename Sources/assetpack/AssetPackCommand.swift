@@ -14,7 +14,7 @@ struct AssetPackCommand: ParsableCommand {
             Exit codes: 0 success, 1 other error, 2 missing or wrong password, 3 entry not found, \
             4 integrity failure (CRC, MAC, corrupt or truncated pack), 64 usage.
             """,
-        subcommands: [Pack.self, List.self, Cat.self, Extract.self, Verify.self, Install.self])
+        subcommands: [Pack.self, List.self, Cat.self, Extract.self, Verify.self, Install.self, Perf.self])
 }
 
 /// Runs a command body, turning `AssetPackError` into one line on stderr and the contract's exit code.

@@ -1,0 +1,408 @@
+import Foundation
+
+/// What `PerfRunner` measures and how.
+public struct PerfConfiguration: Sendable {
+    /// Where the packs come from.
+    public enum Input: Sendable {
+        /// Pack this directory with every format into a private temporary directory, install the
+        /// packs with `PrivateInstaller`, and read the installed copies.
+        case source(URL)
+        /// Generate this corpus into a temporary directory, then proceed as for `.source`.
+        case corpus(PerfCorpus)
+        /// Read these existing packs (format sniffed from the magic bytes).
+        case packs([URL])
+    }
+
+    /// Where the packs come from.
+    public var input: Input
+    /// Measured reads per entry and backend (at least 1).
+    public var iterations = 5
+    /// Unmeasured warm-up reads per entry and backend before the measured ones.
+    public var warmupReads = 1
+    /// The password or key. `nil` with `.source`/`.corpus`: a random throwaway password is
+    /// generated (the packs are temporary). `nil` with `.packs`: only unencrypted zips read.
+    public var credential: PackCredential?
+    /// Settings for the packs written by `.source`/`.corpus` (format is set per backend).
+    public var packOptions = PackOptions()
+    /// Parent of the private temporary work directory (default: the system temporary directory).
+    public var workParent: URL?
+    /// Keep the work directory (generated corpus, installed packs) instead of removing it;
+    /// the report's `packs[…].path` then names files that still exist.
+    public var keepWorkDirectory = false
+    /// Also run `swift --version` to record the runtime toolchain.
+    public var probeToolchain = false
+    /// The command line, recorded in the report's settings.
+    public var command: String?
+    /// Called on the running thread as the run progresses.
+    public var progress: (@Sendable (PerfProgress) -> Void)?
+
+    /// Creates a configuration with default settings (5 iterations, 1 warm-up read).
+    public init(input: Input) { self.input = input }
+}
+
+/// Progress of a perf run.
+public struct PerfProgress: Sendable {
+    /// The phase: `corpus`, `pack <label>`, `install <label>`, `open <label>`, `warm-up`, `measure`, `memory <label>`.
+    public var phase: String
+    /// Steps done in this phase.
+    public var done: Int
+    /// Steps in this phase.
+    public var total: Int
+}
+
+/// Runs the per-entry read benchmark behind `assetpack perf`.
+///
+/// Method: every pack is opened once; every entry is then read through the public
+/// `PackReader.readTimed(_:)` — one warm-up read, then `iterations` measured reads — with the
+/// backends interleaved: for each iteration, for each entry, every backend reads it once, the
+/// order alternating between consecutive (iteration, entry) pairs so drift (thermal, page
+/// cache, other processes) hits all backends alike. Nothing is cached between reads: each
+/// read decrypts, inflates and verifies anew. A sample is the wall time around one
+/// `readTimed` call (monotonic clock). After the timed phase, each pack is read once more
+/// on its own with the resident-memory high-water mark reset, for its peak memory.
+public enum PerfRunner {
+    /// A pack to measure.
+    struct Subject {
+        var label: String
+        var reader: any PackReader
+        var pack: PerfPack
+        var byPath: [String: EntryInfo]
+    }
+
+    /// Runs the benchmark.
+    /// - Returns: The report.
+    /// - Throws: `AssetPackError` (packing, opening, or a read that fails verification:
+    ///   a perf run never reports numbers for bytes that did not verify).
+    public static func run(_ configuration: PerfConfiguration) throws -> PerfReport {
+        let started = Date()
+        let wall = Stopwatch()
+        let loadAtStart = loadAverage()
+        guard configuration.iterations >= 1 else {
+            throw AssetPackError(.invalidArgument, "iterations must be at least 1")
+        }
+        guard configuration.warmupReads >= 0 else {
+            throw AssetPackError(.invalidArgument, "warm-up reads must not be negative")
+        }
+        let work = try makePrivateTemporaryDirectory(parent: configuration.workParent)
+        defer { if !configuration.keepWorkDirectory { try? FileManager.default.removeItem(at: work) } }
+
+        var subjects: [Subject] = []
+        var inputKind: String
+        var inputDescription: String
+        var credentialKind: String
+        var packOptionsRecord: [String: String]?
+
+        switch configuration.input {
+        case .packs(let urls):
+            guard !urls.isEmpty else { throw AssetPackError(.invalidArgument, "no packs to measure") }
+            inputKind = "packs"
+            inputDescription = urls.map(\.path).joined(separator: ", ")
+            credentialKind = describe(configuration.credential, generated: false)
+            var labels: Set<String> = []
+            for (i, url) in urls.enumerated() {
+                report(configuration, "open \(url.lastPathComponent)", i, urls.count)
+                let watch = Stopwatch()
+                let reader = try AssetPack.open(url.path, credential: configuration.credential)
+                let openWall = watch.elapsed
+                var label = reader.format.rawValue
+                var n = 2
+                while labels.contains(label) {
+                    label = "\(reader.format.rawValue)-\(n)"
+                    n += 1
+                }
+                labels.insert(label)
+                subjects.append(subject(label, reader, url, packSeconds: nil, installSeconds: nil, openWall: openWall))
+            }
+        case .source, .corpus:
+            let source: URL
+            if case .corpus(let corpus) = configuration.input {
+                inputKind = "corpus"
+                inputDescription = corpus.rawValue
+                source = work.appendingPathComponent("corpus", isDirectory: true)
+                report(configuration, "corpus", 0, 1)
+                try corpus.write(to: source)
+                report(configuration, "corpus", 1, 1)
+            } else if case .source(let url) = configuration.input {
+                inputKind = "source"
+                inputDescription = url.path
+                source = url
+            } else {
+                preconditionFailure("unreachable")
+            }
+            let credential: PackCredential
+            if let given = configuration.credential {
+                if case .key = given {
+                    throw AssetPackError(
+                        .invalidArgument, "a raw key cannot encrypt a zip pack; give a password (or none, for a generated one)")
+                }
+                credential = given
+                credentialKind = describe(given, generated: false)
+            } else {
+                credential = .password(generatedPassword())
+                credentialKind = describe(credential, generated: true)
+            }
+            let installer = PrivateInstaller(directory: work.appendingPathComponent("installed", isDirectory: true))
+            let packDir = work.appendingPathComponent("packs", isDirectory: true)
+            try FileManager.default.createDirectory(at: packDir, withIntermediateDirectories: true)
+            var base = configuration.packOptions
+            base.credential = credential
+            packOptionsRecord = [
+                "encryption": base.encryption.rawValue, "compression": base.compression.rawValue,
+                "container_chunk_size": String(base.chunkSize), "include_hidden": String(base.includeHidden),
+            ]
+            for format in [PackFormat.zip, .container] {
+                var options = base
+                options.format = format
+                if format == .container { options.encryption = .aes256 }
+                let label = format.rawValue
+                let progress = configuration.progress
+                options.progress = { p in progress?(PerfProgress(phase: "pack \(label)", done: p.done, total: p.total)) }
+                let output = packDir.appendingPathComponent("perf.\(format == .zip ? "zip" : "apack")")
+                let summary = try AssetPack.pack(source: source, to: output, options: options)
+                report(configuration, "install \(label)", 0, 1)
+                let installWatch = Stopwatch()
+                let installed = try installer.install(output)
+                let installSeconds = installWatch.elapsed
+                try? FileManager.default.removeItem(at: output)
+                let watch = Stopwatch()
+                let reader = try AssetPack.open(installed.path.path, credential: credential)
+                let openWall = watch.elapsed
+                subjects.append(
+                    subject(
+                        label, reader, installed.path, packSeconds: summary.seconds, installSeconds: installSeconds,
+                        openWall: openWall))
+            }
+        }
+
+        // Entries matched by path across packs; sorted by size, then path.
+        var sizes: [String: UInt64] = [:]
+        for s in subjects { for e in s.reader.entries where sizes[e.path] == nil { sizes[e.path] = e.size } }
+        let paths = sizes.keys.sorted { (sizes[$0]!, $0) < (sizes[$1]!, $1) }
+
+        // Warm-up, with the independent checks: our own CRC-32 of the bytes against the pack's
+        // stored CRC and against every other backend's bytes for the same path.
+        var checkFailures: [String: Set<String>] = [:]  // label → paths that failed
+        var decoders: [String: [String: String]] = [:]  // label → path → decoder
+        for (i, path) in paths.enumerated() {
+            if i % 64 == 0 { report(configuration, "warm-up", i, paths.count) }
+            var crcs: [String: UInt32] = [:]
+            for s in subjects {
+                guard let info = s.byPath[path] else { continue }
+                for w in 0..<max(configuration.warmupReads, 1) {
+                    let (bytes, timing) = try s.reader.readTimed(path)
+                    decoders[s.label, default: [:]][path] = timing.decoder
+                    if w == 0 {
+                        let crc = CRC32.checksum(bytes)
+                        crcs[s.label] = crc
+                        if bytes.count != Int(info.size) || (info.crc32 != nil && info.crc32 != crc) {
+                            checkFailures[s.label, default: []].insert(path)
+                        }
+                    }
+                }
+            }
+            if Set(crcs.values).count > 1 {
+                for label in crcs.keys { checkFailures[label, default: []].insert(path) }
+            }
+        }
+        report(configuration, "warm-up", paths.count, paths.count)
+
+        // Timed phase, interleaved.
+        struct Samples {
+            var seconds: [Double] = []
+            var total: [Double] = []
+            var lookup: [Double] = []
+            var keyDerivation: [Double] = []
+            var decrypt: [Double] = []
+            var crc: [Double] = []
+            var bytesIn: [UInt64] = []
+            var verified = true
+        }
+        var samples: [[Samples]] = Array(
+            repeating: Array(repeating: Samples(), count: subjects.count), count: paths.count)
+        let steps = configuration.iterations * paths.count
+        for iteration in 0..<configuration.iterations {
+            for (p, path) in paths.enumerated() {
+                let step = iteration * paths.count + p
+                if step % 32 == 0 { report(configuration, "measure", step, steps) }
+                let forward = (iteration + p) % 2 == 0
+                for k in 0..<subjects.count {
+                    let b = forward ? k : subjects.count - 1 - k
+                    let s = subjects[b]
+                    guard let info = s.byPath[path] else { continue }
+                    let watch = Stopwatch()
+                    let (bytes, timing) = try s.reader.readTimed(path)
+                    let elapsed = watch.elapsed
+                    let macChecked = info.encryption == .aes128 || info.encryption == .aes192
+                        || info.encryption == .aes256 || info.encryption == .aes256GCM
+                    samples[p][b].seconds.append(elapsed)
+                    samples[p][b].total.append(timing.total)
+                    samples[p][b].lookup.append(timing.lookup)
+                    samples[p][b].keyDerivation.append(timing.keyDerivation)
+                    samples[p][b].decrypt.append(timing.decrypt)
+                    samples[p][b].crc.append(timing.crc)
+                    samples[p][b].bytesIn.append(timing.bytesIn)
+                    if bytes.count != Int(info.size) || !(timing.crcChecked || macChecked) {
+                        samples[p][b].verified = false
+                    }
+                }
+            }
+        }
+        report(configuration, "measure", steps, steps)
+
+        // Peak memory: each pack alone, every entry once, high-water mark reset first.
+        let canReset = MemoryProbe.resetPeak()
+        for i in subjects.indices {
+            report(configuration, "memory \(subjects[i].label)", 0, 1)
+            let before = MemoryProbe.read()
+            if canReset { MemoryProbe.resetPeak() }
+            for path in paths where subjects[i].byPath[path] != nil {
+                _ = try subjects[i].reader.readTimed(path)
+            }
+            if let after = MemoryProbe.read(), let before {
+                subjects[i].pack.readPeakRSSBytes = after.peak
+                subjects[i].pack.readPeakRSSDeltaBytes = Int64(after.peak) - Int64(canReset ? before.rss : before.peak)
+            }
+        }
+
+        var entries: [PerfEntry] = []
+        entries.reserveCapacity(paths.count)
+        for (p, path) in paths.enumerated() {
+            var backends: [String: PerfBackendStats] = [:]
+            for (b, s) in subjects.enumerated() {
+                guard let info = s.byPath[path] else { continue }
+                let x = samples[p][b]
+                let sorted = x.seconds.sorted()
+                let median = PerfStatistics.quantile(sorted: sorted, 0.5)
+                let m = { (v: [Double]) in PerfStatistics.quantile(v, 0.5) }
+                let ok = x.verified && !(checkFailures[s.label]?.contains(path) ?? false)
+                backends[s.label] = PerfBackendStats(
+                    reads: sorted.count, minSeconds: sorted.first ?? .nan, medianSeconds: median,
+                    p90Seconds: PerfStatistics.quantile(sorted: sorted, 0.9), maxSeconds: sorted.last ?? .nan,
+                    mbPerS: median > 0 ? Double(info.size) / median / 1e6 : .nan,
+                    parts: PerfParts(
+                        totalSeconds: m(x.total), lookupSeconds: m(x.lookup), keyDerivationSeconds: m(x.keyDerivation),
+                        decryptSeconds: m(x.decrypt), crcSeconds: m(x.crc),
+                        bytesIn: x.bytesIn.sorted()[x.bytesIn.count / 2]),
+                    crcOk: ok, decoder: decoders[s.label]?[path] ?? "", storedSize: info.storedSize,
+                    compression: info.compression.rawValue)
+            }
+            entries.append(PerfEntry(path: path, size: sizes[path]!, backends: backends))
+        }
+
+        let labels = subjects.map(\.label)
+        let baseline = labels.first(where: { $0 == "zip" }) ?? labels.first
+        let candidate = labels.first(where: { $0 == "container" && $0 != baseline }) ?? labels.first(where: { $0 != baseline })
+        let settings = PerfSettings(
+            iterations: configuration.iterations, warmupReads: max(configuration.warmupReads, 1), backends: labels,
+            baseline: baseline, candidate: candidate, order: "interleaved",
+            input: inputKind, inputDescription: inputDescription, credential: credentialKind,
+            packOptions: packOptionsRecord,
+            memoryMethod: canReset
+                ? "VmHWM from /proc/self/status after writing 5 to /proc/self/clear_refs, one solo pass per pack; delta against VmRSS before the pass"
+                : "VmHWM from /proc/self/status (high-water mark could not be reset; delta against VmHWM before the pass)",
+            startedAt: ISO8601DateFormatter().string(from: started), wallSeconds: 0, command: configuration.command)
+        var result = PerfReport(
+            entries: entries, packs: Dictionary(uniqueKeysWithValues: subjects.map { ($0.label, $0.pack) }),
+            machine: PerfMachine.current(probeToolchain: configuration.probeToolchain), settings: settings,
+            summary: nil)
+        if let baseline, let candidate { result.summary = summarize(entries, baseline: baseline, candidate: candidate) }
+        result.settings.wallSeconds = wall.elapsed
+        result.settings.loadAverage = [loadAtStart, loadAverage()].compactMap { $0 }
+        return result
+    }
+
+    /// The headline comparison of `candidate` against `baseline` over the entries both measured.
+    public static func summarize(_ entries: [PerfEntry], baseline: String, candidate: String) -> PerfSummary {
+        var speedups: [Double] = []
+        var wins = (candidate: 0, baseline: 0)
+        var classes: [PerfSizeClass: (n: Int, bytes: UInt64, b: Double, c: Double, s: [Double], cw: Int, bw: Int)] = [:]
+        for e in entries {
+            guard let b = e.backends[baseline]?.medianSeconds, let c = e.backends[candidate]?.medianSeconds else {
+                continue
+            }
+            let speedup = b / c
+            speedups.append(speedup)
+            let sizeClass = PerfSizeClass(size: e.size)
+            var k = classes[sizeClass] ?? (0, 0, 0, 0, [], 0, 0)
+            k.n += 1
+            k.bytes += e.size
+            k.b += b
+            k.c += c
+            k.s.append(speedup)
+            if c < b {
+                wins.candidate += 1
+                k.cw += 1
+            } else if b < c {
+                wins.baseline += 1
+                k.bw += 1
+            }
+            classes[sizeClass] = k
+        }
+        return PerfSummary(
+            baseline: baseline, candidate: candidate, comparedEntries: speedups.count,
+            geomeanSpeedup: PerfStatistics.geometricMean(speedups), candidateWins: wins.candidate,
+            baselineWins: wins.baseline,
+            classes: classes.keys.sorted().map { c in
+                let k = classes[c]!
+                return PerfClassSummary(
+                    sizeClass: c.label, entries: k.n, bytes: k.bytes, baselineSeconds: k.b, candidateSeconds: k.c,
+                    geomeanSpeedup: PerfStatistics.geometricMean(k.s), candidateWins: k.cw, baselineWins: k.bw)
+            })
+    }
+
+    // MARK: - Helpers
+
+    /// The 1-minute load average, or `nil` without /proc.
+    static func loadAverage() -> Double? {
+        guard let text = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8) else { return nil }
+        return text.split(separator: " ").first.flatMap { Double($0) }
+    }
+
+    private static func subject(
+        _ label: String, _ reader: any PackReader, _ url: URL, packSeconds: Double?, installSeconds: Double?,
+        openWall: Double
+    ) -> Subject {
+        var st = stat()
+        let size = stat(url.path, &st) == 0 ? UInt64(st.st_size) : 0
+        let pack = PerfPack(
+            format: reader.format, path: url.path, sizeBytes: size, entryCount: reader.entries.count,
+            packSeconds: packSeconds, installSeconds: installSeconds, openSeconds: reader.openSeconds,
+            openWallSeconds: openWall, readPeakRSSBytes: nil, readPeakRSSDeltaBytes: nil,
+            largestEntryBytes: reader.entries.map(\.size).max() ?? 0)
+        return Subject(
+            label: label, reader: reader, pack: pack,
+            byPath: Dictionary(reader.entries.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a }))
+    }
+
+    private static func report(_ c: PerfConfiguration, _ phase: String, _ done: Int, _ total: Int) {
+        c.progress?(PerfProgress(phase: phase, done: done, total: total))
+    }
+
+    private static func describe(_ credential: PackCredential?, generated: Bool) -> String {
+        switch credential {
+        case .none: "none"
+        case .password: generated ? "generated-password" : "given-password"
+        case .key: "given-key"
+        }
+    }
+
+    /// 32 random hex digits from the system generator.
+    private static func generatedPassword() -> String {
+        var g = SystemRandomNumberGenerator()
+        return (0..<4).map { _ in String(format: "%08x", UInt32.random(in: .min ... .max, using: &g)) }.joined()
+    }
+
+    /// A fresh directory with mode 0700 (mkdtemp), for the throwaway packs.
+    static func makePrivateTemporaryDirectory(parent: URL?) throws -> URL {
+        var base = parent?.path ?? NSTemporaryDirectory()
+        while base.count > 1 && base.hasSuffix("/") { base.removeLast() }
+        var template = Array((base + "/assetpack-perf-XXXXXX").utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { buffer in
+            mkdtemp(buffer.baseAddress!).map { _ in String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) }
+        }
+        guard let made else {
+            throw AssetPackError(.io, "cannot create a temporary directory in \(base): \(String(cString: strerror(errno)))", underlying: errno)
+        }
+        return URL(fileURLWithPath: made, isDirectory: true)
+    }
+}

@@ -1,0 +1,77 @@
+import AssetPack
+import AssetPackTestSupport
+import Foundation
+import Testing
+
+/// End-to-end: `assetpack perf` on a tiny tree writes well-formed JSON, CSV and HTML.
+@Suite struct PerfCLITests {
+    static let tree: [String: [UInt8]] = [
+        "a.txt": textBytes(20_000, seed: 31),
+        "img/b.png": testBytes(9_000, seed: 32),
+        "c.bin": testBytes(100, seed: 33),
+    ]
+
+    @Test func perfWritesAllThreeReports() throws {
+        let dir = TemporaryDirectory("perf-cli")
+        let source = try dir.write(Self.tree, under: "src")
+        let json = dir.appending("out/report.json").path
+        let csv = dir.appending("out/report.csv").path
+        let html = dir.appending("out/report.html").path
+        let run = try CLI.run(
+            ["perf", source.path, "--iterations", "2", "--json", json, "--csv", csv, "--html", html],
+            password: "perf-cli-pass", environment: ["TMPDIR": dir.path])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.text.contains("summary: container is"))
+        #expect(!run.stderr.contains("\r"), "no progress bar without a terminal")
+
+        let report = try PerfReport.decode(Data(contentsOf: URL(fileURLWithPath: json)))
+        #expect(report.entries.count == Self.tree.count)
+        #expect(report.settings.iterations == 2)
+        #expect(report.settings.credential == "given-password")
+        #expect(report.entries.allSatisfy { Set($0.backends.keys) == ["zip", "container"] && $0.backends.values.allSatisfy(\.crcOk) })
+
+        let csvText = try String(contentsOfFile: csv, encoding: .utf8)
+        let rows = csvText.split(separator: "\r\n")
+        #expect(rows.count == 1 + Self.tree.count * 2)
+        #expect(rows.first.map(String.init) == PerfReport.csvColumns.joined(separator: ","))
+
+        let htmlText = try String(contentsOfFile: html, encoding: .utf8)
+        #expect(htmlText.hasPrefix("<!DOCTYPE html>"))
+        #expect(htmlText.hasSuffix("</html>\n"))
+        #expect(htmlText.contains("<svg"))
+        #expect(htmlText.contains("data-backend=\"zip\"") && htmlText.contains("data-backend=\"container\""))
+        #expect(!htmlText.contains("<script"))
+
+        // The throwaway packs went into a temporary directory that is gone again.
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasPrefix("assetpack-perf-") }
+        #expect(leftovers.isEmpty)
+    }
+
+    @Test func perfMeasuresExistingPacksAndWorksWithoutAPassword() throws {
+        let dir = TemporaryDirectory("perf-cli-packs")
+        let source = try dir.write(Self.tree, under: "src")
+        // No password given: a generated one is used for the throwaway packs.
+        let generated = try CLI.run(["perf", source.path, "--iterations", "1", "--quiet", "--json", dir.appending("g.json").path])
+        #expect(generated.status == 0, "\(generated.stderr)")
+        #expect(try PerfReport.decode(Data(contentsOf: dir.appending("g.json"))).settings.credential == "generated-password")
+
+        for format in ["zip", "container"] {
+            let pack = try CLI.run(
+                ["pack", source.path, "--output", dir.appending("p.\(format)").path, "--format", format], password: "pw")
+            #expect(pack.status == 0, "\(pack.stderr)")
+        }
+        let json = dir.appending("packs.json").path
+        let run = try CLI.run(
+            ["perf", "--pack", dir.appending("p.zip").path, "--pack", dir.appending("p.container").path,
+             "--iterations", "2", "--json", json], password: "pw")
+        #expect(run.status == 0, "\(run.stderr)")
+        let report = try PerfReport.decode(Data(contentsOf: URL(fileURLWithPath: json)))
+        #expect(report.backends == ["zip", "container"])
+        #expect(report.entries.count == Self.tree.count)
+
+        #expect(try CLI.run(["perf", "--pack", dir.appending("p.zip").path], password: "wrong").status == 2)
+        #expect(try CLI.run(["perf"]).status == 64)
+        #expect(try CLI.run(["perf", source.path, "--corpus", "standard"]).status == 64)
+        #expect(try CLI.run(["perf", source.path, "--iterations", "0"]).status == 64)
+    }
+}
