@@ -76,7 +76,7 @@ tsan: deps
 	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter 'StressTests|concurrentReads|readsFromManyThreads'
 
 asan: deps
-	$(SWIFT) test --sanitize=address --scratch-path .build-asan --filter 'StressTests|HardeningTests|ZipPackReaderTests'
+	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan.supp $(SWIFT) test --sanitize=address --scratch-path .build-asan --filter 'StressTests|HardeningTests|ZipPackReaderTests'
 
 ## fuzz: every libFuzzer target for FUZZ_SECONDS (default 60) each; non-zero on any crash.
 FUZZ_SECONDS ?= 60
