@@ -9,11 +9,11 @@ RELEASE_BIN = $(shell $(SWIFT) build -c release --show-bin-path)/assetpack
 
 .PHONY: deps build release test demo fmt samples clean tsan asan fuzz
 
-## deps: install libzip-dev (and zlib, OpenSSL headers) with apt when missing.
+## deps: install libzip-dev (and zlib, OpenSSL, libdeflate headers) with apt when missing.
 deps:
-	@if ! pkg-config --exists libzip zlib libcrypto 2>/dev/null; then \
-	  echo "installing libzip-dev zlib1g-dev libssl-dev pkg-config"; \
-	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libzip-dev zlib1g-dev libssl-dev pkg-config; \
+	@if ! pkg-config --exists libzip zlib libcrypto libdeflate 2>/dev/null; then \
+	  echo "installing libzip-dev zlib1g-dev libssl-dev libdeflate-dev pkg-config"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libzip-dev zlib1g-dev libssl-dev libdeflate-dev pkg-config; \
 	fi
 
 build: deps

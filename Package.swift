@@ -25,11 +25,14 @@ let package = Package(
             name: "CLibcrypto", pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]),
         .systemLibrary(
+            name: "CLibdeflate", pkgConfig: "libdeflate",
+            providers: [.apt(["libdeflate-dev"])]),
+        .systemLibrary(
             name: "CZlib", pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]),
 
         // Backend-neutral vocabulary: reader protocol, errors, timing, CRC, paths, limits.
-        .target(name: "AssetPackCore", dependencies: ["CZlib"]),
+        .target(name: "AssetPackCore", dependencies: ["CZlib", "CLibdeflate"]),
         // Zip backend over libzip.
         .target(
             name: "AssetPackZip",

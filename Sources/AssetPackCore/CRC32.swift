@@ -1,6 +1,10 @@
-import CZlib
+internal import CLibdeflate
 
-/// CRC-32 (ISO-HDLC, as in zip and gzip), computed by zlib.
+/// CRC-32 (ISO-HDLC, as in zip and gzip), computed by libdeflate.
+///
+/// libdeflate's CRC-32 uses carry-less multiplication (PCLMULQDQ) where the CPU has it:
+/// ~14 GB/s here against zlib 1.2.13's ~6 GB/s, which matters because every whole-entry
+/// read is CRC-checked. Values are identical to zlib's `crc32` (and combine with `crc32_combine`).
 public struct CRC32: Sendable {
     /// The running checksum.
     public private(set) var value: UInt32 = 0
@@ -10,16 +14,8 @@ public struct CRC32: Sendable {
 
     /// Feeds `bytes` into the checksum.
     public mutating func update(_ bytes: UnsafeRawBufferPointer) {
-        guard var base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return }
-        var remaining = bytes.count
-        var crc = UInt(value)
-        while remaining > 0 {
-            let n = min(remaining, Int(UInt32.max >> 1))
-            crc = crc32(crc, base, UInt32(n))
-            base += n
-            remaining -= n
-        }
-        value = UInt32(truncatingIfNeeded: crc)
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+        value = libdeflate_crc32(value, base, bytes.count)
     }
 
     /// Feeds `bytes` into the checksum.
