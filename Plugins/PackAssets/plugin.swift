@@ -65,15 +65,45 @@ struct PackAssets: BuildToolPlugin {
                     + "in the environment of `swift build`")
         }
 
+        let displayName = "Packing assets of \(target.name) from \(config.source) into \(config.output) (\(config.format))"
+        guard FileManager.default.fileExists(atPath: configURL.path) else {
+            return [
+                .buildCommand(
+                    displayName: displayName, executable: tool.url, arguments: arguments, environment: environment,
+                    inputFiles: inputFiles, outputFiles: [output])
+            ]
+        }
+        // SwiftPM runs this plugin only when it re-plans the build (files added or removed, Package.swift
+        // or the environment changed), not when a file's contents change. The command re-runs when
+        // assetpack.json changes (it is an input), but with the arguments planned from the old contents.
+        // So keep a copy of what was planned, and have the command refuse to pack when they differ.
+        let planned = context.pluginWorkDirectoryURL.appendingPathComponent(config.output + ".planned-config")
+        try Self.writeIfChanged(FileManager.default.contents(atPath: configURL.path) ?? Data(), to: planned)
+        let guardScript = """
+            config="$1"; planned="$2"; shift 2
+            if ! cmp -s "$config" "$planned"; then
+              echo "error: PackAssets: $config changed after SwiftPM planned this build, and SwiftPM re-runs \
+            build-tool plugins only when it re-plans: touch Package.swift, then build again" >&2
+              exit 1
+            fi
+            exec "$@"
+            """
         return [
             .buildCommand(
-                displayName: "Packing \(config.source)/ of \(target.name) into \(config.output) (\(config.format))",
-                executable: tool.url,
-                arguments: arguments,
+                displayName: displayName,
+                executable: URL(fileURLWithPath: "/bin/sh"),
+                arguments: ["-c", guardScript, "PackAssets", configURL.path, planned.path, tool.url.path] + arguments,
                 environment: environment,
-                inputFiles: inputFiles,
+                inputFiles: [tool.url] + inputFiles,
                 outputFiles: [output])
         ]
+    }
+
+    /// Writes `data` unless the file already holds exactly it (so its timestamp only moves on change).
+    static func writeIfChanged(_ data: Data, to url: URL) throws {
+        if FileManager.default.contents(atPath: url.path) == data { return }
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try data.write(to: url, options: .atomic)
     }
 
     /// Every regular file below `folder`, sorted; these are the command's inputs, so a change to any

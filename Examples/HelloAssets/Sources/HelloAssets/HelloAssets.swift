@@ -1,0 +1,73 @@
+import AssetPack
+import Foundation
+
+/// HelloAssets: the pack built from Sources/HelloAssets/Assets/ by the PackAssets plugin ships as a
+/// resource of this target. At launch: find it with Bundle.module, install it into the app's private
+/// directory (PrivateInstaller, through AssetLibrary.openInstalling: the first run copies, later runs
+/// do not), open it, and read entries by path, verified and timed.
+@main
+struct HelloAssetsApp {
+    static let appID = "com.example.hello-assets"
+    static let paths = ["hello.txt", "data/config.json", "levels/level1.json", "images/gradient.png", "images/noise.bin"]
+
+    struct Config: Decodable {
+        var title: String
+        var startLevel: String
+        var lives: Int
+    }
+
+    static func main() async {
+        // A real app embeds its secret (see the Security article); the example takes the one the
+        // pack was built with from the same variable the plugin read at build time.
+        guard let password = ProcessInfo.processInfo.environment["ASSETPACK_PASSWORD"], !password.isEmpty else {
+            fail("set ASSETPACK_PASSWORD to the password the pack was built with (`make example` does)", code: 2)
+        }
+        guard let bundled = Bundle.module.url(forResource: "assets", withExtension: "pack") else {
+            fail("assets.pack is not among the bundled resources")
+        }
+        do {
+            // Install (a copy and a SHA-256 the first time) and open (scrypt) off the main thread.
+            let library = try await AssetLibrary.openInstalling(
+                bundled: bundled, appID: appID, credential: .password(password))
+            if let installed = library.installation {
+                let sha = installed.sha256.prefix(16)
+                print(
+                    installed.copied
+                        ? "first run: copied the bundled pack into \(installed.path.path) (sha256 \(sha)…)"
+                        : "already installed: \(installed.path.path) is current (sha256 \(sha)…), nothing copied")
+            }
+            print(
+                "opened \(library.format.rawValue) pack: \(library.entries.count) entries, "
+                    + "open \(ms(library.reader.openSeconds)) ms (key derivation included)")
+
+            print("path".padding(toLength: 22, withPad: " ", startingAt: 0) + "  size  crc32     total ms  (lookup / key / decrypt / crc, ms)")
+            for path in paths {
+                let (bytes, timing) = try await library.timed(path)
+                let crc = String(format: "%08x", CRC32.checksum(bytes))
+                print(
+                    path.padding(toLength: 22, withPad: " ", startingAt: 0)
+                        + String(format: "%6ld", bytes.count) + "  " + crc + "  " + leftPadded(ms(timing.total), 8)
+                        + "  (\(ms(timing.lookup)) / \(ms(timing.keyDerivation)) / \(ms(timing.decrypt)) / \(ms(timing.crc)))")
+            }
+
+            let config = try library.decode(Config.self, from: "data/config.json")
+            print("config: \"\(config.title)\", start at \(config.startLevel), \(config.lives) lives")
+            print(String(decoding: try await library.data("hello.txt"), as: UTF8.self), terminator: "")
+        } catch let error as AssetPackError {
+            fail("\(error) [\(error.code)]", code: error.code == .wrongPassword || error.code == .missingPassword ? 2 : 1)
+        } catch {
+            fail("\(error)")
+        }
+    }
+
+    static func ms(_ seconds: Double) -> String { String(format: "%.3f", seconds * 1000) }
+
+    static func leftPadded(_ text: String, _ width: Int) -> String {
+        text.count >= width ? text : String(repeating: " ", count: width - text.count) + text
+    }
+
+    static func fail(_ message: String, code: Int32 = 1) -> Never {
+        FileHandle.standardError.write(Data("HelloAssets: error: \(message)\n".utf8))
+        exit(code)
+    }
+}

@@ -1,0 +1,220 @@
+import AssetPackCore
+import Dispatch
+import Foundation
+
+/// An app's assets: one open pack, read by path. The one entry point app code needs.
+///
+/// ```swift
+/// let library = try AssetLibrary.openInstalling(
+///     bundled: Bundle.module.url(forResource: "assets", withExtension: "pack")!,
+///     appID: "com.example.game", credential: .password(secret))
+/// let level = try library.data("levels/level1.json")          // verified bytes
+/// let music = try await library.data("audio/music.ogg")       // the same, off the caller's executor
+/// ```
+///
+/// `openInstalling(bundled:appID:credential:limits:)` copies the bundled pack into the app's
+/// private directory with ``PrivateInstaller`` when it is missing or changed (and copies nothing
+/// otherwise), then opens the installed copy with ``AssetPack/open(_:credential:limits:)``.
+///
+/// A library is `Sendable`: the reader behind it is safe to use from many threads at once, so
+/// one library can serve a whole app. Every read verifies the entry (CRC-32, and the MAC or
+/// AEAD tag) before returning it, and throws `AssetPackError` otherwise.
+///
+/// The `async` variants of the read methods run the read on a global Dispatch queue, so a
+/// caller on the main actor (or any actor) is not blocked by decryption or key derivation.
+/// They check for cancellation before the read starts; a read that has started runs to the end.
+public final class AssetLibrary: Sendable {
+    /// The open pack.
+    public let reader: any PackReader
+    /// The pack's file (the installed copy when the library was opened by installing).
+    public let url: URL
+    /// What the install did, when the library was opened with `openInstalling`; `nil` otherwise.
+    public let installation: PrivateInstaller.Result?
+
+    /// Wraps a reader that is already open.
+    /// - Parameters:
+    ///   - reader: The open pack.
+    ///   - url: The pack's file.
+    ///   - installation: What installing it did, if it was installed.
+    public init(reader: any PackReader, url: URL, installation: PrivateInstaller.Result? = nil) {
+        self.reader = reader
+        self.url = url
+        self.installation = installation
+    }
+
+    /// Opens a pack in place, without installing it.
+    /// - Parameters:
+    ///   - url: The pack's file.
+    ///   - credential: Password (either format) or raw key (container); `nil` for an unencrypted zip.
+    ///   - limits: Safety limits for damaged or hostile packs.
+    /// - Throws: `AssetPackError` (`.io`, `.unsupportedFormat`, `.missingPassword`, `.wrongPassword`, …).
+    public convenience init(contentsOf url: URL, credential: PackCredential?, limits: ReadLimits = .default) throws {
+        let reader = try AssetPack.open(url.path, credential: credential, limits: limits)
+        self.init(reader: reader, url: url)
+    }
+
+    // MARK: - Opening by installing
+
+    /// Installs a bundled pack into the app's private directory if needed, then opens the installed copy.
+    ///
+    /// The first call copies the pack (atomically, verified); later calls with the same pack copy
+    /// nothing. ``installation`` says which happened.
+    /// - Parameters:
+    ///   - bundled: The pack shipped with the app (for example from `Bundle.module`).
+    ///   - appID: The app's id: the private directory is `$XDG_DATA_HOME/<appID>`, else
+    ///     `~/.local/share/<appID>` (see ``PrivateInstaller/init(appID:)``).
+    ///   - credential: Password (either format) or raw key (container); `nil` for an unencrypted zip.
+    ///   - limits: Safety limits for damaged or hostile packs.
+    /// - Returns: The open library.
+    /// - Throws: `AssetPackError`: `.invalidArgument` for a bad app id, `.io` or `.integrityFailure`
+    ///   from the install, and any error opening the pack (`.wrongPassword`, `.unsupportedFormat`, …).
+    public static func openInstalling(
+        bundled: URL, appID: String, credential: PackCredential?, limits: ReadLimits = .default
+    ) throws -> AssetLibrary {
+        try openInstalling(bundled: bundled, installer: PrivateInstaller(appID: appID), credential: credential, limits: limits)
+    }
+
+    /// Installs a bundled pack with an explicit installer if needed, then opens the installed copy.
+    /// - Parameters:
+    ///   - bundled: The pack shipped with the app.
+    ///   - installer: Where to install it (``PrivateInstaller/init(directory:)`` for a directory of your choice).
+    ///   - name: The installed file's name; the bundled pack's file name when `nil`.
+    ///   - credential: Password (either format) or raw key (container); `nil` for an unencrypted zip.
+    ///   - limits: Safety limits for damaged or hostile packs.
+    /// - Returns: The open library.
+    /// - Throws: `AssetPackError` from the install or from opening the pack.
+    public static func openInstalling(
+        bundled: URL, installer: PrivateInstaller, as name: String? = nil, credential: PackCredential?,
+        limits: ReadLimits = .default
+    ) throws -> AssetLibrary {
+        guard FileManager.default.fileExists(atPath: bundled.path) else {
+            throw AssetPackError(.io, "no bundled pack at \(bundled.path)")
+        }
+        let installed = try installer.install(bundled, as: name)
+        let reader = try AssetPack.open(installed.path.path, credential: credential, limits: limits)
+        return AssetLibrary(reader: reader, url: installed.path, installation: installed)
+    }
+
+    /// Like the synchronous `openInstalling(bundled:appID:credential:limits:)`, but the install (a copy and
+    /// SHA-256 on first launch) and the open (scrypt for a password-protected container) run on a
+    /// global Dispatch queue instead of the caller's executor.
+    /// - Parameters:
+    ///   - bundled: The pack shipped with the app.
+    ///   - appID: The app's id, naming its private directory.
+    ///   - credential: Password (either format) or raw key (container); `nil` for an unencrypted zip.
+    ///   - limits: Safety limits for damaged or hostile packs.
+    /// - Returns: The open library.
+    /// - Throws: `AssetPackError`, or `CancellationError` if the task was cancelled before it started.
+    public static func openInstalling(
+        bundled: URL, appID: String, credential: PackCredential?, limits: ReadLimits = .default
+    ) async throws -> AssetLibrary {
+        try await offExecutor { try openInstalling(bundled: bundled, appID: appID, credential: credential, limits: limits) }
+    }
+
+    // MARK: - Entries
+
+    /// Every entry, sorted by path.
+    public var entries: [EntryInfo] { reader.entries }
+
+    /// The pack's format.
+    public var format: PackFormat { reader.format }
+
+    /// Looks up an entry by path (normalised first: NFC, `/`).
+    /// - Parameter path: The entry path.
+    /// - Returns: The entry, or `nil` when there is none.
+    public func entry(_ path: String) -> EntryInfo? { reader.entry(path) }
+
+    /// Whether the pack has an entry at `path` (normalised first).
+    /// - Parameter path: The entry path.
+    public func contains(_ path: String) -> Bool { reader.entry(path) != nil }
+
+    // MARK: - Reading
+
+    /// Reads a whole entry, verified.
+    /// - Parameter path: The entry path.
+    /// - Returns: The entry's bytes.
+    /// - Throws: `AssetPackError` (`.entryNotFound`, `.wrongPassword`, `.integrityFailure`, …) naming the entry.
+    public func data(_ path: String) throws -> Data {
+        Data(try reader.readTimed(path).bytes)
+    }
+
+    /// Reads a whole entry as bytes, verified.
+    /// - Parameter path: The entry path.
+    /// - Returns: The entry's bytes.
+    /// - Throws: `AssetPackError` naming the entry.
+    public func bytes(_ path: String) throws -> [UInt8] {
+        try reader.readTimed(path).bytes
+    }
+
+    /// Reads a whole entry, verified, with a record of where the time went.
+    /// - Parameter path: The entry path.
+    /// - Returns: The entry's bytes and its `EntryTiming`.
+    /// - Throws: `AssetPackError` naming the entry.
+    public func timed(_ path: String) throws -> (bytes: [UInt8], timing: EntryTiming) {
+        try reader.readTimed(path)
+    }
+
+    /// Reads a JSON entry and decodes it.
+    /// - Parameters:
+    ///   - type: The type to decode.
+    ///   - path: The entry path.
+    ///   - decoder: The decoder to use.
+    /// - Returns: The decoded value.
+    /// - Throws: `AssetPackError` for the read; the decoder's `DecodingError` for the JSON.
+    public func decode<T: Decodable>(_ type: T.Type, from path: String, using decoder: JSONDecoder = JSONDecoder())
+        throws -> T
+    {
+        try decoder.decode(type, from: data(path))
+    }
+
+    /// Streams an entry in chunks, for entries too large to hold at once.
+    ///
+    /// The final check happens at the end: treat the chunks as tentative until this returns.
+    /// - Parameters:
+    ///   - path: The entry path.
+    ///   - body: Called with each chunk; the buffer is valid only during the call.
+    /// - Returns: The timing record of the whole read.
+    /// - Throws: `AssetPackError` naming the entry, or whatever `body` throws.
+    @discardableResult
+    public func stream(_ path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> EntryTiming {
+        try reader.stream(path, body)
+    }
+
+    // MARK: - Reading without blocking the caller
+
+    /// Reads a whole entry, verified, on a global Dispatch queue rather than the caller's executor.
+    /// - Parameter path: The entry path.
+    /// - Returns: The entry's bytes.
+    /// - Throws: `AssetPackError` naming the entry, or `CancellationError` if the task was
+    ///   cancelled before the read started.
+    public func data(_ path: String) async throws -> Data {
+        try await Self.offExecutor { [reader] in Data(try reader.readTimed(path).bytes) }
+    }
+
+    /// Reads a whole entry as bytes, verified, on a global Dispatch queue.
+    /// - Parameter path: The entry path.
+    /// - Returns: The entry's bytes.
+    /// - Throws: `AssetPackError` naming the entry, or `CancellationError`.
+    public func bytes(_ path: String) async throws -> [UInt8] {
+        try await Self.offExecutor { [reader] in try reader.readTimed(path).bytes }
+    }
+
+    /// Reads a whole entry, verified and timed, on a global Dispatch queue.
+    /// - Parameter path: The entry path.
+    /// - Returns: The entry's bytes and its `EntryTiming`.
+    /// - Throws: `AssetPackError` naming the entry, or `CancellationError`.
+    public func timed(_ path: String) async throws -> (bytes: [UInt8], timing: EntryTiming) {
+        try await Self.offExecutor { [reader] in try reader.readTimed(path) }
+    }
+
+    /// Runs blocking work (file I/O, decryption, key derivation) on a global queue and resumes
+    /// the caller with its result, so neither an actor nor the cooperative thread pool is blocked.
+    private static func offExecutor<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try Task.checkCancellation()
+        return try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global(qos: .userInitiated).async {
+                continuation.resume(with: Result { try work() })
+            }
+        }
+    }
+}
