@@ -360,18 +360,6 @@ private struct UncheckedSendable<T>: @unchecked Sendable {
     init(_ value: T) { self.value = value }
 }
 
-/// Asks for transparent huge pages on a large fresh output buffer: one fault per 2 MiB
-/// instead of one per 4 KiB (page faults otherwise cost as much as the decryption).
-func adviseHugePages(_ buffer: UnsafeMutableRawBufferPointer) {
-    #if os(Linux)
-    let huge = 2 << 20
-    guard buffer.count >= 2 * huge, let base = buffer.baseAddress else { return }
-    let start = (Int(bitPattern: base) + huge - 1) & ~(huge - 1)
-    let end = (Int(bitPattern: base) + buffer.count) & ~(huge - 1)
-    if end > start { madvise(UnsafeMutableRawPointer(bitPattern: start), end - start, MADV_HUGEPAGE) }
-    #endif
-}
-
 /// Fills `buffer` from `fd` at `offset`; end of file first is an integrity failure (truncation).
 func preadFully(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws {
     var done = 0

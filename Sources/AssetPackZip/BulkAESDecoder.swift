@@ -374,18 +374,6 @@ private final class MACPipeline: @unchecked Sendable {
     }
 }
 
-/// Asks Linux to back a large, not yet touched output buffer with 2 MiB pages: 32 page faults
-/// instead of 16384 for 64 MiB, which is a third of the cost of filling it. Advisory only.
-private func adviseHugePages(_ buffer: UnsafeMutableRawBufferPointer) {
-    #if os(Linux)
-    let huge = 2 << 20
-    guard buffer.count >= 2 * huge, let base = buffer.baseAddress else { return }
-    let start = (Int(bitPattern: base) + huge - 1) & ~(huge - 1)
-    let end = (Int(bitPattern: base) + buffer.count) & ~(huge - 1)
-    if end > start { _ = madvise(UnsafeMutableRawPointer(bitPattern: start), end - start, MADV_HUGEPAGE) }
-    #endif
-}
-
 /// Pulls exactly the bytes asked for from a raw source, never more than the entry holds.
 private struct RawReader {
     let source: BulkAESDecoder.RawSource

@@ -13,7 +13,7 @@ public final class TemporaryDirectory: @unchecked Sendable {
         var template = Array((NSTemporaryDirectory() + "/\(label)-XXXXXX").utf8CString)
         let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         precondition(made != nil, "mkdtemp failed")
-        url = URL(fileURLWithPath: String(cString: template))
+        url = URL(fileURLWithPath: String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
     }
 
     deinit { try? FileManager.default.removeItem(at: url) }
