@@ -69,7 +69,7 @@ public struct Extractor: Sendable {
             }
             return
         }
-        guard mkdir(path, 0o755) == 0 || errno == EEXIST else { throw ioError("cannot create \(path)") }
+        guard mkdir(path, 0o755) == 0 || errno == EEXIST else { throw FileOutput.error("cannot create \(path)") }
     }
 
     private func write(_ entry: EntryInfo, from reader: any PackReader, to destination: String, in dir: String) throws
@@ -77,15 +77,15 @@ public struct Extractor: Sendable {
     {
         let temporary = dir + "/" + PrivateInstaller.temporaryPrefix + UUID().uuidString
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw ioError("cannot create \(temporary)") }
+        guard fd >= 0 else { throw FileOutput.error("cannot create \(temporary)") }
         var done = false
         defer { if !done { unlink(temporary) } }
         let timing: EntryTiming
         do {
             defer { close(fd) }
-            timing = try reader.stream(entry.path) { chunk in try writeAll(fd, chunk, temporary) }
+            timing = try reader.stream(entry.path) { chunk in try FileOutput.writeAll(fd, chunk, path: temporary) }
         }
-        guard rename(temporary, destination) == 0 else { throw ioError("cannot rename into \(destination)") }
+        guard rename(temporary, destination) == 0 else { throw FileOutput.error("cannot rename into \(destination)") }
         done = true
         return timing
     }

@@ -130,25 +130,25 @@ public struct PrivateInstaller: Sendable {
         let temporary = directory.appendingPathComponent(
             Self.temporaryPrefix + destination.lastPathComponent + "-" + UUID().uuidString).path
         let out = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard out >= 0 else { throw ioError("cannot create \(temporary)") }
+        guard out >= 0 else { throw FileOutput.error("cannot create \(temporary)") }
         var keep = false
         defer { if !keep { unlink(temporary) } }
         var hasher = SHA256()
         do {
             defer { close(out) }
-            guard fchmod(out, 0o600) == 0 else { throw ioError("cannot chmod \(temporary)") }
+            guard fchmod(out, 0o600) == 0 else { throw FileOutput.error("cannot chmod \(temporary)") }
             try FileChunks.forEach(URL(fileURLWithPath: source), chunkSize: 1 << 20) { chunk in
                 hasher.update(bufferPointer: chunk)
-                try writeAll(out, chunk, temporary)
+                try FileOutput.writeAll(out, chunk, path: temporary)
             }
-            guard fsync(out) == 0 else { throw ioError("cannot fsync \(temporary)") }
+            guard fsync(out) == 0 else { throw FileOutput.error("cannot fsync \(temporary)") }
         }
         let sourceDigest = hex(hasher.finalize())
         let copyDigest = try Self.sha256(of: temporary)
         guard copyDigest == sourceDigest else {
             throw AssetPackError(.integrityFailure, "the installed copy does not match the source (SHA-256 differs)")
         }
-        guard rename(temporary, destination.path) == 0 else { throw ioError("cannot rename into \(destination.path)") }
+        guard rename(temporary, destination.path) == 0 else { throw FileOutput.error("cannot rename into \(destination.path)") }
         keep = true
         try syncDirectory(directory.path)
         return sourceDigest
@@ -164,28 +164,11 @@ public struct PrivateInstaller: Sendable {
 
 // MARK: - Small file-system helpers
 
-func ioError(_ what: String) -> AssetPackError {
-    let e = errno
-    return AssetPackError(.io, "\(what): \(String(cString: strerror(e)))", underlying: e)
-}
-
-func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, _ path: String) throws {
-    var offset = 0
-    while offset < bytes.count {
-        let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-        if n < 0 {
-            if errno == EINTR { continue }
-            throw ioError("cannot write \(path)")
-        }
-        offset += n
-    }
-}
-
 func syncDirectory(_ path: String) throws {
     let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-    guard fd >= 0 else { throw ioError("cannot open \(path)") }
+    guard fd >= 0 else { throw FileOutput.error("cannot open \(path)") }
     defer { close(fd) }
-    guard fsync(fd) == 0 else { throw ioError("cannot fsync \(path)") }
+    guard fsync(fd) == 0 else { throw FileOutput.error("cannot fsync \(path)") }
 }
 
 func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {
@@ -198,7 +181,7 @@ struct FileStatus {
 
     init(_ path: String) throws {
         var st = stat()
-        guard stat(path, &st) == 0 else { throw ioError("cannot read \(path)") }
+        guard stat(path, &st) == 0 else { throw FileOutput.error("cannot read \(path)") }
         guard (st.st_mode & S_IFMT) == S_IFREG else { throw AssetPackError(.invalidArgument, "\(path) is not a file") }
         size = UInt64(st.st_size)
         modified = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
@@ -210,11 +193,11 @@ struct FileLock {
     private let fd: Int32
     init(_ path: String) throws {
         fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw ioError("cannot open lock file \(path)") }
+        guard fd >= 0 else { throw FileOutput.error("cannot open lock file \(path)") }
         while flock(fd, LOCK_EX) != 0 {
             if errno == EINTR { continue }
             close(fd)
-            throw ioError("cannot lock \(path)")
+            throw FileOutput.error("cannot lock \(path)")
         }
     }
     func unlock() {
@@ -240,15 +223,15 @@ struct InstallRecord: Codable, Equatable {
         let data = try JSONEncoder().encode(self)
         let temporary = directory.appendingPathComponent(PrivateInstaller.temporaryPrefix + "record-" + UUID().uuidString).path
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw ioError("cannot create \(temporary)") }
+        guard fd >= 0 else { throw FileOutput.error("cannot create \(temporary)") }
         var ok = false
         defer { if !ok { unlink(temporary) } }
         do {
             defer { close(fd) }
-            try data.withUnsafeBytes { try writeAll(fd, $0, temporary) }
-            guard fsync(fd) == 0 else { throw ioError("cannot fsync \(temporary)") }
+            try data.withUnsafeBytes { try FileOutput.writeAll(fd, $0, path: temporary) }
+            guard fsync(fd) == 0 else { throw FileOutput.error("cannot fsync \(temporary)") }
         }
-        guard rename(temporary, url.path) == 0 else { throw ioError("cannot rename into \(url.path)") }
+        guard rename(temporary, url.path) == 0 else { throw FileOutput.error("cannot rename into \(url.path)") }
         ok = true
         try syncDirectory(directory.path)
     }

@@ -183,3 +183,26 @@ public enum FileChunks {
         }
     }
 }
+
+/// Small write-side helpers shared by the installer, the extractor and the CLI.
+public enum FileOutput {
+    /// An `.io` error for the last failed system call, naming what was attempted.
+    public static func error(_ what: String) -> AssetPackError {
+        let e = errno
+        return AssetPackError(.io, "\(what): \(String(cString: strerror(e)))", underlying: e)
+    }
+
+    /// Writes all of `bytes` to `fd`, retrying short writes and `EINTR`.
+    /// - Throws: `.io` naming `path` (e.g. `ENOSPC`, `EFBIG`, `EPIPE`).
+    public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw error("cannot write \(path)")
+            }
+            offset += n
+        }
+    }
+}

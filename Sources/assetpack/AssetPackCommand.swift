@@ -45,19 +45,6 @@ func printWarning(_ message: String) {
     FileHandle.standardError.write(Data("assetpack: warning: \(message)\n".utf8))
 }
 
-/// Writes all of `bytes` to a file descriptor.
-func writeFully(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws {
-    var offset = 0
-    while offset < bytes.count {
-        let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-        if n < 0 {
-            if errno == EINTR { continue }
-            throw AssetPackError(.io, "write failed: \(String(cString: strerror(errno)))", underlying: errno)
-        }
-        offset += n
-    }
-}
-
 extension EntryCompression: ExpressibleByArgument {}
 extension PackFormat: ExpressibleByArgument {}
 extension PackEncryption: ExpressibleByArgument {}

@@ -15,7 +15,7 @@ struct Cat: ParsableCommand {
         try reporting {
             let reader = try credentials.open(pack, forData: true)
             let bytes = try reader.read(entry)
-            try bytes.withUnsafeBytes { try writeFully(STDOUT_FILENO, $0) }
+            try bytes.withUnsafeBytes { try FileOutput.writeAll(STDOUT_FILENO, $0, path: "standard output") }
         }
     }
 }

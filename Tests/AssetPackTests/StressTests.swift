@@ -19,7 +19,7 @@ import Testing
         let failures = Counter()
         let threads = 8
         DispatchQueue.concurrentPerform(iterations: threads) { thread in
-            var rng = SplitMix(seed: UInt64(thread))
+            var rng = SplitMix64(seed: UInt64(thread))
             for _ in 0..<60 {
                 let path = paths[Int(rng.next() % UInt64(paths.count))]
                 do {
@@ -36,18 +36,5 @@ import Testing
             }
         }
         #expect(failures.value == 0)
-    }
-}
-
-/// A tiny deterministic generator, so each thread's sequence reproduces.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
