@@ -24,6 +24,8 @@ struct Perf: ParsableCommand {
     var packs: [String] = []
     @Option(help: ArgumentHelp("Generate and measure a synthetic corpus.", valueName: "standard")) var corpus: PerfCorpus?
     @Flag(help: "Do not print the table (the files are still written).") var quiet = false
+    @Flag(help: "Also read every zip pack through libzip's own decoder (backend zip-libzip), to show the bulk-AES speed-up.")
+    var withLibzip = false
     @Option(
         name: .customLong("keep-work"),
         help: ArgumentHelp(
@@ -58,6 +60,7 @@ struct Perf: ParsableCommand {
             configuration.iterations = iterations
             configuration.credential = credential
             configuration.probeToolchain = true
+            configuration.compareLibzipDecoder = withLibzip
             if let keepWork {
                 do {
                     try FileManager.default.createDirectory(atPath: keepWork, withIntermediateDirectories: true)

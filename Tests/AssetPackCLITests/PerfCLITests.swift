@@ -47,6 +47,25 @@ import Testing
         #expect(leftovers.isEmpty)
     }
 
+    @Test func withLibzipAddsTheLibzipDecoderAsABackend() throws {
+        let dir = TemporaryDirectory()
+        let source = try dir.write(["big.bin": testBytes(300_000, seed: 3), "small.txt": Array("hi".utf8)], under: "src")
+        let json = dir.appending("r.json").path
+        let run = try CLI.run(
+            ["perf", source.path, "--iterations", "1", "--quiet", "--with-libzip", "--json", json], password: "pw")
+        #expect(run.status == 0, "\(run.stderr)")
+        let doc = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: json))) as? [String: Any]
+        let entries = try #require(doc?["entries"] as? [[String: Any]])
+        #expect(entries.count == 2)
+        for entry in entries {
+            let backends = try #require(entry["backends"] as? [String: [String: Any]])
+            #expect(Set(backends.keys) == ["zip", "zip-libzip", "container"])
+            #expect(backends["zip-libzip"]?["decoder"] as? String == "libzip")
+            #expect(backends["zip"]?["decoder"] as? String == "bulk-aes")
+            for (_, stats) in backends { #expect(stats["crc_ok"] as? Bool == true) }
+        }
+    }
+
     @Test func perfMeasuresExistingPacksAndWorksWithoutAPassword() throws {
         let dir = TemporaryDirectory("perf-cli-packs")
         let source = try dir.write(Self.tree, under: "src")

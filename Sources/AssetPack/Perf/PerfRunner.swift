@@ -31,6 +31,9 @@ public struct PerfConfiguration: Sendable {
     public var keepWorkDirectory = false
     /// Also run `swift --version` to record the runtime toolchain.
     public var probeToolchain = false
+    /// Also measure every zip pack through libzip's own decoder (label `zip-libzip`), next to the
+    /// default bulk-AES path, on the same installed file: the AES speed-up over libzip, entry by entry.
+    public var compareLibzipDecoder = false
     /// The command line, recorded in the report's settings.
     public var command: String?
     /// Called on the running thread as the run progresses.
@@ -112,6 +115,9 @@ public enum PerfRunner {
                 }
                 labels.insert(label)
                 subjects.append(subject(label, reader, url, packSeconds: nil, installSeconds: nil, openWall: openWall))
+                if reader.format == .zip && configuration.compareLibzipDecoder {
+                    subjects.append(try libzipSubject(label + "-libzip", url, configuration.credential, packSeconds: nil, installSeconds: nil))
+                }
             }
         case .source, .corpus:
             let source: URL
@@ -171,6 +177,12 @@ public enum PerfRunner {
                     subject(
                         label, reader, installed.path, packSeconds: summary.seconds, installSeconds: installSeconds,
                         openWall: openWall))
+                if format == .zip && configuration.compareLibzipDecoder {
+                    subjects.append(
+                        try libzipSubject(
+                            "zip-libzip", installed.path, credential, packSeconds: summary.seconds,
+                            installSeconds: installSeconds))
+                }
             }
         }
 
@@ -356,6 +368,15 @@ public enum PerfRunner {
     static func loadAverage() -> Double? {
         guard let text = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8) else { return nil }
         return text.split(separator: " ").first.flatMap { Double($0) }
+    }
+
+    /// The same zip pack opened with libzip's own decoder, as a separate backend.
+    private static func libzipSubject(
+        _ label: String, _ url: URL, _ credential: PackCredential?, packSeconds: Double?, installSeconds: Double?
+    ) throws -> Subject {
+        let watch = Stopwatch()
+        let reader = try ZipPackReader(path: url.path, credential: credential, decoder: .libzip)
+        return subject(label, reader, url, packSeconds: packSeconds, installSeconds: installSeconds, openWall: watch.elapsed)
     }
 
     private static func subject(
