@@ -66,7 +66,7 @@ perf: deps
 	$(SWIFT) build -c release $(PERF_BUILD_FLAGS)
 	@mkdir -p "$(PERF_DIR)"
 	@set -o pipefail; bin="$$($(SWIFT) build -c release $(PERF_BUILD_FLAGS) --show-bin-path)/assetpack"; \
-	"$$bin" perf --corpus standard --iterations $(PERF_ITERATIONS) \
+	"$$bin" perf --corpus standard --iterations $(PERF_ITERATIONS) --with-libzip \
 	  --json "$(PERF_DIR)/perf.json" --csv "$(PERF_DIR)/perf.csv" --html "$(PERF_DIR)/perf.html" \
 	  | tee "$(PERF_DIR)/perf.txt"; \
 	echo "reports: $(PERF_DIR)/perf.{txt,json,csv,html}"

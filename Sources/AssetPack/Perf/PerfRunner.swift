@@ -241,6 +241,9 @@ public enum PerfRunner {
                     let b = forward ? k : subjects.count - 1 - k
                     let s = subjects[b]
                     guard let info = s.byPath[path] else { continue }
+                    // Keep the pack's bytes in the page cache: some hosts reclaim idle page cache within
+                    // seconds (DAMON pageout), and a large entry is read again only after all the others.
+                    if info.storedSize >= Self.rewarmThreshold { _ = try s.reader.readTimed(path) }
                     let watch = Stopwatch()
                     let (bytes, timing) = try s.reader.readTimed(path)
                     let elapsed = watch.elapsed
@@ -365,6 +368,9 @@ public enum PerfRunner {
     // MARK: - Helpers
 
     /// The 1-minute load average, or `nil` without /proc.
+    /// Entries stored at this size or more get an untimed read right before each timed one.
+    static let rewarmThreshold: UInt64 = 1 << 20
+
     static func loadAverage() -> Double? {
         guard let text = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8) else { return nil }
         return text.split(separator: " ").first.flatMap { Double($0) }
