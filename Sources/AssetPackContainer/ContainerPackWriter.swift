@@ -102,10 +102,10 @@ public struct ContainerPackWriter: PackWriter {
         to fd: Int32, at pos: inout UInt64
     ) throws -> IndexRecord {
         let src = open(file.url.path, O_RDONLY | O_CLOEXEC)
-        guard src >= 0 else { throw ioError("cannot open \(file.url.path)") }
+        guard src >= 0 else { throw FileOutput.error("cannot open \(file.url.path)") }
         defer { close(src) }
         var st = stat()
-        guard fstat(src, &st) == 0 else { throw ioError("cannot stat \(file.url.path)") }
+        guard fstat(src, &st) == 0 else { throw FileOutput.error("cannot stat \(file.url.path)") }
         let size = UInt64(st.st_size)
         let shift = buffers.chunkShift, cs = 1 << shift, slot = cs + ContainerFormat.tagSize
         let chunks = size == 0 ? 1 : Int((size - 1) >> shift) + 1
@@ -167,7 +167,7 @@ public struct ContainerPackWriter: PackWriter {
             let n = read(fd, buffer.baseAddress! + done, buffer.count - done)
             if n < 0 {
                 if errno == EINTR { continue }
-                throw ioError("cannot read \(file.url.path)")
+                throw FileOutput.error("cannot read \(file.url.path)")
             }
             if n == 0 { throw AssetPackError(.io, "file shrank while it was being packed", path: file.path) }
             done += n
@@ -212,7 +212,7 @@ private final class TempFile {
         let url = URL(fileURLWithPath: output)
         var template = Array("\(url.deletingLastPathComponent().path)/.\(url.lastPathComponent).tmp-XXXXXX".utf8CString)
         fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard fd >= 0 else { throw ioError("cannot create a temporary file next to \(output)") }
+        guard fd >= 0 else { throw FileOutput.error("cannot create a temporary file next to \(output)") }
         path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         target = output
         let mask = umask(0)
@@ -222,10 +222,10 @@ private final class TempFile {
 
     /// Syncs, closes and renames into place, then syncs the directory.
     func commit() throws {
-        guard fsync(fd) == 0 else { throw ioError("cannot sync \(path)") }
+        guard fsync(fd) == 0 else { throw FileOutput.error("cannot sync \(path)") }
         done = true
-        guard close(fd) == 0 else { unlink(path); throw ioError("cannot close \(path)") }
-        guard rename(path, target) == 0 else { unlink(path); throw ioError("cannot rename to \(target)") }
+        guard close(fd) == 0 else { unlink(path); throw FileOutput.error("cannot close \(path)") }
+        guard rename(path, target) == 0 else { unlink(path); throw FileOutput.error("cannot rename to \(target)") }
         let dir = open(URL(fileURLWithPath: target).deletingLastPathComponent().path, O_RDONLY | O_CLOEXEC)
         if dir >= 0 { fsync(dir); close(dir) }
     }
@@ -239,10 +239,6 @@ private final class TempFile {
     }
 }
 
-private func ioError(_ what: String) -> AssetPackError {
-    AssetPackError(.io, "\(what): \(String(cString: strerror(errno)))", underlying: errno)
-}
-
 private func pwriteAll(_ fd: Int32, _ bytes: [UInt8], at offset: UInt64) throws {
     try bytes.withUnsafeBytes { try pwriteAll(fd, $0, at: offset) }
 }
@@ -253,7 +249,7 @@ private func pwriteAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, at offset:
         let n = pwrite(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
         if n < 0 {
             if errno == EINTR { continue }
-            throw ioError("cannot write the pack")
+            throw FileOutput.error("cannot write the pack")
         }
         done += n
     }

@@ -29,8 +29,6 @@ import Testing
         #expect(try CLI.run(["install", old.path, "--into", priv.path]).status == 0)
         let installed = priv.appendingPathComponent("assets.pack")
 
-        var sawOld = false
-        var sawNew = false
         for delayMs in [0, 2, 5, 10, 20, 35, 50, 80, 120, 200, 300] {
             let process = Process()
             process.executableURL = CLI.binary
@@ -44,14 +42,12 @@ import Testing
 
             let now = try Data(contentsOf: installed)
             #expect(now == oldBytes || now == newBytes, "torn pack after a kill at \(delayMs) ms")
-            if now == oldBytes { sawOld = true } else { sawNew = true }
             #expect(try CLI.run(["verify", installed.path]).status == 0)
             if now == newBytes {
                 // Put the old one back so later kills interrupt a real replacement.
                 #expect(try CLI.run(["install", old.path, "--into", priv.path]).status == 0)
             }
         }
-        #expect(sawOld || sawNew)
         // The next install cleans whatever the kills left behind and completes.
         let finish = try CLI.run(["install", new.path, "--into", priv.path])
         #expect(finish.status == 0)

@@ -1,0 +1,50 @@
+import Foundation
+
+/// Reads a file in fixed-size chunks without loading it whole.
+public enum FileChunks {
+    /// Calls `body` with each chunk of the file at `url`.
+    /// - Throws: `.io` if the file cannot be opened or read.
+    public static func forEach(
+        _ url: URL, chunkSize: Int, _ body: (UnsafeRawBufferPointer) throws -> Void
+    ) throws {
+        let fd = open(url.path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw AssetPackError(.io, "cannot open \(url.path): \(String(cString: strerror(errno)))", underlying: errno)
+        }
+        defer { close(fd) }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
+        defer { buffer.deallocate() }
+        while true {
+            let n = read(fd, buffer.baseAddress, chunkSize)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw AssetPackError(.io, "cannot read \(url.path): \(String(cString: strerror(errno)))", underlying: errno)
+            }
+            if n == 0 { return }
+            try body(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+        }
+    }
+}
+
+/// Small write-side helpers shared by the installer, the extractor and the CLI.
+public enum FileOutput {
+    /// An `.io` error for the last failed system call, naming what was attempted.
+    public static func error(_ what: String) -> AssetPackError {
+        let e = errno
+        return AssetPackError(.io, "\(what): \(String(cString: strerror(e)))", underlying: e)
+    }
+
+    /// Writes all of `bytes` to `fd`, retrying short writes and `EINTR`.
+    /// - Throws: `.io` naming `path` (e.g. `ENOSPC`, `EFBIG`, `EPIPE`).
+    public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw error("cannot write \(path)")
+            }
+            offset += n
+        }
+    }
+}
