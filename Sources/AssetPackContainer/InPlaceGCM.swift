@@ -16,7 +16,7 @@ final class InPlaceGCM {
     private let context: OpaquePointer
 
     init() {
-        guard let ctx = EVP_CIPHER_CTX_new() else { fatalError("EVP_CIPHER_CTX_new failed: out of memory") }
+        guard let ctx = EVP_CIPHER_CTX_new() else { allocationFailed("EVP_CIPHER_CTX_new") }
         context = ctx
     }
 

@@ -41,9 +41,7 @@ public enum RawDeflate {
     public static func decompress(
         _ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer
     ) throws {
-        guard let decompressor = libdeflate_alloc_decompressor() else {
-            throw AssetPackError(.io, "out of memory for a deflate decompressor")
-        }
+        guard let decompressor = libdeflate_alloc_decompressor() else { allocationFailed("libdeflate_alloc_decompressor") }
         defer { libdeflate_free_decompressor(decompressor) }
         var consumed = 0
         var scratch: UInt8 = 0
@@ -77,7 +75,7 @@ final class ZStream {
         let rc = deflateInit2_(
             pointer, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY, zlibVersion(),
             Int32(MemoryLayout<z_stream>.size))
-        precondition(rc == Z_OK, "deflateInit2 failed: \(rc)")
+        if rc != Z_OK { allocationFailed("deflateInit2 (zlib \(rc))") }
     }
 
     init(inflate: Void) {
@@ -85,7 +83,7 @@ final class ZStream {
         pointer.initialize(to: z_stream())
         isDeflate = false
         let rc = inflateInit2_(pointer, -15, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
-        precondition(rc == Z_OK, "inflateInit2 failed: \(rc)")
+        if rc != Z_OK { allocationFailed("inflateInit2 (zlib \(rc))") }
     }
 
     func end() {
@@ -98,81 +96,132 @@ final class ZStream {
     }
 }
 
-/// Streaming raw inflate with a hard output bound.
+/// Streaming raw inflate with a hard output bound: the one inflater both backends use.
 ///
-/// Feed compressed input in pieces; decoded output goes either to a caller-provided
-/// buffer (exact-size reads) or to a callback in bounded chunks (streaming reads).
+/// Feed compressed input in pieces with one of two modes (do not mix them on one instance):
+/// - **exact**: ``inflate(_:into:at:)`` decodes into a caller buffer whose size is the declared
+///   uncompressed size; one byte more is an error, never a write.
+/// - **streaming**: ``inflate(_:limit:seconds:emit:)`` decodes into an internal buffer of
+///   `chunkSize` bytes and hands each filled piece to a callback, so memory stays bounded
+///   whatever the entry's size.
+///
+/// Either way, data after the end of the deflate stream, a corrupt stream, and output past
+/// the bound throw `.integrityFailure`.
 public final class Inflater {
     private let stream = ZStream(inflate: ())
-    private var finished = false
     private var ended = false
+    private let chunkSize: Int
+    private var chunk: UnsafeMutableRawBufferPointer?
+    /// Whether the deflate stream's final block has been decoded.
+    public private(set) var isFinished = false
     /// Total bytes produced so far.
     public private(set) var totalOut: UInt64 = 0
 
     /// Creates an inflater for a raw deflate stream.
-    public init() {}
-
-    /// Whether the deflate stream's final block has been decoded.
-    public var isFinished: Bool { finished }
+    /// - Parameter chunkSize: Streaming mode only: the most bytes handed out per callback.
+    public init(chunkSize: Int = 256 << 10) {
+        self.chunkSize = max(1, chunkSize)
+    }
 
     /// Releases zlib's state. Safe to call more than once.
     public func end() {
-        if !ended { stream.end(); ended = true }
+        if !ended {
+            stream.end()
+            ended = true
+        }
     }
 
-    deinit { end() }
+    deinit {
+        end()
+        chunk?.deallocate()
+    }
 
-    /// Decodes `input` into `output` starting at `offset`, never writing past `output`'s end.
+    /// Exact mode: decodes `input` into `output` starting at `offset`, never writing past `output`'s end.
     /// - Returns: The new offset (bytes written so far into `output`).
     /// - Throws: `.integrityFailure` on a corrupt stream, data after the end, or output that
     ///   would exceed `output` (a stream that inflates to more than declared).
     public func inflate(
         _ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer, at offset: Int
     ) throws -> Int {
-        let s = stream.pointer
-        s.pointee.next_in = UnsafeMutablePointer(mutating: input.baseAddress?.assumingMemoryBound(to: UInt8.self))
-        s.pointee.avail_in = UInt32(input.count)
         var offset = offset
-        while s.pointee.avail_in > 0 || !finished {
-            if finished {
-                throw AssetPackError(.integrityFailure, "data after the end of the compressed stream")
+        try run(input) {
+            if offset < output.count {
+                let (produced, full) = try step(into: UnsafeMutableRawBufferPointer(rebasing: output[offset...]))
+                offset += produced
+                return full
             }
-            let room = output.count - offset
+            // The output is full: one more byte would mean the entry is larger than declared.
             var probe: UInt8 = 0
-            let rc: Int32
-            if room > 0 {
-                s.pointee.next_out = (output.baseAddress! + offset).assumingMemoryBound(to: UInt8.self)
-                s.pointee.avail_out = UInt32(min(room, Int(UInt32.max)))
-                let before = Int(s.pointee.avail_out)
-                rc = CZlib.inflate(s, Z_NO_FLUSH)
-                offset += before - Int(s.pointee.avail_out)
-            } else {
-                // Output is full: one more byte would mean the entry is larger than declared.
-                rc = withUnsafeMutablePointer(to: &probe) { p -> Int32 in
-                    s.pointee.next_out = p
-                    s.pointee.avail_out = 1
-                    let r = CZlib.inflate(s, Z_NO_FLUSH)
-                    if s.pointee.avail_out == 0 { return Z_BUF_ERROR - 100 }
-                    return r
-                }
-                if rc == Z_BUF_ERROR - 100 {
-                    throw AssetPackError(.integrityFailure, "compressed data inflates to more than the declared size")
-                }
-            }
-            totalOut = UInt64(offset)
-            switch rc {
-            case Z_STREAM_END: finished = true
-            case Z_OK: break
-            case Z_BUF_ERROR:
-                if s.pointee.avail_in == 0 { return offset }  // needs more input
-                throw AssetPackError(.integrityFailure, "compressed data is corrupt")
-            default:
-                throw AssetPackError(.integrityFailure, "compressed data is corrupt (zlib \(rc))")
-            }
-            if s.pointee.avail_in == 0 && !finished { return offset }
+            let (produced, _) = try withUnsafeMutableBytes(of: &probe) { try step(into: $0) }
+            if produced > 0 { throw Self.oversize }
+            return false
         }
         return offset
     }
+
+    /// Streaming mode: decodes `input`, calling `emit` with each piece of at most `chunkSize` bytes.
+    /// - Parameters:
+    ///   - input: The next piece of the compressed stream.
+    ///   - limit: The declared uncompressed size; more output throws before it is emitted.
+    ///   - seconds: zlib's time is added here (the time spent in `emit` is not).
+    ///   - emit: Receives each decoded piece; the buffer is valid only during the call.
+    /// - Throws: `.integrityFailure` as for the exact mode, or what `emit` throws.
+    public func inflate(
+        _ input: UnsafeRawBufferPointer, limit: UInt64, seconds: inout Double,
+        emit: (UnsafeRawBufferPointer) throws -> Void
+    ) throws {
+        let buffer = chunk ?? .allocate(byteCount: chunkSize, alignment: 64)
+        chunk = buffer
+        try run(input) {
+            let (produced, full) = try Stopwatch.time(&seconds) { try step(into: buffer) }
+            guard totalOut <= limit else { throw Self.oversize }
+            if produced > 0 { try emit(UnsafeRawBufferPointer(rebasing: buffer[0..<produced])) }
+            return full
+        }
+    }
+
+    /// Feeds `input` and calls `pump` until zlib needs more input or the stream ends.
+    /// `pump` returns whether it filled all the room it gave zlib: then zlib may hold more
+    /// output even with no input left, so it is called again.
+    private func run(_ input: UnsafeRawBufferPointer, _ pump: () throws -> Bool) throws {
+        if isFinished {
+            guard input.isEmpty else { throw Self.trailingData }
+            return
+        }
+        let s = stream.pointer
+        s.pointee.next_in = UnsafeMutablePointer(mutating: input.baseAddress?.assumingMemoryBound(to: UInt8.self))
+        s.pointee.avail_in = UInt32(input.count)
+        var full = false
+        while !isFinished && (s.pointee.avail_in > 0 || full) {
+            full = try pump()
+        }
+        if isFinished && s.pointee.avail_in > 0 { throw Self.trailingData }
+    }
+
+    /// One zlib call into `out`. Returns the bytes produced and whether `out` is now full.
+    private func step(into out: UnsafeMutableRawBufferPointer) throws -> (Int, Bool) {
+        let s = stream.pointer
+        let room = min(out.count, Int(UInt32.max))
+        s.pointee.next_out = out.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        s.pointee.avail_out = UInt32(room)
+        let rc = CZlib.inflate(s, Z_NO_FLUSH)
+        let produced = room - Int(s.pointee.avail_out)
+        totalOut += UInt64(produced)
+        switch rc {
+        case Z_STREAM_END: isFinished = true
+        case Z_OK: break
+        case Z_BUF_ERROR:
+            // No progress was possible: fine when zlib simply needs more input.
+            guard s.pointee.avail_in == 0 else { throw AssetPackError(.integrityFailure, "compressed data is corrupt") }
+        default:
+            throw AssetPackError(.integrityFailure, "compressed data is corrupt (zlib \(rc))")
+        }
+        return (produced, s.pointee.avail_out == 0)
+    }
+
+    private static let oversize = AssetPackError(
+        .integrityFailure, "compressed data inflates to more than the declared size")
+    private static let trailingData = AssetPackError(.integrityFailure, "data after the end of the compressed stream")
 }
 
 extension RawDeflate {

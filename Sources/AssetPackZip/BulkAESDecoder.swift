@@ -1,6 +1,5 @@
 import AssetPackCore
 import Foundation
-internal import CZlib
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -74,13 +73,14 @@ package struct BulkAESDecoder {
         try naming(timing.path, source) { source in
             let payload = try validatedPayload()
             var reader = RawReader(source: source, remaining: rawSize)
-            var decryptor = try open(password: password, reader: &reader, timing: &timing)
+            let decryptor = try open(password: password, reader: &reader, timing: &timing)
             let count = Int(size)
             var crc = CRC32()
+            let pipelined = compression == .store && count >= pipelineThreshold && ProcessInfo.processInfo.activeProcessorCount > 1
             let output = try [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
                 let out = UnsafeMutableRawBufferPointer(buffer)
                 adviseHugePages(out)
-                if compression == .store && count >= pipelineThreshold && ProcessInfo.processInfo.activeProcessorCount > 1 {
+                if pipelined {
                     try decryptPipelined(into: out, reader: &reader, decryptor: decryptor, crc: &crc, timing: &timing)
                 } else if compression == .store {
                     var pos = 0
@@ -92,12 +92,12 @@ package struct BulkAESDecoder {
                         pos += piece.count
                     }
                 } else {
-                    try inflate(payload: payload, into: out, reader: &reader, decryptor: &decryptor,
+                    try inflate(payload: payload, into: out, reader: &reader, decryptor: decryptor,
                                 crc: &crc, timing: &timing)
                 }
                 initialized = count
             }
-            if compression == .store { try finish(reader: &reader, decryptor: decryptor) }
+            if compression == .store && !pipelined { try finish(reader: &reader, decryptor: decryptor) }
             try check(crc: crc, timing: &timing)
             timing.bytesIn = rawSize
             timing.bytesOut = UInt64(count)
@@ -123,11 +123,11 @@ package struct BulkAESDecoder {
         try naming(timing.path, source) { source in
             let payload = try validatedPayload()
             var reader = RawReader(source: source, remaining: rawSize)
-            var decryptor = try open(password: password, reader: &reader, timing: &timing)
+            let decryptor = try open(password: password, reader: &reader, timing: &timing)
             let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, min(chunkSize, payload)), alignment: 64)
             defer { scratch.deallocate() }
             var crc = CRC32()
-            let inflater = compression == .deflate ? try ChunkInflater(outputSize: chunkSize) : nil
+            let inflater = compression == .deflate ? Inflater(chunkSize: chunkSize) : nil
             var remaining = payload
             var failure: Error?  // an inflate error: the rest is only authenticated, the MAC checked first
             var bodyFailed = false
@@ -154,7 +154,7 @@ package struct BulkAESDecoder {
                     try body(UnsafeRawBufferPointer(piece))
                 }
             }
-            if failure == nil, let inflater, !inflater.finished || inflater.totalOut != size {
+            if failure == nil, let inflater, !inflater.isFinished || inflater.totalOut != size {
                 failure = AssetPackError(.integrityFailure, "compressed data ends early")
             }
             try finish(reader: &reader, decryptor: decryptor)
@@ -217,11 +217,13 @@ package struct BulkAESDecoder {
         let watch = Stopwatch()
         var readSeconds = 0.0
         var crcSeconds = 0.0
-        var keystream = decryptor
-        let pipeline = MACPipeline(buffer: out, chunkSize: chunkSize, decryptor: decryptor)
+        // Each thread owns one half: the helper the MAC, this thread the keystream.
+        let (keystream, authenticator) = decryptor.split()
+        let pipeline = MACPipeline(buffer: out, chunkSize: chunkSize, authenticator: authenticator)
         Thread { pipeline.authenticateAll() }.start()
+        var helperStopped = false
         defer {
-            pipeline.stopAndWait()
+            if !helperStopped { pipeline.stopAndWait() }
             timing.crc += crcSeconds
             timing.decrypt += watch.elapsed - readSeconds - crcSeconds
         }
@@ -234,9 +236,13 @@ package struct BulkAESDecoder {
             }
             pipeline.waitAuthenticated(k + 1)
             let piece = pipeline.chunk(k)
-            keystream.applyKeystream(piece)
+            keystream.apply(piece)
             if crc32 != nil { Stopwatch.time(&crcSeconds) { crc.update(UnsafeRawBufferPointer(piece)) } }
         }
+        // The helper has returned: the MAC is this thread's again.
+        pipeline.stopAndWait()
+        helperStopped = true
+        try authenticator.verify(mac: reader.readMAC())
     }
 
     /// Deflated whole read: decrypt each raw piece, inflate it straight into `out`.
@@ -245,7 +251,7 @@ package struct BulkAESDecoder {
     /// HMAC mismatch; the inflate error is thrown only if the MAC holds.
     private func inflate(
         payload: Int, into out: UnsafeMutableRawBufferPointer, reader: inout RawReader,
-        decryptor: inout WinZipAESDecryptor, crc: inout CRC32, timing: inout EntryTiming
+        decryptor: WinZipAESDecryptor, crc: inout CRC32, timing: inout EntryTiming
     ) throws {
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, min(chunkSize, payload)), alignment: 64)
         defer { scratch.deallocate() }
@@ -285,9 +291,7 @@ package struct BulkAESDecoder {
 
     /// Reads the stored MAC and checks it.
     private func finish(reader: inout RawReader, decryptor: WinZipAESDecryptor) throws {
-        var mac = [UInt8](repeating: 0, count: WinZipAES.macLength)
-        try mac.withUnsafeMutableBytes { try reader.readExactly($0) }
-        try decryptor.verify(mac: mac)
+        try decryptor.verify(mac: reader.readMAC())
     }
 
     private func check(crc: CRC32, timing: inout EntryTiming) throws {
@@ -313,17 +317,17 @@ private final class MACPipeline: @unchecked Sendable {
     private let condition = NSCondition()
     private let buffer: UnsafeMutableRawBufferPointer
     private let chunkSize: Int
-    private var decryptor: WinZipAESDecryptor
+    private let authenticator: WinZipAESAuthenticator
     private var read = 0  // chunks read by the caller
     private var authenticated = 0  // chunks fed to the MAC by the helper
     private var stopped = false
     private var running = true
     let chunks: Int
 
-    init(buffer: UnsafeMutableRawBufferPointer, chunkSize: Int, decryptor: WinZipAESDecryptor) {
+    init(buffer: UnsafeMutableRawBufferPointer, chunkSize: Int, authenticator: WinZipAESAuthenticator) {
         self.buffer = buffer
         self.chunkSize = chunkSize
-        self.decryptor = decryptor
+        self.authenticator = authenticator
         chunks = (buffer.count + chunkSize - 1) / chunkSize
     }
 
@@ -339,7 +343,7 @@ private final class MACPipeline: @unchecked Sendable {
             let stop = stopped
             condition.unlock()
             if stop { break }
-            decryptor.authenticateOnly(UnsafeRawBufferPointer(chunk(k)))
+            authenticator.authenticate(UnsafeRawBufferPointer(chunk(k)))
             condition.lock()
             authenticated = k + 1
             condition.broadcast()
@@ -391,64 +395,14 @@ private struct RawReader {
         remaining -= UInt64(filled)
     }
 
+    /// Reads the 10-byte MAC stored after the ciphertext.
+    mutating func readMAC() throws -> [UInt8] {
+        var mac = [UInt8](repeating: 0, count: WinZipAES.macLength)
+        try mac.withUnsafeMutableBytes { try readExactly($0) }
+        return mac
+    }
+
     private func truncated() -> AssetPackError {
         AssetPackError(.integrityFailure, "encrypted data is truncated")
-    }
-}
-
-/// Raw inflate into a fixed buffer, handing out each filled piece (for streaming reads).
-private final class ChunkInflater {
-    private let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
-    private let output: UnsafeMutableRawBufferPointer
-    private(set) var totalOut: UInt64 = 0
-    private(set) var finished = false
-
-    init(outputSize: Int) throws {
-        output = .allocate(byteCount: outputSize, alignment: 64)
-        stream.initialize(to: z_stream())
-        guard inflateInit2_(stream, -15, zlibVersion(), Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
-            throw AssetPackError(.unsupportedFormat, "zlib inflateInit2 failed")
-        }
-    }
-
-    deinit {
-        inflateEnd(stream)
-        stream.deinitialize(count: 1)
-        stream.deallocate()
-        output.deallocate()
-    }
-
-    /// Inflates `input`, calling `emit` with each produced piece; zlib time goes to `seconds`.
-    /// - Throws: `.integrityFailure` for corrupt data, data after the end, or output beyond `limit`.
-    func inflate(
-        _ input: UnsafeRawBufferPointer, limit: UInt64, seconds: inout Double,
-        emit: (UnsafeRawBufferPointer) throws -> Void
-    ) throws {
-        let s = stream
-        s.pointee.next_in = UnsafeMutablePointer(mutating: input.baseAddress?.assumingMemoryBound(to: UInt8.self))
-        s.pointee.avail_in = UInt32(input.count)
-        var outputFull = false
-        while s.pointee.avail_in > 0 || outputFull {
-            if finished { throw AssetPackError(.integrityFailure, "data after the end of the compressed stream") }
-            s.pointee.next_out = output.baseAddress!.assumingMemoryBound(to: UInt8.self)
-            s.pointee.avail_out = UInt32(output.count)
-            let before = s.pointee.avail_in
-            let rc = Stopwatch.time(&seconds) { CZlib.inflate(s, Z_NO_FLUSH) }
-            let produced = output.count - Int(s.pointee.avail_out)
-            switch rc {
-            case Z_STREAM_END: finished = true
-            case Z_OK, Z_BUF_ERROR:
-                if produced == 0 && s.pointee.avail_in == before && before > 0 {
-                    throw AssetPackError(.integrityFailure, "compressed data is corrupt")
-                }
-            default: throw AssetPackError(.integrityFailure, "compressed data is corrupt (zlib \(rc))")
-            }
-            totalOut += UInt64(produced)
-            guard totalOut <= limit else {
-                throw AssetPackError(.integrityFailure, "compressed data inflates to more than the declared size")
-            }
-            outputFull = s.pointee.avail_out == 0
-            if produced > 0 { try emit(UnsafeRawBufferPointer(rebasing: output[0..<produced])) }
-        }
     }
 }

@@ -61,9 +61,13 @@ package enum WinZipAES {
 /// the MAC is HMAC-SHA1 over the ciphertext. ``decrypt(_:)`` may be called with pieces
 /// of any length: the MAC and the counter carry on across calls.
 ///
-/// Copies share one underlying state; use a single value per entry.
+/// The two halves are separate objects, ``WinZipAESKeystream`` and ``WinZipAESAuthenticator``,
+/// each with its own OpenSSL context. A reader that authenticates on one thread and decrypts
+/// on another takes them apart with ``split()`` and gives each thread the half it owns.
+/// Copies of a decryptor share both halves: use one value per entry, on one thread.
 package struct WinZipAESDecryptor {
-    private let state: WinZipAESState
+    private let keystream: WinZipAESKeystream
+    private let authenticator: WinZipAESAuthenticator
 
     /// Derives the entry's keys and checks the password verifier.
     /// - Parameters:
@@ -93,11 +97,11 @@ package struct WinZipAESDecryptor {
             verifier.withUnsafeBytes { CRYPTO_memcmp(d.baseAddress! + 2 * keyLength, $0.baseAddress, 2) }
         }
         guard check == 0 else { throw AssetPackError(.wrongPassword, "wrong password") }
-        state = try derived.withUnsafeBytes { d in
-            try WinZipAESState(
-                strength: strength,
-                encryptionKey: UnsafeRawBufferPointer(rebasing: d[0..<keyLength]),
-                macKey: UnsafeRawBufferPointer(rebasing: d[keyLength..<2 * keyLength]))
+        (keystream, authenticator) = try derived.withUnsafeBytes { d in
+            (
+                try WinZipAESKeystream(strength: strength, key: UnsafeRawBufferPointer(rebasing: d[0..<keyLength])),
+                try WinZipAESAuthenticator(key: UnsafeRawBufferPointer(rebasing: d[keyLength..<2 * keyLength]))
+            )
         }
     }
 
@@ -105,34 +109,25 @@ package struct WinZipAESDecryptor {
     ///
     /// Pieces may have any length; the keystream continues where the previous call stopped.
     /// Must not be called after ``verify(mac:)``.
-    package mutating func decrypt(_ buffer: UnsafeMutableRawBufferPointer) {
-        guard let base = buffer.baseAddress, buffer.count > 0 else { return }
-        state.decrypt(base, count: buffer.count)
+    package func decrypt(_ buffer: UnsafeMutableRawBufferPointer) {
+        authenticator.authenticate(UnsafeRawBufferPointer(buffer))
+        keystream.apply(buffer)
     }
 
-    /// Decrypts `buffer` in place *without* feeding the MAC. Only for callers that give the same
-    /// ciphertext, in order, to ``authenticateOnly(_:)`` first (e.g. on another thread).
-    package mutating func applyKeystream(_ buffer: UnsafeMutableRawBufferPointer) {
-        guard let base = buffer.baseAddress, buffer.count > 0 else { return }
-        state.decrypt(base, count: buffer.count, authenticating: false)
-    }
-
-    /// Feeds ciphertext to the MAC without decrypting it (after an error, or beside ``applyKeystream(_:)``).
-    package mutating func authenticateOnly(_ buffer: UnsafeRawBufferPointer) {
-        guard let base = buffer.baseAddress, buffer.count > 0 else { return }
-        state.authenticate(base, count: buffer.count)
+    /// Feeds ciphertext to the MAC without decrypting it (after an error, when only the MAC is still wanted).
+    package func authenticateOnly(_ buffer: UnsafeRawBufferPointer) {
+        authenticator.authenticate(buffer)
     }
 
     /// Checks the stored 10-byte MAC against the HMAC-SHA1 of all ciphertext seen so far.
     /// - Throws: `.integrityFailure` ("HMAC mismatch…") when they differ.
     package func verify(mac: [UInt8]) throws {
-        let computed = state.finalMAC()
-        guard mac.count == WinZipAES.macLength,
-              CRYPTO_memcmp(computed, mac, WinZipAES.macLength) == 0
-        else {
-            throw AssetPackError(
-                .integrityFailure, "HMAC mismatch: the entry's encrypted data is corrupt or was modified")
-        }
+        try authenticator.verify(mac: mac)
+    }
+
+    /// The two halves, for a caller that runs them on different threads. Use only the halves afterwards.
+    package consuming func split() -> (keystream: WinZipAESKeystream, authenticator: WinZipAESAuthenticator) {
+        (keystream, authenticator)
     }
 }
 
@@ -144,66 +139,41 @@ nonisolated(unsafe) private let ecbCiphers: [OpaquePointer?] = [
     EVP_CIPHER_fetch(nil, "AES-256-ECB", nil),
 ]
 
-/// OpenSSL contexts and keystream of one entry; frees them in `deinit`.
-private final class WinZipAESState {
+/// The decrypting half of a WinZip AES entry: an AES-ECB context and the counter-mode keystream.
+/// Not thread-safe: one thread at a time.
+package final class WinZipAESKeystream {
     /// Keystream generated per AES call: 1024 blocks.
     static let batchBytes = 16 << 10
 
     private let cipher: OpaquePointer  // EVP_CIPHER_CTX
-    private let mac: OpaquePointer  // EVP_MAC_CTX
     private let keystream = UnsafeMutableRawPointer.allocate(byteCount: batchBytes, alignment: 64)
     private var counter: UInt64 = 0  // last counter block used
     private var position = 0  // next unused keystream byte
     private var available = 0  // keystream bytes generated
-    private var tag: [UInt8]?
 
-    init(strength: WinZipAESKeyStrength, encryptionKey: UnsafeRawBufferPointer, macKey: UnsafeRawBufferPointer) throws {
-        guard let c = EVP_CIPHER_CTX_new() else {
-            throw AssetPackError(.unsupportedFormat, "OpenSSL: cannot create a cipher context")
-        }
-        guard let m = EVP_MAC_CTX_new(hmacAlgorithm) else {
-            EVP_CIPHER_CTX_free(c)
-            throw AssetPackError(.unsupportedFormat, "OpenSSL: cannot create an HMAC context")
-        }
+    init(strength: WinZipAESKeyStrength, key: UnsafeRawBufferPointer) throws {
+        guard let c = EVP_CIPHER_CTX_new() else { allocationFailed("EVP_CIPHER_CTX_new") }
         cipher = c
-        mac = m
         guard EVP_EncryptInit_ex2(
-                c, ecbCiphers[Int(strength.rawValue) - 1], encryptionKey.bindMemory(to: UInt8.self).baseAddress,
-                nil, nil) == 1,
+                c, ecbCiphers[Int(strength.rawValue) - 1], key.bindMemory(to: UInt8.self).baseAddress, nil, nil) == 1,
               EVP_CIPHER_CTX_set_padding(c, 0) == 1
         else { throw AssetPackError(.unsupportedFormat, "OpenSSL: cannot set up AES-\(strength.keyLength * 8)-ECB") }
-        var key = Array("digest".utf8CString)
-        var digest = Array("SHA1".utf8CString)
-        let ok = key.withUnsafeMutableBufferPointer { k in
-            digest.withUnsafeMutableBufferPointer { d in
-                let params = [
-                    OSSL_PARAM_construct_utf8_string(k.baseAddress, d.baseAddress, 0),
-                    OSSL_PARAM_construct_end(),
-                ]
-                return EVP_MAC_init(m, macKey.bindMemory(to: UInt8.self).baseAddress, macKey.count, params)
-            }
-        }
-        guard ok == 1 else { throw AssetPackError(.unsupportedFormat, "OpenSSL: cannot set up HMAC-SHA1") }
     }
 
     deinit {
         EVP_CIPHER_CTX_free(cipher)
-        EVP_MAC_CTX_free(mac)
         OPENSSL_cleanse(keystream, Self.batchBytes)
         keystream.deallocate()
     }
 
-    func authenticate(_ p: UnsafeRawPointer, count: Int) {
-        precondition(tag == nil, "WinZip AES: data fed after the MAC was finalised")
-        EVP_MAC_update(mac, p.assumingMemoryBound(to: UInt8.self), count)
-    }
-
-    func decrypt(_ p: UnsafeMutableRawPointer, count: Int, authenticating: Bool = true) {
+    /// XORs `buffer` with the next keystream bytes (decrypts or encrypts in place).
+    package func apply(_ buffer: UnsafeMutableRawBufferPointer) {
+        guard let p = buffer.baseAddress else { return }
+        let count = buffer.count
         var done = 0
         while done < count {
             if position == available { refill(blocks: min(Self.batchBytes, count - done + 15) / 16) }
             let n = min(count - done, available - position)
-            if authenticating { authenticate(p + done, count: n) }
             xorBytes(p + done, keystream + position, n)
             position += n
             done += n
@@ -224,9 +194,52 @@ private final class WinZipAESState {
         position = 0
         available = 16 * blocks
     }
+}
+
+/// The authenticating half of a WinZip AES entry: HMAC-SHA1 over the ciphertext.
+/// Not thread-safe: one thread at a time.
+package final class WinZipAESAuthenticator {
+    private let mac: OpaquePointer  // EVP_MAC_CTX
+    private var tag: [UInt8]?
+
+    init(key: UnsafeRawBufferPointer) throws {
+        guard let m = EVP_MAC_CTX_new(hmacAlgorithm) else { allocationFailed("EVP_MAC_CTX_new") }
+        mac = m
+        var name = Array("digest".utf8CString)
+        var digest = Array("SHA1".utf8CString)
+        let ok = name.withUnsafeMutableBufferPointer { k in
+            digest.withUnsafeMutableBufferPointer { d in
+                let params = [
+                    OSSL_PARAM_construct_utf8_string(k.baseAddress, d.baseAddress, 0),
+                    OSSL_PARAM_construct_end(),
+                ]
+                return EVP_MAC_init(m, key.bindMemory(to: UInt8.self).baseAddress, key.count, params)
+            }
+        }
+        guard ok == 1 else { throw AssetPackError(.unsupportedFormat, "OpenSSL: cannot set up HMAC-SHA1") }
+    }
+
+    deinit { EVP_MAC_CTX_free(mac) }
+
+    /// Feeds ciphertext to the MAC.
+    package func authenticate(_ buffer: UnsafeRawBufferPointer) {
+        guard let p = buffer.baseAddress, buffer.count > 0 else { return }
+        precondition(tag == nil, "WinZip AES: data fed after the MAC was finalised")
+        EVP_MAC_update(mac, p.assumingMemoryBound(to: UInt8.self), buffer.count)
+    }
+
+    /// Checks the stored 10-byte MAC against the HMAC-SHA1 of all ciphertext seen so far.
+    /// - Throws: `.integrityFailure` when they differ.
+    package func verify(mac stored: [UInt8]) throws {
+        let computed = finalMAC()
+        guard stored.count == WinZipAES.macLength, CRYPTO_memcmp(computed, stored, WinZipAES.macLength) == 0 else {
+            throw AssetPackError(
+                .integrityFailure, "HMAC mismatch: the entry's encrypted data is corrupt or was modified")
+        }
+    }
 
     /// The full 20-byte HMAC-SHA1, computed on first use.
-    func finalMAC() -> [UInt8] {
+    private func finalMAC() -> [UInt8] {
         if let tag { return tag }
         var out = [UInt8](repeating: 0, count: 20)
         var length = 0

@@ -225,12 +225,12 @@ struct WinZipAESTests {
         let body = Array(raw[strength.headerLength..<(raw.count - 10)])
         let mac = Array(raw.suffix(10))
         var whole = body
-        var one = try WinZipAESDecryptor(password: Array(password.utf8), strength: strength, salt: salt, verifier: verifier)
+        let one = try WinZipAESDecryptor(password: Array(password.utf8), strength: strength, salt: salt, verifier: verifier)
         whole.withUnsafeMutableBytes { one.decrypt($0) }
         try one.verify(mac: mac)
         try one.verify(mac: mac)  // verifying twice is fine
         var pieces = body
-        var many = try WinZipAESDecryptor(password: Array(password.utf8), strength: strength, salt: salt, verifier: verifier)
+        let many = try WinZipAESDecryptor(password: Array(password.utf8), strength: strength, salt: salt, verifier: verifier)
         var offset = 0
         var step = 1
         pieces.withUnsafeMutableBytes { buffer in
