@@ -210,14 +210,20 @@ private final class TempFile {
 
     init(for output: String) throws {
         let url = URL(fileURLWithPath: output)
-        var template = Array("\(url.deletingLastPathComponent().path)/.\(url.lastPathComponent).tmp-XXXXXX".utf8CString)
-        fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard fd >= 0 else { throw FileOutput.error("cannot create a temporary file next to \(output)") }
-        path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        let prefix = "\(url.deletingLastPathComponent().path)/.\(url.lastPathComponent).tmp-"
+        // O_EXCL with a random name instead of mkstemp: mkstemp creates 0600, and widening that
+        // needs the umask, which only `umask(2)` reads — and it is process-wide, so reading it
+        // races with other threads creating files. `open` applies the umask itself.
+        while true {
+            let candidate = prefix + UUID().uuidString.prefix(12)
+            let opened = open(candidate, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
+            if opened >= 0 {
+                (fd, path) = (opened, candidate)
+                break
+            }
+            guard errno == EEXIST else { throw FileOutput.error("cannot create a temporary file next to \(output)") }
+        }
         target = output
-        let mask = umask(0)
-        umask(mask)
-        fchmod(fd, 0o666 & ~mask)
     }
 
     /// Syncs, closes and renames into place, then syncs the directory.
