@@ -4,10 +4,19 @@ internal import CLibzip
 /// Maps libzip error codes to AssetPack's stable error codes. Every libzip failure goes
 /// through here, so the mapping lives in one place.
 enum LibzipError {
+    /// - Parameters:
+    ///   - zipCode: libzip's `ZIP_ER_*` code.
+    ///   - system: The errno (or zlib code) libzip recorded with it; `zip_error_strerror` appends
+    ///     its text ("Write error: No space left on device"). Never read `errno` here: by the time
+    ///     an error is mapped, later calls (cleanup, unlink) may have changed it.
     static func make(_ zipCode: Int32, system: Int32 = 0, path: String? = nil, context: String) -> AssetPackError {
         var err = zip_error_t()
-        zip_error_init_with_code(&err, zipCode)
-        let text = String(cString: zip_error_strerror(&err))
+        zip_error_init(&err)
+        zip_error_set(&err, zipCode, system)
+        var text = String(cString: zip_error_strerror(&err))
+        if system == 0 && zip_error_system_type(&err) == ZIP_ET_SYS, let cut = text.range(of: ": ", options: .backwards) {
+            text = String(text[..<cut.lowerBound])  // no recorded errno: drop strerror(0)'s "Success"
+        }
         zip_error_fini(&err)
         let code: AssetPackError.Code
         switch zipCode {

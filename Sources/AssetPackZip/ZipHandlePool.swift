@@ -12,6 +12,7 @@ final class ZipHandlePool: @unchecked Sendable {
     private let fd: Int32
     private let lock = NSLock()
     private var idle: [OpaquePointer] = []
+    private var opened = 0
     private let path: String
 
     init(path: String) throws {
@@ -28,17 +29,22 @@ final class ZipHandlePool: @unchecked Sendable {
         close(fd)
     }
 
+    /// How many `zip_t` handles were opened (each parses the central directory once).
+    var handlesOpened: Int { lock.withLock { opened } }
+
     /// Opens one more `zip_t` over the shared file.
-    func makeHandle() throws -> OpaquePointer {
+    private func makeHandle() throws -> OpaquePointer {
         // A fresh open file description of the same inode: `dup` would share the offset.
         var copy = open("/proc/self/fd/\(fd)", O_RDONLY | O_CLOEXEC)
         if copy < 0 { copy = open(path, O_RDONLY | O_CLOEXEC) }
         guard copy >= 0 else { throw AssetPackError(.io, "cannot reopen \(path)", underlying: errno) }
         var code: Int32 = 0
         guard let za = zip_fdopen(copy, ZIP_RDONLY, &code) else {
+            let system = errno
             close(copy)
-            throw LibzipError.make(code, context: "cannot open \(path)")
+            throw LibzipError.make(code, system: system, context: "cannot open \(path)")
         }
+        lock.withLock { opened += 1 }
         return za
     }
 

@@ -70,9 +70,21 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
         }
         self.limits = limits
         pool = try ZipHandlePool(path: path)
-        let za = try pool.makeHandle()
-        defer { zip_discard(za) }
+        // The handle that parsed the central directory goes back to the pool for the first read.
+        var table = try pool.withHandle { za in try Self.readDirectory(za, limits: limits) }
+        table.sort { $0.info.path.utf8.lexicographicallyPrecedes($1.info.path.utf8) }
+        var index = EntryIndex<Int>()
+        for (position, entry) in table.enumerated() {
+            index.insert(EntryPath.normalize(entry.info.path), position)
+        }
+        self.table = table
+        self.index = index
+        self.entries = table.map(\.info)
+        self.openSeconds = watch.elapsed
+    }
 
+    /// Reads every file entry (directories excluded) from the central directory of `za`.
+    private static func readDirectory(_ za: OpaquePointer, limits: ReadLimits) throws -> [Entry] {
         let count = zip_get_num_entries(za, 0)
         guard count >= 0 else { throw AssetPackError(.integrityFailure, "cannot read the central directory") }
         guard count <= Int64(limits.maxEntries) else {
@@ -105,16 +117,11 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
             table.append(
                 Entry(info: info, index: i, encryptionMethod: st.encryption_method, compressionMethod: Int32(st.comp_method)))
         }
-        table.sort { $0.info.path.utf8.lexicographicallyPrecedes($1.info.path.utf8) }
-        var index = EntryIndex<Int>()
-        for (position, entry) in table.enumerated() {
-            index.insert(EntryPath.normalize(entry.info.path), position)
-        }
-        self.table = table
-        self.index = index
-        self.entries = table.map(\.info)
-        self.openSeconds = watch.elapsed
+        return table
     }
+
+    /// How many libzip handles this reader opened; each parsed the central directory once.
+    var libzipHandlesOpened: Int { pool.handlesOpened }
 
     /// Looks up an entry by path (normalised first).
     public func entry(_ path: String) -> EntryInfo? {

@@ -34,7 +34,7 @@ public struct ZipPackWriter: PackWriter {
 
         var code: Int32 = 0
         guard let za = zip_open(output, ZIP_CREATE | ZIP_TRUNCATE, &code) else {
-            throw LibzipError.make(code, context: "cannot create \(output)")
+            throw LibzipError.make(code, system: errno, context: "cannot create \(output)")
         }
         var closed = false
         defer { if !closed { zip_discard(za) } }

@@ -1,6 +1,7 @@
 import AssetPackCore
 import AssetPackTestSupport
-import AssetPackZip
+@testable import AssetPackZip
+internal import CLibzip
 import Foundation
 import Testing
 
@@ -167,5 +168,55 @@ func localDataOffset(of name: String, in bytes: [UInt8]) -> Int? {
                 #expect([.integrityFailure, .unsupportedFormat, .entryNotFound].contains(error.code))
             }
         }
+    }
+}
+
+@Suite struct ZipWriterErrorTests {
+    @Test("a full disk during zip_close says 'No space left on device', not a bare 'Write error'",
+          .enabled(if: SmallFileSystem.isAvailable, "needs root to mount a small tmpfs"))
+    func fullDiskNamesTheSystemError() throws {
+        let disk = try SmallFileSystem(megabytes: 1)
+        let dir = TemporaryDirectory()
+        let source = dir.appending("big.bin")
+        try Data(testBytes(3 << 20, seed: 11)).write(to: source)
+        var options = PackOptions()
+        options.encryption = .none
+        options.compression = .store
+        let output = disk.url.appendingPathComponent("out.zip").path
+        let error = #expect(throws: AssetPackError.self) {
+            try ZipPackWriter().write([SourceFile(path: "big.bin", url: source, size: 3 << 20)], to: output, options: options)
+        }
+        #expect(error?.code == .io)
+        #expect(error?.message.contains("No space left on device") == true, "\(String(describing: error))")
+    }
+}
+
+extension ZipWriterErrorTests {
+    @Test("the system error libzip recorded is reported, whatever errno holds by the time it is mapped")
+    func mappingUsesTheRecordedSystemError() throws {
+        errno = 0
+        let error = LibzipError.make(ZIP_ER_WRITE, system: ENOSPC, context: "cannot write x.zip")
+        #expect(error.message == "cannot write x.zip: Write error: No space left on device")
+        errno = ENOENT
+        let denied = LibzipError.make(ZIP_ER_OPEN, system: EACCES, context: "cannot open x.zip")
+        #expect(denied.message.hasSuffix("Permission denied"), "\(denied.message)")
+    }
+}
+
+extension ZipWriterErrorTests {
+    @Test("without a recorded system error, a system-type libzip error has no stray 'Success'")
+    func noRecordedSystemError() {
+        #expect(LibzipError.make(ZIP_ER_READ, context: "cannot open x.zip").message == "cannot open x.zip: Read error")
+    }
+}
+
+@Suite struct ZipHandleReuseTests {
+    @Test("opening and then reading on one thread parses the central directory once")
+    func theOpeningHandleServesTheFirstReads() throws {
+        let dir = TemporaryDirectory()
+        let pack = try makeZip(sampleTree(), in: dir)
+        let reader = try ZipPackReader(path: pack, credential: .password("s3cret"))
+        for (path, bytes) in sampleTree() { #expect(try reader.read(path) == bytes) }
+        #expect(reader.libzipHandlesOpened == 1)
     }
 }
