@@ -270,6 +270,12 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
         if entry.info.compression == .other {
             throw AssetPackError(.unsupportedFormat, "compression method \(entry.compressionMethod) is not supported", path: entry.info.path)
         }
+        // libzip 1.7.3 leaks the entry's window source when asked to open an encryption method
+        // it cannot decrypt (`_zip_source_zip_new`, fixed upstream in 1.11): refuse those here.
+        if entry.info.encryption == .other {
+            throw AssetPackError(
+                .unsupportedFormat, "encryption method \(entry.encryptionMethod) is not supported", path: entry.info.path)
+        }
         if entry.info.encryption != .none && password == nil {
             throw AssetPackError(.missingPassword, "entry is encrypted and no password was given", path: entry.info.path)
         }
