@@ -48,6 +48,31 @@ final class ZipHandlePool: @unchecked Sendable {
         return za
     }
 
+    /// The file's size now.
+    func fileSize() throws -> UInt64 {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw FileOutput.error("cannot stat \(path)") }
+        return UInt64(st.st_size)
+    }
+
+    /// Reads exactly `count` bytes at `offset` with `pread` (no shared offset: safe from any thread).
+    /// - Throws: `.integrityFailure` when the file ends first, `.io` for read errors.
+    func read(at offset: UInt64, count: Int) throws -> [UInt8] {
+        try [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            var done = 0
+            while done < count {
+                let n = pread(fd, buffer.baseAddress! + done, count - done, off_t(offset) + off_t(done))
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw FileOutput.error("cannot read \(path)")
+                }
+                if n == 0 { throw AssetPackError(.integrityFailure, "zip is truncated") }
+                done += n
+            }
+            initialized = count
+        }
+    }
+
     /// Runs `body` with a handle no other thread is using.
     func withHandle<T>(_ body: (OpaquePointer) throws -> T) throws -> T {
         lock.lock()

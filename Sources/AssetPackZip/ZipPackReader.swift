@@ -29,6 +29,7 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
 
     struct Entry: Sendable {
         var info: EntryInfo
+        /// libzip's index, which is also the record's position in ``ZipStructure/records``.
         var index: UInt64
         var encryptionMethod: UInt16
         var compressionMethod: Int32
@@ -45,6 +46,9 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
 
     let table: [Entry]
     private let index: EntryIndex<Int>
+    /// Paths that more than one record normalises to: reading them is refused as ambiguous.
+    private let ambiguous: [String: Int]
+    private let structure: ZipStructure
     private let pool: ZipHandlePool
     private let password: String?
     private let decoder: Decoder
@@ -69,24 +73,37 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
         case .key: throw AssetPackError(.invalidArgument, "zip packs are opened with a password, not a raw key")
         }
         self.limits = limits
-        pool = try ZipHandlePool(path: path)
+        let pool = try ZipHandlePool(path: path)
+        self.pool = pool
+        // Our own structure checks first: they name damage precisely, and refuse overlapping
+        // entries that libzip would read happily.
+        let structure = try ZipStructure(fileSize: try pool.fileSize(), limits: limits) { try pool.read(at: $0, count: $1) }
+        self.structure = structure
         // The handle that parsed the central directory goes back to the pool for the first read.
-        var table = try pool.withHandle { za in try Self.readDirectory(za, limits: limits) }
+        var table = try pool.withHandle { za in
+            try Self.readDirectory(za, limits: limits, expectedCount: structure.records.count)
+        }
         table.sort { $0.info.path.utf8.lexicographicallyPrecedes($1.info.path.utf8) }
         var index = EntryIndex<Int>()
+        var ambiguous: [String: Int] = [:]
         for (position, entry) in table.enumerated() {
-            index.insert(EntryPath.normalize(entry.info.path), position)
+            let path = EntryPath.normalize(entry.info.path)
+            if !index.insert(path, position) { ambiguous[path, default: 1] += 1 }
         }
         self.table = table
         self.index = index
+        self.ambiguous = ambiguous
         self.entries = table.map(\.info)
         self.openSeconds = watch.elapsed
     }
 
     /// Reads every file entry (directories excluded) from the central directory of `za`.
-    private static func readDirectory(_ za: OpaquePointer, limits: ReadLimits) throws -> [Entry] {
+    private static func readDirectory(_ za: OpaquePointer, limits: ReadLimits, expectedCount: Int) throws -> [Entry] {
         let count = zip_get_num_entries(za, 0)
         guard count >= 0 else { throw AssetPackError(.integrityFailure, "cannot read the central directory") }
+        guard count == expectedCount else {
+            throw AssetPackError(.integrityFailure, "libzip and the central directory disagree on the entry count")
+        }
         guard count <= Int64(limits.maxEntries) else {
             throw AssetPackError(.limitExceeded, "pack declares \(count) entries; the limit is \(limits.maxEntries)")
         }
@@ -208,7 +225,16 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
         timing.path = entry.info.path
         timing.bytesIn = entry.info.storedSize
         timing.decoder = "libzip"
+        if let count = ambiguous[EntryPath.normalize(entry.info.path)] {
+            throw AssetPackError(
+                .integrityFailure, "\(count) entries have this path: which one is meant is ambiguous", path: entry.info.path)
+        }
         try checkLimits(entry.info)
+        do {
+            try structure.checkLocalHeader(Int(entry.index)) { try pool.read(at: $0, count: $1) }
+        } catch let error as AssetPackError {
+            throw error.naming(entry.info.path)
+        }
         return entry
     }
 

@@ -1,0 +1,314 @@
+import AssetPackCore
+
+/// The zip structure checks AssetPack makes itself, on top of libzip.
+///
+/// libzip 1.7.3 reads each central-directory record on its own: it never asks whether two
+/// records point into the same bytes, and it never compares a local header's name with the
+/// central record's. Both are how "overlapped components" zip bombs work (CVE-2019-13232 in
+/// Info-ZIP): many records share one compressed stream, so a 1 MB file inflates to gigabytes.
+/// This parser reads the end-of-central-directory record (and zip64's), every central record,
+/// and checks at open that:
+/// - the directory lies inside the file, before the end record, and holds exactly the declared
+///   number of records;
+/// - no two entries' data ranges overlap, and every range ends before the directory.
+///
+/// ``checkLocalHeader(_:read:)`` checks one entry's local header before its data is read: the
+/// signature, the name (byte for byte), the method and, when the header carries them, the sizes
+/// and CRC must equal the central record's, and the data must end before the next entry starts.
+///
+/// Every failure is `.integrityFailure`: the file is damaged or hostile.
+package struct ZipStructure: Sendable {
+    /// One central-directory record: what the checks need.
+    package struct Record: Sendable {
+        /// The name's bytes as stored.
+        package var name: [UInt8]
+        /// General-purpose flags.
+        package var flags: UInt16
+        /// Compression method as stored.
+        package var method: UInt16
+        /// CRC-32 as stored.
+        package var crc32: UInt32
+        /// Stored (compressed) size, zip64-resolved.
+        package var compressedSize: UInt64
+        /// Uncompressed size, zip64-resolved.
+        package var size: UInt64
+        /// Where the local header starts, zip64-resolved.
+        package var localHeaderOffset: UInt64
+        /// Where the next entry (or the central directory) starts: this entry's data must end before.
+        package var end: UInt64 = 0
+
+        /// Whether sizes and CRC follow the data in a data descriptor (bit 3).
+        var hasDataDescriptor: Bool { flags & 0x0008 != 0 }
+    }
+
+    /// The central records in directory order (libzip's index order).
+    package var records: [Record]
+    /// Where the central directory starts.
+    package var directoryOffset: UInt64
+
+    static let localHeaderSize = 30
+    static let centralHeaderSize = 46
+    static let endRecordSize = 22
+
+    /// Reads and checks the directory of a zip of `fileSize` bytes.
+    /// - Parameter read: Reads exactly `count` bytes at an offset (throws at end of file).
+    /// - Throws: `.integrityFailure` for a damaged or hostile structure, `.limitExceeded` past `limits`.
+    package init(fileSize: UInt64, limits: ReadLimits, read: (_ offset: UInt64, _ count: Int) throws -> [UInt8]) throws {
+        let end = try Self.findEnd(fileSize: fileSize, read: read)
+        guard end.directorySize <= limits.maxIndexSize else {
+            throw Self.damaged("central directory of \(end.directorySize) bytes exceeds the limit of \(limits.maxIndexSize)", .limitExceeded)
+        }
+        guard end.count <= UInt64(limits.maxEntries) else {
+            throw Self.damaged("pack declares \(end.count) entries; the limit is \(limits.maxEntries)", .limitExceeded)
+        }
+        let (directoryEnd, overflow) = end.directoryOffset.addingReportingOverflow(end.directorySize)
+        guard !overflow, directoryEnd <= end.offset else {
+            throw Self.damaged("the central directory runs past the end record (truncated or damaged zip)")
+        }
+        let directory = try read(end.directoryOffset, Int(end.directorySize))
+        var records: [Record] = []
+        records.reserveCapacity(Int(end.count))
+        var reader = ByteReader(directory)
+        while records.count < Int(end.count) {
+            records.append(try Self.readRecord(&reader, index: records.count))
+        }
+        guard reader.remaining == 0 else {
+            throw Self.damaged("the central directory holds more than the \(end.count) records it declares")
+        }
+        self.records = records
+        self.directoryOffset = end.directoryOffset
+        try checkRanges()
+    }
+
+    /// Assigns each record its `end` and refuses overlapping or out-of-place data ranges.
+    ///
+    /// At open only the central record is known, so a range is taken as at least the local
+    /// header, the name and the stored data; the local extra field's length is checked later,
+    /// by ``checkLocalHeader(_:read:)``, against `end`.
+    private mutating func checkRanges() throws {
+        let order = records.indices.sorted { records[$0].localHeaderOffset < records[$1].localHeaderOffset }
+        for (k, i) in order.enumerated() {
+            let next = k + 1 < order.count ? records[order[k + 1]].localHeaderOffset : directoryOffset
+            let r = records[i]
+            let (minimumEnd, overflow) = r.localHeaderOffset.addingReportingOverflow(
+                UInt64(Self.localHeaderSize + r.name.count))
+            let (dataEnd, overflow2) = minimumEnd.addingReportingOverflow(r.compressedSize)
+            guard !overflow, !overflow2, dataEnd <= next else {
+                let name = Self.display(r.name)
+                if k + 1 < order.count {
+                    let other = Self.display(records[order[k + 1]].name)
+                    throw Self.damaged("entries \"\(name)\" and \"\(other)\" overlap: their data share bytes (a zip bomb, or damage)")
+                }
+                throw Self.damaged("entry \"\(name)\" runs into the central directory (truncated or damaged zip)")
+            }
+            records[i].end = next
+        }
+    }
+
+    /// Checks record `index`'s local header (read through `read`) against its central record.
+    /// - Returns: Where the entry's stored data starts.
+    /// - Throws: `.integrityFailure` naming what disagrees.
+    @discardableResult
+    package func checkLocalHeader(_ index: Int, read: (_ offset: UInt64, _ count: Int) throws -> [UInt8]) throws -> UInt64 {
+        let r = records[index]
+        let fixed = try read(r.localHeaderOffset, Self.localHeaderSize)
+        var header = ByteReader(fixed)
+        guard header.u32() == 0x0403_4B50 else { throw Self.damaged("local header signature is missing") }
+        _ = header.u16()  // version needed
+        let flags = header.u16()
+        let method = header.u16()
+        header.skip(4)  // time, date
+        let crc = header.u32()
+        var compressedSize = UInt64(header.u32())
+        var size = UInt64(header.u32())
+        let nameLength = Int(header.u16())
+        let extraLength = Int(header.u16())
+        let dataStart = r.localHeaderOffset + UInt64(Self.localHeaderSize + nameLength + extraLength)
+        guard nameLength == r.name.count, dataStart + r.compressedSize <= r.end else {
+            throw Self.damaged("local header does not match the central directory (name length or data range)")
+        }
+        let variable = try read(r.localHeaderOffset + UInt64(Self.localHeaderSize), nameLength + extraLength)
+        guard variable.prefix(nameLength).elementsEqual(r.name) else {
+            throw Self.damaged("local header names \"\(Self.display(Array(variable.prefix(nameLength))))\", the central directory \"\(Self.display(r.name))\"")
+        }
+        guard method == r.method, flags & 0x0001 == r.flags & 0x0001 else {
+            throw Self.damaged("local header's method or encryption flag differs from the central directory")
+        }
+        if flags & 0x0008 == 0 {
+            if compressedSize == 0xFFFF_FFFF || size == 0xFFFF_FFFF {
+                var extra = ByteReader(Array(variable.dropFirst(nameLength)))
+                if let zip64 = extra.field(0x0001) {
+                    var z = ByteReader(zip64)
+                    if size == 0xFFFF_FFFF { size = z.remaining >= 8 ? z.u64() : size }
+                    if compressedSize == 0xFFFF_FFFF { compressedSize = z.remaining >= 8 ? z.u64() : compressedSize }
+                }
+            }
+            guard crc == r.crc32, compressedSize == r.compressedSize, size == r.size else {
+                throw Self.damaged("local header's sizes or CRC differ from the central directory")
+            }
+        }
+        return dataStart
+    }
+
+    // MARK: - Parsing
+
+    private struct End {
+        var offset: UInt64  // where the end record (or zip64's) starts
+        var count: UInt64
+        var directorySize: UInt64
+        var directoryOffset: UInt64
+    }
+
+    /// Finds the end-of-central-directory record (the last one whose comment reaches the end of the
+    /// file exactly) and, when it defers to zip64, the zip64 end record.
+    private static func findEnd(fileSize: UInt64, read: (UInt64, Int) throws -> [UInt8]) throws -> End {
+        // A file that starts like a zip and has no end record was cut short; anything else is no zip.
+        func missingEnd() throws -> AssetPackError {
+            guard fileSize >= 4, [[0x50, 0x4B, 3, 4], [0x50, 0x4B, 5, 6]].contains(try read(0, 4)) else {
+                return damaged("not a zip archive or AssetPack container", .unsupportedFormat)
+            }
+            return damaged("no end of central directory record (truncated or damaged zip)")
+        }
+        guard fileSize >= UInt64(endRecordSize) else { throw try missingEnd() }
+        let tailLength = Int(min(fileSize, UInt64(endRecordSize + 0xFFFF)))
+        let tailStart = fileSize - UInt64(tailLength)
+        let tail = try read(tailStart, tailLength)
+        var at = tailLength - endRecordSize
+        while at >= 0 {
+            if tail[at] == 0x50, tail[at + 1] == 0x4B, tail[at + 2] == 5, tail[at + 3] == 6 {
+                var r = ByteReader(Array(tail[at...]))
+                r.skip(4)
+                let disk = r.u16(), directoryDisk = r.u16(), onDisk = r.u16(), count = r.u16()
+                let directorySize = r.u32(), directoryOffset = r.u32(), commentLength = r.u16()
+                if at + endRecordSize + Int(commentLength) == tailLength {
+                    let offset = tailStart + UInt64(at)
+                    let deferred = disk == 0xFFFF || directoryDisk == 0xFFFF || onDisk == 0xFFFF || count == 0xFFFF
+                        || directorySize == 0xFFFF_FFFF || directoryOffset == 0xFFFF_FFFF
+                    let locatorFollows = try offset >= 20 && isZip64Locator(read(offset - 20, 4))
+                    if deferred || locatorFollows {
+                        return try zip64End(before: offset, fileSize: fileSize, read: read)
+                    }
+                    guard disk == 0, directoryDisk == 0, onDisk == count else {
+                        throw damaged("multi-disk zips are not supported", .unsupportedFormat)
+                    }
+                    return End(offset: offset, count: UInt64(count), directorySize: UInt64(directorySize),
+                               directoryOffset: UInt64(directoryOffset))
+                }
+            }
+            at -= 1
+        }
+        throw try missingEnd()
+    }
+
+    private static func isZip64Locator(_ bytes: [UInt8]) -> Bool { bytes == [0x50, 0x4B, 6, 7] }
+
+    private static func zip64End(before endRecord: UInt64, fileSize: UInt64, read: (UInt64, Int) throws -> [UInt8]) throws -> End {
+        guard endRecord >= 20 else { throw damaged("zip64 end locator is missing") }
+        var locator = ByteReader(try read(endRecord - 20, 20))
+        guard locator.u32() == 0x0706_4B50 else { throw damaged("zip64 end locator is missing") }
+        _ = locator.u32()  // disk with the zip64 end record
+        let offset = locator.u64()
+        guard offset <= endRecord - 20, endRecord - 20 - offset >= 56 else {
+            throw damaged("zip64 end locator points outside the file")
+        }
+        var record = ByteReader(try read(offset, 56))
+        guard record.u32() == 0x0606_4B50 else { throw damaged("zip64 end record signature is missing") }
+        record.skip(8 + 2 + 2)  // record size, versions
+        let disk = record.u32(), directoryDisk = record.u32()
+        let onDisk = record.u64(), count = record.u64()
+        let directorySize = record.u64(), directoryOffset = record.u64()
+        guard disk == 0, directoryDisk == 0, onDisk == count else {
+            throw damaged("multi-disk zips are not supported", .unsupportedFormat)
+        }
+        return End(offset: offset, count: count, directorySize: directorySize, directoryOffset: directoryOffset)
+    }
+
+    private static func readRecord(_ reader: inout ByteReader, index: Int) throws -> Record {
+        guard reader.remaining >= centralHeaderSize, reader.u32() == 0x0201_4B50 else {
+            throw damaged("central directory record \(index) is damaged")
+        }
+        reader.skip(4)  // versions
+        let flags = reader.u16(), method = reader.u16()
+        reader.skip(4)  // time, date
+        let crc = reader.u32()
+        var compressedSize = UInt64(reader.u32()), size = UInt64(reader.u32())
+        let nameLength = Int(reader.u16()), extraLength = Int(reader.u16()), commentLength = Int(reader.u16())
+        let disk = reader.u16()
+        reader.skip(6)  // attributes
+        var offset = UInt64(reader.u32())
+        guard reader.remaining >= nameLength + extraLength + commentLength else {
+            throw damaged("central directory record \(index) runs past the directory")
+        }
+        let name = reader.bytes(nameLength)
+        var extra = ByteReader(reader.bytes(extraLength))
+        reader.skip(commentLength)
+        if size == 0xFFFF_FFFF || compressedSize == 0xFFFF_FFFF || offset == 0xFFFF_FFFF || disk == 0xFFFF {
+            guard let field = extra.field(0x0001) else {
+                throw damaged("entry \"\(display(name))\" needs a zip64 extra field and has none")
+            }
+            // The zip64 field holds, in this order, only the values whose 32-bit field is saturated.
+            var z = ByteReader(field)
+            func next() throws -> UInt64 {
+                guard z.remaining >= 8 else { throw damaged("entry \"\(display(name))\"'s zip64 extra field is too short") }
+                return z.u64()
+            }
+            if size == 0xFFFF_FFFF { size = try next() }
+            if compressedSize == 0xFFFF_FFFF { compressedSize = try next() }
+            if offset == 0xFFFF_FFFF { offset = try next() }
+        }
+        return Record(name: name, flags: flags, method: method, crc32: crc, compressedSize: compressedSize,
+                      size: size, localHeaderOffset: offset)
+    }
+
+    /// An entry name for messages: UTF-8 with control characters escaped.
+    static func display(_ name: [UInt8]) -> String {
+        String(decoding: name, as: UTF8.self).unicodeScalars.map {
+            $0.properties.generalCategory == .control ? $0.escaped(asASCII: true) : String($0)
+        }.joined()
+    }
+
+    static func damaged(_ message: String, _ code: AssetPackError.Code = .integrityFailure) -> AssetPackError {
+        AssetPackError(code, message)
+    }
+}
+
+/// Little-endian reads from a byte array; reads past the end yield zeros (callers check `remaining`).
+struct ByteReader {
+    private let bytes: [UInt8]
+    private var position = 0
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    var remaining: Int { bytes.count - position }
+
+    mutating func skip(_ count: Int) { position = min(bytes.count, position + count) }
+
+    mutating func bytes(_ count: Int) -> [UInt8] {
+        let end = min(bytes.count, position + count)
+        defer { position = end }
+        return Array(bytes[position..<end])
+    }
+
+    mutating func u16() -> UInt16 { UInt16(truncatingIfNeeded: value(2)) }
+    mutating func u32() -> UInt32 { UInt32(truncatingIfNeeded: value(4)) }
+    mutating func u64() -> UInt64 { value(8) }
+
+    private mutating func value(_ width: Int) -> UInt64 {
+        var v: UInt64 = 0
+        for k in 0..<width where position + k < bytes.count {
+            v |= UInt64(bytes[position + k]) << (8 * UInt64(k))
+        }
+        position = min(bytes.count, position + width)
+        return v
+    }
+
+    /// The data of the first extra field with `id`, reading the rest as a sequence of extra fields.
+    mutating func field(_ id: UInt16) -> [UInt8]? {
+        while remaining >= 4 {
+            let fieldID = u16(), length = Int(u16())
+            let data = bytes(length)
+            if fieldID == id { return data }
+        }
+        return nil
+    }
+}
