@@ -57,6 +57,7 @@ let package = Package(
 
         // libFuzzer targets (see `make fuzz`); a plain build gets stubs.
         .executableTarget(name: "FuzzZip", dependencies: ["AssetPackZip"], path: "Fuzz/FuzzZip"),
+        .executableTarget(name: "FuzzZipStructure", dependencies: ["AssetPackZip"], path: "Fuzz/FuzzZipStructure"),
         .executableTarget(name: "FuzzContainer", dependencies: ["AssetPackContainer"], path: "Fuzz/FuzzContainer"),
         .executableTarget(name: "FuzzContainerIndex", dependencies: ["AssetPackContainer"], path: "Fuzz/FuzzContainerIndex"),
 
