@@ -1,4 +1,5 @@
 import AssetPackCore
+import AssetPackZip
 import Crypto
 import Foundation
 
@@ -9,8 +10,11 @@ import Foundation
 ///   checked against the source's SHA-256, renamed into place, and the directory is fsynced.
 ///   A crash at any point leaves the previous pack or the new one under the final name,
 ///   never a torn file. Stale temporaries are removed by the next install.
-/// - Installing the same pack again copies nothing: the size and SHA-256 recorded at
-///   install are compared (the source is only re-hashed when its size or mtime changed).
+/// - Installing the same pack again copies nothing. An unchanged launch reads about 128 KiB:
+///   the source's size, mtime and ``fingerprint(of:)`` (what the pack itself carries that
+///   differs between any two packs) must all equal what the install recorded. When any of
+///   them differs, the source's SHA-256 decides; equal size and mtime alone never do, since
+///   reproducible builds pin mtimes and same-shaped trees give same-sized packs.
 /// - Concurrent installs (threads or processes) serialise on a lock file in the directory.
 public struct PrivateInstaller: Sendable {
     /// The private directory packs are installed into.
@@ -77,21 +81,27 @@ public struct PrivateInstaller: Sendable {
         let recorded = InstallRecord.load(manifestURL)
         let installed = try? FileStatus(destination.path)
 
+        let fingerprint = try Self.fingerprint(of: pack.path)
+        let record = { (digest: String) in
+            InstallRecord(
+                sha256: digest, size: source.size, sourceSize: source.size, sourceModified: source.modified,
+                sourceFingerprint: fingerprint)
+        }
         if let recorded, let installed, installed.size == recorded.size {
-            if recorded.sourceSize == source.size && recorded.sourceModified == source.modified {
+            if recorded.sourceSize == source.size && recorded.sourceModified == source.modified
+                && recorded.sourceFingerprint == fingerprint
+            {
                 return Result(path: destination, copied: false, sha256: recorded.sha256)
             }
             let digest = try Self.sha256(of: pack.path)
             if digest == recorded.sha256 {
-                try InstallRecord(sha256: digest, size: source.size, sourceSize: source.size, sourceModified: source.modified)
-                    .save(manifestURL, directory: directory)
+                try record(digest).save(manifestURL, directory: directory)
                 return Result(path: destination, copied: false, sha256: digest)
             }
         }
 
         let digest = try copyVerified(from: pack.path, to: destination)
-        try InstallRecord(sha256: digest, size: source.size, sourceSize: source.size, sourceModified: source.modified)
-            .save(manifestURL, directory: directory)
+        try record(digest).save(manifestURL, directory: directory)
         return Result(path: destination, copied: true, sha256: digest)
     }
 
@@ -154,6 +164,52 @@ public struct PrivateInstaller: Sendable {
         return sourceDigest
     }
 
+    /// What a pack carries that tells it from any other pack, read without reading it whole:
+    /// SHA-256 over its size, its first and last 64 KiB and, for a zip, its central directory.
+    ///
+    /// The container's first bytes hold its random per-pack salt and key commitment, its last
+    /// bytes the tag of the encrypted index (which lists every entry's size and CRC-32). A zip's
+    /// central directory lists every entry's name, sizes and CRC-32, and its first bytes the
+    /// first entry's random AES salt. Two different packs of equal size therefore differ here.
+    /// - Returns: Lowercase hex.
+    /// - Throws: `.io` if the file cannot be read.
+    static func fingerprint(of path: String) throws -> String {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw FileOutput.error("cannot open \(path)") }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { throw FileOutput.error("cannot stat \(path)") }
+        let size = UInt64(st.st_size)
+        let read = { (offset: UInt64, count: Int) throws -> [UInt8] in
+            try [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+                initialized = 0
+                while initialized < count {
+                    let n = pread(fd, buffer.baseAddress! + initialized, count - initialized, off_t(offset) + off_t(initialized))
+                    if n < 0 && errno == EINTR { continue }
+                    guard n > 0 else { throw AssetPackError(.integrityFailure, "\(path) is shorter than it was") }
+                    initialized += n
+                }
+            }
+        }
+        var hasher = SHA256()
+        withUnsafeBytes(of: size.littleEndian) { hasher.update(bufferPointer: $0) }
+        let window = 64 << 10
+        hasher.update(data: try read(0, Int(min(size, UInt64(window)))))
+        hasher.update(data: try read(size - min(size, UInt64(window)), Int(min(size, UInt64(window)))))
+        if let directory = try? ZipStructure.directoryRange(fileSize: size, read: read),
+            directory.offset < size, directory.size <= size - directory.offset
+        {
+            var at = directory.offset
+            let end = directory.offset + directory.size
+            while at < end {
+                let count = Int(min(end - at, 1 << 20))
+                hasher.update(data: try read(at, count))
+                at += UInt64(count)
+            }
+        }
+        return hex(hasher.finalize())
+    }
+
     /// SHA-256 of a file, lowercase hex.
     static func sha256(of path: String) throws -> String {
         var hasher = SHA256()
@@ -212,6 +268,8 @@ struct InstallRecord: Codable, Equatable {
     var size: UInt64
     var sourceSize: UInt64
     var sourceModified: Int64
+    /// ``PrivateInstaller/fingerprint(of:)`` of the source; `nil` in records from before it existed.
+    var sourceFingerprint: String?
 
     static func load(_ url: URL) -> InstallRecord? {
         guard let data = try? Data(contentsOf: url) else { return nil }

@@ -80,6 +80,15 @@ package struct ZipStructure: Sendable {
         try checkRanges()
     }
 
+    /// Where the central directory lies, from the end record alone (no record is parsed).
+    /// - Throws: `.integrityFailure` or `.unsupportedFormat` as for ``init(fileSize:limits:read:)``.
+    package static func directoryRange(
+        fileSize: UInt64, read: (_ offset: UInt64, _ count: Int) throws -> [UInt8]
+    ) throws -> (offset: UInt64, size: UInt64) {
+        let end = try findEnd(fileSize: fileSize, read: read)
+        return (end.directoryOffset, end.directorySize)
+    }
+
     /// Assigns each record its `end` and refuses overlapping or out-of-place data ranges.
     ///
     /// At open only the central record is known, so a range is taken as at least the local

@@ -127,3 +127,51 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere.path).isEmpty)
     }
 }
+
+/// A different pack must never be taken for the installed one, even with equal size and mtime.
+@Suite struct InstallerIdentityTests {
+    /// Packs `files` into `dir/<name>/assets.pack` and pins its mtime to 2020-01-01, as reproducible builds do.
+    static func pinnedPack(
+        _ files: [String: [UInt8]], _ name: String, in dir: TemporaryDirectory, format: PackFormat, password: String = "pw"
+    ) throws -> URL {
+        let source = try dir.write(files, under: "src-\(name)")
+        var options = PackOptions()
+        options.format = format
+        options.credential = .password(password)
+        let pack = dir.appending("\(name)/assets.pack")
+        try FileManager.default.createDirectory(at: pack.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try AssetPack.pack(source: source, to: pack, options: options)
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 1_577_836_800)], ofItemAtPath: pack.path)
+        return pack
+    }
+
+    static func assertReplaces(_ first: URL, _ second: URL, in dir: TemporaryDirectory) throws {
+        let a = try FileManager.default.attributesOfItem(atPath: first.path)
+        let b = try FileManager.default.attributesOfItem(atPath: second.path)
+        try #require(a[.size] as? Int == b[.size] as? Int, "the repro needs two packs of one size")
+        try #require(a[.modificationDate] as? Date == b[.modificationDate] as? Date)
+        let installer = PrivateInstaller(directory: dir.appending("private"))
+        #expect(try installer.install(first).copied)
+        let result = try installer.install(second)
+        #expect(result.copied)
+        #expect(try Data(contentsOf: result.path) == Data(contentsOf: second))
+        #expect(try !installer.install(second).copied)  // and an unchanged launch copies nothing
+    }
+
+    @Test("two same-sized packs with equal mtimes: the second install replaces the first", arguments: [PackFormat.container, .zip])
+    func sameSizeSameMtimeDifferentContent(format: PackFormat) throws {
+        let dir = TemporaryDirectory()
+        let r1 = try Self.pinnedPack(["a.bin": testBytes(1024, seed: 1), "b.bin": testBytes(1024, seed: 2)], "r1", in: dir, format: format)
+        let r2 = try Self.pinnedPack(["a.bin": testBytes(1024, seed: 3), "b.bin": testBytes(1024, seed: 4)], "r2", in: dir, format: format)
+        try Self.assertReplaces(r1, r2, in: dir)
+    }
+
+    @Test("the same zip content under a new password is a different pack")
+    func samePlaintextNewPassword() throws {
+        let dir = TemporaryDirectory()
+        let files = ["a.txt": textBytes(5_000), "b.bin": testBytes(3_000)]
+        let old = try Self.pinnedPack(files, "old", in: dir, format: .zip, password: "old-secret")
+        let new = try Self.pinnedPack(files, "new", in: dir, format: .zip, password: "new-secret")
+        try Self.assertReplaces(old, new, in: dir)
+    }
+}
