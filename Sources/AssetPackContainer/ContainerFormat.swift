@@ -65,7 +65,7 @@ package struct ContainerHeader: Equatable {
 
     /// Parses and sanity-checks a header. Nothing here is authenticated yet.
     package static func parse(_ b: UnsafeRawBufferPointer) throws -> ContainerHeader {
-        var r = ByteReader(b)
+        var r = ByteReader(b, structure: "container")
         guard try r.bytes(8) == ContainerFormat.magic else {
             throw AssetPackError(.unsupportedFormat, "not an AssetPack container")
         }
@@ -203,27 +203,4 @@ struct ByteWriter {
     mutating func u32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { out.append(contentsOf: $0) } }
     mutating func u64(_ v: UInt64) { withUnsafeBytes(of: v.littleEndian) { out.append(contentsOf: $0) } }
     mutating func bytes(_ b: [UInt8]) { out.append(contentsOf: b) }
-}
-
-/// Reads little-endian integers from a buffer; running off the end is an integrity failure.
-struct ByteReader {
-    let base: UnsafeRawBufferPointer
-    var pos = 0
-
-    init(_ buffer: UnsafeRawBufferPointer) { base = buffer }
-
-    var remaining: Int { base.count - pos }
-    var atEnd: Bool { pos == base.count }
-
-    @inline(__always) mutating func need(_ n: Int) throws {
-        guard n <= remaining else { throw AssetPackError(.integrityFailure, "container structure ends early") }
-    }
-    mutating func u8() throws -> UInt8 { try need(1); defer { pos += 1 }; return base[pos] }
-    mutating func u16() throws -> UInt16 { try need(2); defer { pos += 2 }; return UInt16(littleEndian: base.loadUnaligned(fromByteOffset: pos, as: UInt16.self)) }
-    mutating func u32() throws -> UInt32 { try need(4); defer { pos += 4 }; return UInt32(littleEndian: base.loadUnaligned(fromByteOffset: pos, as: UInt32.self)) }
-    mutating func u64() throws -> UInt64 { try need(8); defer { pos += 8 }; return UInt64(littleEndian: base.loadUnaligned(fromByteOffset: pos, as: UInt64.self)) }
-    mutating func raw(_ n: Int) throws -> UnsafeRawBufferPointer {
-        try need(n); defer { pos += n }; return UnsafeRawBufferPointer(rebasing: base[pos..<pos + n])
-    }
-    mutating func bytes(_ n: Int) throws -> [UInt8] { Array(try raw(n)) }
 }

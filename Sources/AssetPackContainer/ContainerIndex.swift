@@ -51,7 +51,7 @@ package enum ContainerIndex {
         func corrupt(_ why: String, _ path: String? = nil) -> AssetPackError {
             AssetPackError(.integrityFailure, "container index is corrupt (\(why))", path: path)
         }
-        var r = ByteReader(buf)
+        var r = ByteReader(buf, structure: "container")
         let count = Int(try r.u32())
         guard count <= limits.maxEntries else {
             throw AssetPackError(.limitExceeded, "pack declares \(count) entries, more than the limit \(limits.maxEntries)")

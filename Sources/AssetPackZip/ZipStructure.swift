@@ -66,14 +66,16 @@ package struct ZipStructure: Sendable {
             throw Self.damaged("the central directory runs past the end record (truncated or damaged zip)")
         }
         let directory = try read(end.directoryOffset, Int(end.directorySize))
-        var records: [Record] = []
-        records.reserveCapacity(Int(end.count))
-        var reader = ByteReader(directory)
-        while records.count < Int(end.count) {
-            records.append(try Self.readRecord(&reader, index: records.count))
-        }
-        guard reader.remaining == 0 else {
-            throw Self.damaged("the central directory holds more than the \(end.count) records it declares")
+        let records = try Self.parse(directory) { reader in
+            var records: [Record] = []
+            records.reserveCapacity(Int(end.count))
+            while records.count < Int(end.count) {
+                records.append(try Self.readRecord(&reader, index: records.count))
+            }
+            guard reader.atEnd else {
+                throw Self.damaged("the central directory holds more than the \(end.count) records it declares")
+            }
+            return records
         }
         self.records = records
         self.directoryOffset = end.directoryOffset
@@ -120,18 +122,17 @@ package struct ZipStructure: Sendable {
     @discardableResult
     package func checkLocalHeader(_ index: Int, read: (_ offset: UInt64, _ count: Int) throws -> [UInt8]) throws -> UInt64 {
         let r = records[index]
-        let fixed = try read(r.localHeaderOffset, Self.localHeaderSize)
-        var header = ByteReader(fixed)
-        guard header.u32() == 0x0403_4B50 else { throw Self.damaged("local header signature is missing") }
-        _ = header.u16()  // version needed
-        let flags = header.u16()
-        let method = header.u16()
-        header.skip(4)  // time, date
-        let crc = header.u32()
-        var compressedSize = UInt64(header.u32())
-        var size = UInt64(header.u32())
-        let nameLength = Int(header.u16())
-        let extraLength = Int(header.u16())
+        let (flags, method, crc, storedCompressedSize, storedSize, nameLength, extraLength) = try Self.parse(
+            read(r.localHeaderOffset, Self.localHeaderSize)
+        ) { header in
+            guard try header.u32() == 0x0403_4B50 else { throw Self.damaged("local header signature is missing") }
+            try header.skip(2)  // version needed
+            let flags = try header.u16(), method = try header.u16()
+            try header.skip(4)  // time, date
+            let crc = try header.u32(), compressedSize = try header.u32(), size = try header.u32()
+            return (flags, method, crc, UInt64(compressedSize), UInt64(size), Int(try header.u16()), Int(try header.u16()))
+        }
+        var compressedSize = storedCompressedSize, size = storedSize
         let dataStart = r.localHeaderOffset + UInt64(Self.localHeaderSize + nameLength + extraLength)
         guard nameLength == r.name.count, dataStart + r.compressedSize <= r.end else {
             throw Self.damaged("local header does not match the central directory (name length or data range)")
@@ -145,11 +146,11 @@ package struct ZipStructure: Sendable {
         }
         if flags & 0x0008 == 0 {
             if compressedSize == 0xFFFF_FFFF || size == 0xFFFF_FFFF {
-                var extra = ByteReader(Array(variable.dropFirst(nameLength)))
-                if let zip64 = extra.field(0x0001) {
-                    var z = ByteReader(zip64)
-                    if size == 0xFFFF_FFFF { size = z.remaining >= 8 ? z.u64() : size }
-                    if compressedSize == 0xFFFF_FFFF { compressedSize = z.remaining >= 8 ? z.u64() : compressedSize }
+                if let zip64 = try Self.extraField(0x0001, in: Array(variable.dropFirst(nameLength))) {
+                    try Self.parse(zip64) { z in
+                        if size == 0xFFFF_FFFF && z.remaining >= 8 { size = try z.u64() }
+                        if compressedSize == 0xFFFF_FFFF && z.remaining >= 8 { compressedSize = try z.u64() }
+                    }
                 }
             }
             guard crc == r.crc32, compressedSize == r.compressedSize, size == r.size else {
@@ -185,10 +186,11 @@ package struct ZipStructure: Sendable {
         var at = tailLength - endRecordSize
         while at >= 0 {
             if tail[at] == 0x50, tail[at + 1] == 0x4B, tail[at + 2] == 5, tail[at + 3] == 6 {
-                var r = ByteReader(Array(tail[at...]))
-                r.skip(4)
-                let disk = r.u16(), directoryDisk = r.u16(), onDisk = r.u16(), count = r.u16()
-                let directorySize = r.u32(), directoryOffset = r.u32(), commentLength = r.u16()
+                let (disk, directoryDisk, onDisk, count, directorySize, directoryOffset, commentLength) = try Self.parse(
+                    Array(tail[(at + 4)..<(at + endRecordSize)])
+                ) { r in
+                    (try r.u16(), try r.u16(), try r.u16(), try r.u16(), try r.u32(), try r.u32(), try r.u16())
+                }
                 if at + endRecordSize + Int(commentLength) == tailLength {
                     let offset = tailStart + UInt64(at)
                     let deferred = disk == 0xFFFF || directoryDisk == 0xFFFF || onDisk == 0xFFFF || count == 0xFFFF
@@ -213,19 +215,19 @@ package struct ZipStructure: Sendable {
 
     private static func zip64End(before endRecord: UInt64, fileSize: UInt64, read: (UInt64, Int) throws -> [UInt8]) throws -> End {
         guard endRecord >= 20 else { throw damaged("zip64 end locator is missing") }
-        var locator = ByteReader(try read(endRecord - 20, 20))
-        guard locator.u32() == 0x0706_4B50 else { throw damaged("zip64 end locator is missing") }
-        _ = locator.u32()  // disk with the zip64 end record
-        let offset = locator.u64()
+        let offset = try parse(read(endRecord - 20, 20)) { locator in
+            guard try locator.u32() == 0x0706_4B50 else { throw damaged("zip64 end locator is missing") }
+            try locator.skip(4)  // disk with the zip64 end record
+            return try locator.u64()
+        }
         guard offset <= endRecord - 20, endRecord - 20 - offset >= 56 else {
             throw damaged("zip64 end locator points outside the file")
         }
-        var record = ByteReader(try read(offset, 56))
-        guard record.u32() == 0x0606_4B50 else { throw damaged("zip64 end record signature is missing") }
-        record.skip(8 + 2 + 2)  // record size, versions
-        let disk = record.u32(), directoryDisk = record.u32()
-        let onDisk = record.u64(), count = record.u64()
-        let directorySize = record.u64(), directoryOffset = record.u64()
+        let (disk, directoryDisk, onDisk, count, directorySize, directoryOffset) = try parse(read(offset, 56)) { record in
+            guard try record.u32() == 0x0606_4B50 else { throw damaged("zip64 end record signature is missing") }
+            try record.skip(8 + 2 + 2)  // record size, versions
+            return (try record.u32(), try record.u32(), try record.u64(), try record.u64(), try record.u64(), try record.u64())
+        }
         guard disk == 0, directoryDisk == 0, onDisk == count else {
             throw damaged("multi-disk zips are not supported", .unsupportedFormat)
         }
@@ -233,40 +235,62 @@ package struct ZipStructure: Sendable {
     }
 
     private static func readRecord(_ reader: inout ByteReader, index: Int) throws -> Record {
-        guard reader.remaining >= centralHeaderSize, reader.u32() == 0x0201_4B50 else {
+        guard reader.remaining >= centralHeaderSize, try reader.u32() == 0x0201_4B50 else {
             throw damaged("central directory record \(index) is damaged")
         }
-        reader.skip(4)  // versions
-        let flags = reader.u16(), method = reader.u16()
-        reader.skip(4)  // time, date
-        let crc = reader.u32()
-        var compressedSize = UInt64(reader.u32()), size = UInt64(reader.u32())
-        let nameLength = Int(reader.u16()), extraLength = Int(reader.u16()), commentLength = Int(reader.u16())
-        let disk = reader.u16()
-        reader.skip(6)  // attributes
-        var offset = UInt64(reader.u32())
+        try reader.skip(4)  // versions
+        let flags = try reader.u16(), method = try reader.u16()
+        try reader.skip(4)  // time, date
+        let crc = try reader.u32()
+        var compressedSize = UInt64(try reader.u32()), size = UInt64(try reader.u32())
+        let nameLength = Int(try reader.u16()), extraLength = Int(try reader.u16()), commentLength = Int(try reader.u16())
+        let disk = try reader.u16()
+        try reader.skip(6)  // attributes
+        var offset = UInt64(try reader.u32())
         guard reader.remaining >= nameLength + extraLength + commentLength else {
             throw damaged("central directory record \(index) runs past the directory")
         }
-        let name = reader.bytes(nameLength)
-        var extra = ByteReader(reader.bytes(extraLength))
-        reader.skip(commentLength)
+        let name = try reader.bytes(nameLength)
+        let extra = try reader.bytes(extraLength)
+        try reader.skip(commentLength)
         if size == 0xFFFF_FFFF || compressedSize == 0xFFFF_FFFF || offset == 0xFFFF_FFFF || disk == 0xFFFF {
-            guard let field = extra.field(0x0001) else {
+            guard let field = try extraField(0x0001, in: extra) else {
                 throw damaged("entry \"\(display(name))\" needs a zip64 extra field and has none")
             }
             // The zip64 field holds, in this order, only the values whose 32-bit field is saturated.
-            var z = ByteReader(field)
-            func next() throws -> UInt64 {
-                guard z.remaining >= 8 else { throw damaged("entry \"\(display(name))\"'s zip64 extra field is too short") }
-                return z.u64()
+            try parse(field) { z in
+                func next() throws -> UInt64 {
+                    guard z.remaining >= 8 else { throw damaged("entry \"\(display(name))\"'s zip64 extra field is too short") }
+                    return try z.u64()
+                }
+                if size == 0xFFFF_FFFF { size = try next() }
+                if compressedSize == 0xFFFF_FFFF { compressedSize = try next() }
+                if offset == 0xFFFF_FFFF { offset = try next() }
             }
-            if size == 0xFFFF_FFFF { size = try next() }
-            if compressedSize == 0xFFFF_FFFF { compressedSize = try next() }
-            if offset == 0xFFFF_FFFF { offset = try next() }
         }
         return Record(name: name, flags: flags, method: method, crc32: crc, compressedSize: compressedSize,
                       size: size, localHeaderOffset: offset)
+    }
+
+    /// Runs `body` with a reader over `bytes`.
+    private static func parse<T>(_ bytes: [UInt8], _ body: (inout ByteReader) throws -> T) throws -> T {
+        try bytes.withUnsafeBytes { buffer in
+            var reader = ByteReader(buffer, structure: "zip")
+            return try body(&reader)
+        }
+    }
+
+    /// The data of the first extra field with `id` in an extra-field block.
+    private static func extraField(_ id: UInt16, in block: [UInt8]) throws -> [UInt8]? {
+        try parse(block) { r in
+            while r.remaining >= 4 {
+                let fieldID = try r.u16(), length = Int(try r.u16())
+                guard length <= r.remaining else { return nil }
+                let data = try r.bytes(length)
+                if fieldID == id { return data }
+            }
+            return nil
+        }
     }
 
     /// An entry name for messages: UTF-8 with control characters escaped.
@@ -278,46 +302,5 @@ package struct ZipStructure: Sendable {
 
     static func damaged(_ message: String, _ code: AssetPackError.Code = .integrityFailure) -> AssetPackError {
         AssetPackError(code, message)
-    }
-}
-
-/// Little-endian reads from a byte array; reads past the end yield zeros (callers check `remaining`).
-struct ByteReader {
-    private let bytes: [UInt8]
-    private var position = 0
-
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
-
-    var remaining: Int { bytes.count - position }
-
-    mutating func skip(_ count: Int) { position = min(bytes.count, position + count) }
-
-    mutating func bytes(_ count: Int) -> [UInt8] {
-        let end = min(bytes.count, position + count)
-        defer { position = end }
-        return Array(bytes[position..<end])
-    }
-
-    mutating func u16() -> UInt16 { UInt16(truncatingIfNeeded: value(2)) }
-    mutating func u32() -> UInt32 { UInt32(truncatingIfNeeded: value(4)) }
-    mutating func u64() -> UInt64 { value(8) }
-
-    private mutating func value(_ width: Int) -> UInt64 {
-        var v: UInt64 = 0
-        for k in 0..<width where position + k < bytes.count {
-            v |= UInt64(bytes[position + k]) << (8 * UInt64(k))
-        }
-        position = min(bytes.count, position + width)
-        return v
-    }
-
-    /// The data of the first extra field with `id`, reading the rest as a sequence of extra fields.
-    mutating func field(_ id: UInt16) -> [UInt8]? {
-        while remaining >= 4 {
-            let fieldID = u16(), length = Int(u16())
-            let data = bytes(length)
-            if fieldID == id { return data }
-        }
-        return nil
     }
 }
