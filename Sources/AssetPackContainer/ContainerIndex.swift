@@ -71,9 +71,8 @@ package enum ContainerIndex {
             previous = name
             guard let path = String(validating: name, as: UTF8.self) else { throw corrupt("path is not UTF-8") }
             let size = try r.u64(), crc = try r.u32(), flags = try r.u8()
-            guard size <= limits.maxEntrySize, size <= UInt64(Int.max >> 1) else {
-                throw AssetPackError(.limitExceeded, "entry size \(size) exceeds the limit \(limits.maxEntrySize)", path: path)
-            }
+            // The per-entry limits are the reader's, checked when the entry is read (ReadLimits.check).
+            guard size <= UInt64(Int.max >> 1) else { throw corrupt("entry size", path) }
             let chunks = size == 0 ? 1 : (size - 1) >> chunkShift + 1
             guard chunks <= UInt64(UInt32.max) + 1 else { throw corrupt("too many chunks", path) }
             var stored: UInt64
@@ -103,9 +102,6 @@ package enum ContainerIndex {
                     s.append(payload + (c + 1) * tag)
                 }
                 guard anyDeflated else { throw corrupt("flags", path) }
-                guard size / payload <= limits.maxCompressionRatio else {
-                    throw AssetPackError(.limitExceeded, "compression ratio exceeds the limit \(limits.maxCompressionRatio)", path: path)
-                }
                 stored = s[s.count - 1]
                 starts = s
             default:

@@ -24,6 +24,7 @@ public final class ContainerPackReader: PackReader {
     private let index: EntryIndex<Int>
     private let keys: ContainerKeys
     private let chunkShift: Int
+    private let limits: ReadLimits
 
     /// Opens a container pack.
     /// - Parameters:
@@ -52,6 +53,7 @@ public final class ContainerPackReader: PackReader {
             self.index = index
             self.entries = entries
             self.chunkShift = Int(header.chunkShift)
+            self.limits = limits
         } catch {
             close(fd)
             throw error
@@ -122,6 +124,7 @@ public final class ContainerPackReader: PackReader {
         guard let i = index.lookup(path) else {
             throw AssetPackError(.entryNotFound, "no such entry", path: path)
         }
+        try limits.check(records[i].info)
         return records[i]
     }
 

@@ -34,6 +34,7 @@ public struct ContainerPackWriter: PackWriter {
         guard let credential = options.credential else {
             throw AssetPackError(.missingPassword, "a container pack needs a password or key")
         }
+        try ReadLimits.default.checkPackable(files)
         let cs = options.chunkSize
         guard cs.nonzeroBitCount == 1, (4096...(16 << 20)).contains(cs) else {
             throw AssetPackError(.invalidArgument, "chunk size \(cs) is not a power of two from 4 KiB to 16 MiB")

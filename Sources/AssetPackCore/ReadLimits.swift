@@ -23,3 +23,36 @@ public struct ReadLimits: Sendable, Hashable {
     /// The default limits.
     public static let `default` = ReadLimits()
 }
+
+extension ReadLimits {
+    /// The one per-entry check every reader makes before it allocates for or decodes an entry:
+    /// the declared size against ``maxEntrySize`` and, for a deflated entry over 1 KiB, the ratio
+    /// of declared to stored size against ``maxCompressionRatio``.
+    ///
+    /// Readers apply it when an entry is read, never when a pack is opened, so one oversized
+    /// entry leaves the others readable.
+    /// - Throws: `.limitExceeded` naming the entry and the limit.
+    package func check(_ entry: EntryInfo) throws {
+        guard entry.size <= maxEntrySize, entry.size <= UInt64(Int.max) else {
+            throw AssetPackError(
+                .limitExceeded, "entry declares \(entry.size) bytes; the limit is \(maxEntrySize) (ReadLimits.maxEntrySize)",
+                path: entry.path)
+        }
+        if entry.compression == .deflate, entry.size > 1024, entry.size / max(entry.storedSize, 1) > maxCompressionRatio {
+            throw AssetPackError(
+                .limitExceeded,
+                "entry's compression ratio exceeds \(maxCompressionRatio):1 (ReadLimits.maxCompressionRatio)", path: entry.path)
+        }
+    }
+
+    /// The check a writer makes so that it never writes what the default reader refuses.
+    /// - Throws: `.limitExceeded` naming the first file over ``maxEntrySize``.
+    package func checkPackable(_ files: [SourceFile]) throws {
+        if let big = files.first(where: { $0.size > maxEntrySize }) {
+            throw AssetPackError(
+                .limitExceeded,
+                "\(big.url.path) is \(big.size) bytes; readers refuse entries over \(maxEntrySize) bytes (ReadLimits.maxEntrySize)",
+                path: big.path)
+        }
+    }
+}

@@ -173,25 +173,17 @@ package struct BulkAESDecoder {
         guard compression == .store || compression == .deflate else {
             throw AssetPackError(.unsupportedFormat, "compression method not supported under WinZip AES")
         }
-        guard size <= limits.maxEntrySize, size <= UInt64(Int.max) else {
-            throw AssetPackError(.limitExceeded, "entry size \(size) exceeds the limit of \(limits.maxEntrySize) bytes")
-        }
         let overhead = UInt64(strength.overhead)
         guard rawSize >= overhead, rawSize - overhead <= UInt64(Int.max) else {
             throw AssetPackError(.integrityFailure, "stored data is too short for a WinZip AES entry")
         }
         let payload = rawSize - overhead
-        if compression == .store {
-            guard payload == size else {
-                throw AssetPackError(
-                    .integrityFailure, "stored entry holds \(payload) bytes but declares \(size)")
-            }
-        } else {
-            let (bound, overflow) = max(payload, 1).multipliedReportingOverflow(by: limits.maxCompressionRatio)
-            guard overflow || size <= bound else {
-                throw AssetPackError(
-                    .limitExceeded, "compression ratio of \(size) from \(payload) bytes exceeds the limit")
-            }
+        try limits.check(
+            EntryInfo(
+                path: "", size: size, storedSize: rawSize, compression: compression,
+                encryption: strength.entryEncryption, crc32: crc32))
+        guard compression == .deflate || payload == size else {
+            throw AssetPackError(.integrityFailure, "stored entry holds \(payload) bytes but declares \(size)")
         }
         return Int(payload)
     }

@@ -229,26 +229,13 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
             throw AssetPackError(
                 .integrityFailure, "\(count) entries have this path: which one is meant is ambiguous", path: entry.info.path)
         }
-        try checkLimits(entry.info)
+        try limits.check(entry.info)
         do {
             try structure.checkLocalHeader(Int(entry.index)) { try pool.read(at: $0, count: $1) }
         } catch let error as AssetPackError {
             throw error.naming(entry.info.path)
         }
         return entry
-    }
-
-    func checkLimits(_ info: EntryInfo) throws {
-        guard info.size <= limits.maxEntrySize, info.size <= UInt64(Int.max) else {
-            throw AssetPackError(
-                .limitExceeded, "entry declares \(info.size) bytes; the limit is \(limits.maxEntrySize)", path: info.path)
-        }
-        if info.compression == .deflate, info.size > 1024,
-            info.size / max(info.storedSize, 1) > limits.maxCompressionRatio
-        {
-            throw AssetPackError(
-                .limitExceeded, "entry's compression ratio exceeds \(limits.maxCompressionRatio):1", path: info.path)
-        }
     }
 
     /// The bulk AES decoder for `entry`, or `nil` when libzip decodes it.

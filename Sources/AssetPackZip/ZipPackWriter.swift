@@ -22,6 +22,7 @@ public struct ZipPackWriter: PackWriter {
         case (_, .key?): throw AssetPackError(.invalidArgument, "zip packs take a password, not a raw key")
         case (_, nil): throw AssetPackError(.missingPassword, "a password is needed to encrypt the pack")
         }
+        try ReadLimits.default.checkPackable(files)
         if let password, password.isEmpty {
             throw AssetPackError(.invalidArgument, "the password is empty")
         }

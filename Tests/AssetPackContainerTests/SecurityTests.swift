@@ -189,12 +189,25 @@ import Testing
         limits = ReadLimits()
         limits.maxIndexSize = 32
         expectError(.limitExceeded) { _ = try ContainerPackReader(path: path, credential: testKey, limits: limits) }
-        limits = ReadLimits()
+    }
+
+    /// A per-entry limit refuses that entry when it is read; the pack still opens, lists, and
+    /// reads every other entry (it used to refuse the whole pack at open).
+    @Test func perEntryLimitsApplyToThatEntryOnly() throws {
+        let scratch = Scratch()
+        let path = try scratch.pack([("big.txt", text(50_000)), ("small.bin", [1, 2, 3])], compression: .deflate)
+        var limits = ReadLimits()
         limits.maxEntrySize = 4999
-        expectError(.limitExceeded) { _ = try ContainerPackReader(path: path, credential: testKey, limits: limits) }
+        let reader = try ContainerPackReader(path: path, credential: testKey, limits: limits)
+        #expect(reader.entries.map(\.path) == ["big.txt", "small.bin"])
+        expectError(.limitExceeded) { _ = try reader.read("big.txt") }
+        expectError(.limitExceeded) { _ = try reader.stream("big.txt") { _ in } }
+        #expect(try reader.read("small.bin") == [1, 2, 3])
         limits = ReadLimits()
         limits.maxCompressionRatio = 1
-        expectError(.limitExceeded) { _ = try ContainerPackReader(path: path, credential: testKey, limits: limits) }
+        let strict = try ContainerPackReader(path: path, credential: testKey, limits: limits)
+        expectError(.limitExceeded) { _ = try strict.read("big.txt") }
+        #expect(try strict.read("small.bin") == [1, 2, 3])
     }
 
     @Test func namesSizesAndContentAreNotVisible() throws {
