@@ -53,9 +53,10 @@ public struct AssetPackError: Error, Sendable, Equatable, CustomStringConvertibl
         self.underlying = underlying
     }
 
-    /// `message`, prefixed with the entry path when there is one.
+    /// `message`, prefixed with the entry path when there is one; control characters in the path
+    /// are escaped (``EntryPath/printable(_:)``), so the description is always one line.
     public var description: String {
-        if let path { return "\(path): \(message)" }
+        if let path { return "\(EntryPath.printable(path)): \(message)" }
         return message
     }
 

@@ -25,6 +25,29 @@ public enum EntryPath {
             .joined(separator: "/")
     }
 
+    /// The longest entry name extraction accepts, in UTF-8 bytes (Linux's PATH_MAX less the NUL).
+    /// An extractor must also check the name joined to its target directory.
+    public static let maxPathBytes = 4095
+
+    /// The path as a person should see it in a table or a message: control characters (C0, DEL,
+    /// C1) and the bidirectional overrides that can reorder a line are written as `\u{…}` escapes,
+    /// so a name cannot forge a table row or split an error over lines. `--json` output stays exact.
+    public static func printable(_ path: String) -> String {
+        guard path.unicodeScalars.contains(where: needsEscape) else { return path }
+        var out = ""
+        for scalar in path.unicodeScalars {
+            out += needsEscape(scalar) ? scalar.escaped(asASCII: true) : String(scalar)
+        }
+        return out
+    }
+
+    private static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0..<0x20, 0x7F...0x9F, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: true
+        default: false
+        }
+    }
+
     /// Checks that a stored entry name is safe to create below an extraction directory.
     ///
     /// Rejects empty names, absolute paths, drive letters, backslashes, NUL and other
@@ -50,6 +73,7 @@ public enum EntryPath {
             if part.isEmpty || part == "." || part == ".." { throw refuse("'\(part)' component") }
             if part.utf8.count > 255 { throw refuse("component longer than 255 bytes") }
         }
+        if name.utf8.count > maxPathBytes { throw refuse("longer than \(maxPathBytes) bytes") }
         if name != normalize(name) { throw refuse("not in normal form") }
         return parts
     }

@@ -295,9 +295,7 @@ package struct ZipStructure: Sendable {
 
     /// An entry name for messages: UTF-8 with control characters escaped.
     static func display(_ name: [UInt8]) -> String {
-        String(decoding: name, as: UTF8.self).unicodeScalars.map {
-            $0.properties.generalCategory == .control ? $0.escaped(asASCII: true) : String($0)
-        }.joined()
+        EntryPath.printable(String(decoding: name, as: UTF8.self))
     }
 
     static func damaged(_ message: String, _ code: AssetPackError.Code = .integrityFailure) -> AssetPackError {

@@ -131,3 +131,27 @@ import Testing
         #expect(try !CompressionPolicy.store.shouldDeflate(files[2]))
     }
 }
+
+@Suite struct PrintableNameTests {
+    @Test("control characters and bidi overrides are escaped; ordinary names are unchanged")
+    func escapes() {
+        #expect(EntryPath.printable("images/日本語 café.png") == "images/日本語 café.png")
+        #expect(EntryPath.printable("a\nb") == "a\\nb")
+        #expect(EntryPath.printable("x\u{1B}[31mred") == "x\\u{1B}[31mred")
+        #expect(EntryPath.printable("evil\u{202E}gpj.exe") == "evil\\u{202E}gpj.exe")
+        #expect(!EntryPath.printable("a\u{85}b\u{7F}").unicodeScalars.contains { $0.value == 0x85 || $0.value == 0x7F })
+    }
+
+    @Test("an error naming a path with a newline is one line")
+    func errorsAreOneLine() {
+        let error = AssetPackError(.integrityFailure, "CRC mismatch", path: "fake\n  ok   12 bytes")
+        #expect(!error.description.contains("\n"))
+    }
+
+    @Test("a name longer than PATH_MAX is refused before anything is written, even with short components")
+    func overlongNamesAreRefused() {
+        let long = Array(repeating: String(repeating: "d", count: 200), count: 50).joined(separator: "/")
+        #expect(long.utf8.count > EntryPath.maxPathBytes)
+        #expect(throws: AssetPackError.self) { try EntryPath.safeComponents(long) }
+    }
+}
