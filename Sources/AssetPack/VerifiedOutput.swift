@@ -1,0 +1,87 @@
+import AssetPackCore
+import Foundation
+
+extension PackReader {
+    /// Reads and checks a whole entry with bounded memory, keeping none of its bytes.
+    ///
+    /// Every check a whole-entry read makes (CRC, MAC or tag, sizes, limits) runs; the bytes
+    /// pass through the reader's streaming buffers (at most a few chunks) and are dropped.
+    /// - Parameter path: The entry path.
+    /// - Returns: The timing record of the read.
+    /// - Throws: What ``PackReader/readTimed(_:)`` throws.
+    @discardableResult
+    public func verify(_ path: String) throws -> EntryTiming {
+        try stream(path) { _ in }
+    }
+
+    /// Writes an entry's bytes to `fd` with bounded memory, never handing out bytes that a
+    /// check will reject, and returns the timing record.
+    ///
+    /// - **Container:** chunks are written as they are decoded; each was authenticated by its
+    ///   AES-GCM tag first. The entry's CRC-32 is checked at the end (a mismatch means the
+    ///   pack was written wrong, not tampered with) and throws after the bytes were written.
+    /// - **Zip:** the MAC and CRC cover the whole entry and are known only at its end, so
+    ///   nothing is written before they pass. Entries up to `memoryLimit` bytes are held in
+    ///   memory; larger ones are spooled to an unlinked temporary file in `spoolDirectory`
+    ///   (mode 0600, gone when closed, even on a crash), then copied to `fd`.
+    /// - Parameters:
+    ///   - path: The entry path.
+    ///   - fd: Where to write (a pipe, a terminal, a file).
+    ///   - spoolDirectory: Where a zip entry over `memoryLimit` is spooled (default `$TMPDIR` or `/tmp`).
+    ///   - memoryLimit: The largest zip entry held in memory.
+    /// - Throws: What reading throws, or `.io` naming `outputName` when writing fails.
+    @discardableResult
+    public func writeVerified(
+        _ path: String, to fd: Int32, outputName: String = "output",
+        spoolDirectory: String = ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp",
+        memoryLimit: UInt64 = 64 << 20
+    ) throws -> EntryTiming {
+        guard let info = entry(path) else { throw AssetPackError(.entryNotFound, "no such entry", path: path) }
+        if format == .container {
+            return try stream(path) { try FileOutput.writeAll(fd, $0, path: outputName) }
+        }
+        if info.size <= memoryLimit {
+            let (bytes, timing) = try readTimed(path)
+            try bytes.withUnsafeBytes { try FileOutput.writeAll(fd, $0, path: outputName) }
+            return timing
+        }
+        let spool = try SpoolFile(in: spoolDirectory)
+        defer { spool.close() }
+        let timing = try stream(path) { try FileOutput.writeAll(spool.fd, $0, path: spool.name) }
+        try spool.copy(to: fd, outputName: outputName)
+        return timing
+    }
+}
+
+/// An unlinked temporary file: its name is gone as soon as it exists, so nothing is left behind.
+private final class SpoolFile {
+    let fd: Int32
+    let name: String
+
+    init(in directory: String) throws {
+        var template = Array("\(directory)/.assetpack-spool-XXXXXX".utf8CString)
+        let opened = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }  // 0600
+        guard opened >= 0 else { throw FileOutput.error("cannot create a spool file in \(directory)") }
+        fd = opened
+        name = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        unlink(name)
+    }
+
+    /// Copies everything written so far to `out`.
+    func copy(to out: Int32, outputName: String) throws {
+        guard lseek(fd, 0, SEEK_SET) == 0 else { throw FileOutput.error("cannot rewind \(name)") }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
+        defer { buffer.deallocate() }
+        while true {
+            let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw FileOutput.error("cannot read \(name)")
+            }
+            if n == 0 { return }
+            try FileOutput.writeAll(out, UnsafeRawBufferPointer(rebasing: buffer[0..<n]), path: outputName)
+        }
+    }
+
+    func close() { _ = Glibc.close(fd) }
+}

@@ -1,0 +1,62 @@
+import AssetPack
+import AssetPackTestSupport
+import Foundation
+import Testing
+
+@Suite struct VerifiedOutputTests {
+    static func pack(_ tree: [String: [UInt8]], format: PackFormat, in dir: TemporaryDirectory) throws -> URL {
+        let source = try dir.write(tree, under: "src-\(format)")
+        var options = PackOptions()
+        options.format = format
+        options.credential = .password("pw")
+        let url = dir.appending("p.\(format)")
+        try AssetPack.pack(source: source, to: url, options: options)
+        return url
+    }
+
+    /// Runs `body` with a fresh file's descriptor; returns what was written to it.
+    static func captured(in dir: TemporaryDirectory, _ body: (Int32) throws -> Void) rethrows -> [UInt8] {
+        let url = dir.appending("out-\(UUID().uuidString)")
+        let fd = open(url.path, O_RDWR | O_CREAT | O_TRUNC, 0o600)
+        precondition(fd >= 0)
+        defer { close(fd) }
+        try body(fd)
+        return [UInt8]((try? Data(contentsOf: url)) ?? Data())
+    }
+
+    @Test("writeVerified writes exactly the entry, in memory or spooled, for both formats",
+          arguments: [PackFormat.zip, .container], [UInt64(64) << 20, 1_000])
+    func writesTheEntry(format: PackFormat, memoryLimit: UInt64) throws {
+        let dir = TemporaryDirectory()
+        let tree = ["big.bin": testBytes(700_000, seed: 4), "text.txt": textBytes(300_000), "empty": []]
+        let reader = try AssetPack.open(try Self.pack(tree, format: format, in: dir).path, credential: .password("pw"))
+        for (path, bytes) in tree {
+            let written = try Self.captured(in: dir) { fd in
+                try reader.writeVerified(path, to: fd, spoolDirectory: dir.path, memoryLimit: memoryLimit)
+            }
+            #expect(written == bytes, "\(format) \(path) limit \(memoryLimit)")
+            #expect(try reader.verify(path).bytesOut == UInt64(bytes.count))
+        }
+        // The spool file is unlinked at once: nothing is left beside the outputs.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).allSatisfy { !$0.hasPrefix(".assetpack-spool") })
+    }
+
+    @Test("a corrupt zip entry writes nothing, in memory or spooled", arguments: [UInt64(64) << 20, 1_000])
+    func corruptZipEntryWritesNothing(memoryLimit: UInt64) throws {
+        let dir = TemporaryDirectory()
+        let url = try Self.pack(["big.bin": testBytes(200_000, seed: 8)], format: .zip, in: dir)
+        var bytes = [UInt8](try Data(contentsOf: url))
+        bytes[150_000] ^= 0x40  // inside the entry's ciphertext
+        try Data(bytes).write(to: url)
+        let reader = try AssetPack.open(url.path, credential: .password("pw"))
+        var thrown: AssetPackError?
+        let written = Self.captured(in: dir) { fd in
+            do { try reader.writeVerified("big.bin", to: fd, spoolDirectory: dir.path, memoryLimit: memoryLimit) } catch {
+                thrown = error as? AssetPackError
+            }
+        }
+        #expect(thrown?.code == .integrityFailure)
+        #expect(written.isEmpty)
+        #expect(throws: AssetPackError.self) { try reader.verify("big.bin") }
+    }
+}
