@@ -5,14 +5,24 @@ import Foundation
 /// Where the password or key comes from. There is deliberately no flag that takes the
 /// secret itself: command lines are visible to every user through `ps`.
 struct CredentialOptions: ParsableArguments {
-    @Option(name: .customLong("password-env"), help: ArgumentHelp("Read the password from this environment variable.", valueName: "NAME"))
-    var passwordEnv: String = "ASSETPACK_PASSWORD"
+    @Option(
+        name: .customLong("password-env"),
+        help: ArgumentHelp("Read the password from this environment variable (default: ASSETPACK_PASSWORD).", valueName: "NAME"))
+    var passwordEnvOption: String?
+
+    /// The environment variable the password is read from.
+    var passwordEnv: String { passwordEnvOption ?? "ASSETPACK_PASSWORD" }
 
     @Option(name: .customLong("password-file"), help: ArgumentHelp("Read the password from the first line of this file.", valueName: "PATH"))
     var passwordFile: String?
 
     @Option(name: .customLong("key-file"), help: ArgumentHelp("Container only: a raw 32-byte key (binary, or 64 hex digits).", valueName: "PATH"))
     var keyFile: String?
+
+    func validate() throws {
+        let given = [passwordEnvOption != nil, passwordFile != nil, keyFile != nil].filter { $0 }.count
+        if given > 1 { throw ValidationError("give only one of --password-env, --password-file and --key-file") }
+    }
 
     /// The credential given without asking anyone, if any.
     func given() throws -> PackCredential? {
@@ -83,14 +93,16 @@ struct CredentialOptions: ParsableArguments {
         return out
     }
 
-    /// Reads a line from the terminal with echo off.
+    /// Reads a line from the terminal with echo off. Echo goes off before the prompt is written,
+    /// so a password typed the moment the prompt appears is never shown; TCSANOW keeps what was
+    /// typed ahead.
     static func prompt(_ label: String) throws -> String {
-        FileHandle.standardError.write(Data(label.utf8))
         var saved = termios()
         tcgetattr(STDIN_FILENO, &saved)
         var silent = saved
         silent.c_lflag &= ~tcflag_t(ECHO)
         tcsetattr(STDIN_FILENO, TCSANOW, &silent)
+        FileHandle.standardError.write(Data(label.utf8))
         defer {
             tcsetattr(STDIN_FILENO, TCSANOW, &saved)
             FileHandle.standardError.write(Data("\n".utf8))
