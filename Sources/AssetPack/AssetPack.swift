@@ -8,7 +8,8 @@ public enum AssetPack {
     /// Recognises a pack's format from its first bytes (never from its file extension).
     /// - Parameter path: The pack's path.
     /// - Returns: `.container` or `.zip`.
-    /// - Throws: `.io` if the file cannot be read; `.unsupportedFormat` if it is neither.
+    /// - Throws: `.io` if the file cannot be read; `.invalidArgument` for a directory;
+    ///   `.unsupportedFormat` if it is neither.
     public static func sniff(_ path: String) throws -> PackFormat {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
@@ -16,6 +17,10 @@ public enum AssetPack {
             throw AssetPackError(.io, "cannot open \(path): \(String(cString: strerror(e)))", underlying: e)
         }
         defer { close(fd) }
+        var st = stat()
+        if fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR {
+            throw AssetPackError(.invalidArgument, "\(path) is a directory")
+        }
         var head = [UInt8](repeating: 0, count: max(ContainerFormat.magic.count, 4))
         let n = head.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
         guard n >= 0 else { throw AssetPackError(.io, "cannot read \(path)", underlying: errno) }
@@ -49,12 +54,16 @@ public enum AssetPack {
         public var packSize: UInt64
         /// Seconds spent (scan + compress + encrypt + write).
         public var seconds: Double
+        /// Special files (FIFOs, sockets, devices) below the source that were not packed.
+        public var skipped: [SkippedFile] = []
     }
 
     /// Packs the files below `source` into `output`.
     ///
     /// The file list is sorted and normalised (see `SourceTree`); the writer replaces `output`
     /// atomically. The pack itself is never packed, even if it lies inside `source`.
+    /// `output`'s folder must exist (it is not created) and `output` must not be a directory;
+    /// both are checked before the source is scanned.
     /// - Parameters:
     ///   - source: The asset directory.
     ///   - output: The pack to write.
@@ -64,7 +73,9 @@ public enum AssetPack {
     @discardableResult
     public static func pack(source: URL, to output: URL, options: PackOptions) throws -> PackSummary {
         let watch = Stopwatch()
-        let files = try SourceTree.scan(root: source, includeHidden: options.includeHidden, excluding: output)
+        try checkOutput(output.path)
+        let (files, skipped) = try SourceTree.scanReporting(
+            root: source, includeHidden: options.includeHidden, excluding: output)
         let writer: any PackWriter =
             switch options.format {
             case .zip: ZipPackWriter()
@@ -76,6 +87,22 @@ public enum AssetPack {
         try writer.write(files, to: output.path, options: options)
         var st = stat()
         let size = stat(output.path, &st) == 0 ? UInt64(st.st_size) : 0
-        return PackSummary(files: files, packSize: size, seconds: watch.elapsed)
+        return PackSummary(files: files, packSize: size, seconds: watch.elapsed, skipped: skipped)
+    }
+
+    /// One clear error for an output path no writer could use, in both formats.
+    private static func checkOutput(_ path: String) throws {
+        var st = stat()
+        if stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR {
+            throw AssetPackError(.invalidArgument, "\(path) is a directory")
+        }
+        // The folder as the caller spelled it (NSString would also tidy "//" and "/.").
+        let folder = path.lastIndex(of: "/").map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        guard stat(folder, &st) == 0 else {
+            throw AssetPackError(.invalidArgument, "cannot write \(path): folder \(folder) does not exist")
+        }
+        guard (st.st_mode & S_IFMT) == S_IFDIR else {
+            throw AssetPackError(.invalidArgument, "cannot write \(path): \(folder) is not a directory")
+        }
     }
 }

@@ -17,6 +17,14 @@ public struct SourceFile: Sendable, Hashable {
     }
 }
 
+/// A file the packer skipped because it is not a regular file (FIFO, socket, device).
+public struct SkippedFile: Sendable, Hashable {
+    /// Its path relative to the source directory.
+    public var path: String
+    /// What it is: "FIFO", "socket", "character device" or "block device".
+    public var kind: String
+}
+
 /// Walks a source directory the way the packer needs it walked.
 ///
 /// - Entries are sorted by path (byte order of the NFC UTF-8), so packs are deterministic.
@@ -34,6 +42,14 @@ public enum SourceTree {
     /// - Throws: `.invalidArgument` for a missing, empty or non-directory source, a symlink
     ///   leaving the tree, or colliding names; `.io` for unreadable files or directories.
     public static func scan(root: URL, includeHidden: Bool, excluding: URL? = nil) throws -> [SourceFile] {
+        try scanReporting(root: root, includeHidden: includeHidden, excluding: excluding).files
+    }
+
+    /// Lists the files below `root`, and the special files (FIFOs, sockets, devices) it skipped,
+    /// so that a caller can say so. Throws what ``scan(root:includeHidden:excluding:)`` throws.
+    public static func scanReporting(root: URL, includeHidden: Bool, excluding: URL? = nil) throws
+        -> (files: [SourceFile], skipped: [SkippedFile])
+    {
         let rootPath = root.path
         guard let realRoot = realPath(rootPath) else {
             throw AssetPackError(.invalidArgument, "source directory \(rootPath) does not exist")
@@ -46,6 +62,7 @@ public enum SourceTree {
         var files: [SourceFile] = []
         var seen: [String: String] = [:]
         var visitedDirs: Set<String> = [realRoot]
+        var skipped: [SkippedFile] = []
 
         func walk(_ dir: String, relative: String) throws {
             let names: [String]
@@ -94,8 +111,18 @@ public enum SourceTree {
                     }
                     seen[path] = rel
                     files.append(SourceFile(path: path, url: URL(fileURLWithPath: target), size: UInt64(st.st_size)))
+                } else {
+                    // Sockets, FIFOs and devices are not assets: skipped, and reported.
+                    let kind =
+                        switch mode {
+                        case S_IFIFO: "FIFO"
+                        case S_IFSOCK: "socket"
+                        case S_IFCHR: "character device"
+                        case S_IFBLK: "block device"
+                        default: "special file"
+                        }
+                    skipped.append(SkippedFile(path: rel, kind: kind))
                 }
-                // Sockets, FIFOs and devices are not assets: skipped.
             }
         }
         try walk(realRoot, relative: "")
@@ -103,7 +130,7 @@ public enum SourceTree {
             throw AssetPackError(.invalidArgument, "source directory \(rootPath) has no files to pack")
         }
         files.sort { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
-        return files
+        return (files, skipped.sorted { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) })
     }
 
     private static func realPath(_ path: String) -> String? {

@@ -45,6 +45,24 @@ func printWarning(_ message: String) {
     FileHandle.standardError.write(Data("assetpack: warning: \(message)\n".utf8))
 }
 
+/// `--quiet`: summaries and tables that are not the command's data go to stderr, unless quiet.
+/// Errors and warnings are printed either way; data (cat's bytes, extract's and install's paths,
+/// list's table, --json documents) goes to stdout either way.
+struct QuietOption: ParsableArguments {
+    @Flag(name: .shortAndLong, help: "Print no summary (errors and warnings still go to stderr).") var quiet = false
+
+    /// Writes one line of chatter to stderr unless quiet.
+    func say(_ line: String) {
+        guard !quiet else { return }
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
+}
+
+/// A table column padded to `width` terminal columns (wide CJK characters count two).
+func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
+    TerminalText.pad(text, width, right: right)
+}
+
 extension EntryCompression: ExpressibleByArgument {}
 extension PackFormat: ExpressibleByArgument {}
 extension PackEncryption: ExpressibleByArgument {}

@@ -11,6 +11,7 @@ struct Install: ParsableCommand {
     @Option(help: "The private directory.") var into: String?
     @Option(help: "Install into $XDG_DATA_HOME/<app-id> (or ~/.local/share/<app-id>).") var appId: String?
     @Option(help: "The installed file's name (default: the pack's name).") var name: String?
+    @OptionGroup var quiet: QuietOption
 
     func validate() throws {
         if (into == nil) == (appId == nil) { throw ValidationError("give exactly one of --into DIR or --app-id ID") }
@@ -23,7 +24,7 @@ struct Install: ParsableCommand {
                 if let into { PrivateInstaller(directory: URL(fileURLWithPath: into)) } else { try PrivateInstaller(appID: appId!) }
             let result = try installer.install(URL(fileURLWithPath: pack), as: name)
             print(result.path.path)
-            if !result.copied { FileHandle.standardError.write(Data("assetpack: already installed and current\n".utf8)) }
+            if !result.copied { quiet.say("assetpack: already installed and current") }
         }
     }
 }

@@ -3,10 +3,13 @@ import AssetPack
 import Foundation
 
 struct List: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "List a pack's entries.")
+    static let configuration = CommandConfiguration(
+        abstract: "List a pack's entries.",
+        discussion: "The table goes to stdout, the summary line to stderr. Control characters in names are escaped.")
 
     @Argument(help: "The pack.") var pack: String
-    @Flag(help: "Print JSON instead of a table.") var json = false
+    @Flag(help: "Print JSON instead of a table (names exact, not escaped).") var json = false
+    @OptionGroup var quiet: QuietOption
     @OptionGroup var credentials: CredentialOptions
 
     func run() throws {
@@ -24,10 +27,10 @@ struct List: ParsableCommand {
                 print(
                     pad(String(e.size), 12, right: true), pad(String(e.storedSize), 12, right: true),
                     pad(e.compression.rawValue, 8), pad(e.encryption.rawValue, 10),
-                    pad(e.crc32.map(crcHex) ?? "-", 8), e.path)
+                    pad(e.crc32.map(crcHex) ?? "-", 8), EntryPath.printable(e.path))
             }
             let total = reader.entries.reduce(UInt64(0)) { $0 + $1.size }
-            print("\(reader.entries.count) entries, \(total) bytes, format \(reader.format.rawValue)")
+            quiet.say("\(reader.entries.count) entries, \(total) bytes, format \(reader.format.rawValue)")
         }
     }
 }
@@ -58,7 +61,3 @@ func crcHex(_ value: UInt32) -> String {
     String(format: "%08x", value)
 }
 
-func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
-    let fill = String(repeating: " ", count: max(0, width - text.count))
-    return right ? fill + text : text + fill
-}

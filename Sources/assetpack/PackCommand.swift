@@ -3,7 +3,12 @@ import AssetPack
 import Foundation
 
 struct Pack: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Pack a directory into an encrypted pack.")
+    static let configuration = CommandConfiguration(
+        abstract: "Pack a directory into an encrypted pack.",
+        discussion: """
+            The output's folder must exist. Special files (FIFOs, sockets, devices) are skipped with a warning. \
+            The summary goes to stderr (--quiet drops it); stdout stays empty.
+            """)
 
     @Argument(help: "The asset directory to pack.") var source: String
     @Option(name: .shortAndLong, help: "The pack file to write.") var output: String
@@ -12,8 +17,10 @@ struct Pack: ParsableCommand {
     var encryption: PackEncryption = .aes256
     @Option(help: "auto (store media, deflate the rest where it pays), store or deflate.")
     var compression: CompressionPolicy = .auto
-    @Option(help: "container only: chunk size in KiB (power of two, 4 to 16384).") var chunkKiB: Int = 64
+    @Option(name: .customLong("chunk-kib"), help: "container only: chunk size in KiB (power of two, 4 to 16384).")
+    var chunkKiB: Int = 64
     @Flag(help: "Include dot-files such as .DS_Store.") var includeHidden = false
+    @OptionGroup var quiet: QuietOption
     @OptionGroup var credentials: CredentialOptions
 
     func validate() throws {
@@ -37,13 +44,16 @@ struct Pack: ParsableCommand {
             if encryption == .zipCrypto {
                 printWarning("ZipCrypto is broken: anyone can decrypt these entries without the password. Use it only for old readers.")
             }
-            let progress = ProgressLine(enabled: isatty(STDERR_FILENO) == 1)
+            let progress = ProgressLine(enabled: !quiet.quiet && isatty(STDERR_FILENO) == 1)
             options.progress = { progress.update(done: $0.done, total: $0.total, label: $0.path) }
             let summary = try AssetPack.pack(
                 source: URL(fileURLWithPath: source), to: URL(fileURLWithPath: output), options: options)
             progress.finish()
+            for skipped in summary.skipped {
+                printWarning("skipped special file \(EntryPath.printable(skipped.path)) (\(skipped.kind))")
+            }
             let inputBytes = summary.files.reduce(UInt64(0)) { $0 + $1.size }
-            print(
+            quiet.say(
                 "packed \(summary.files.count) entries (\(inputBytes) bytes) into \(output) (\(summary.packSize) bytes, \(format.rawValue)) in \(String(format: "%.2f", summary.seconds)) s"
             )
         }

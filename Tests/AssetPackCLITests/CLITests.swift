@@ -111,7 +111,7 @@ import Testing
         let run = try CLI.run(["verify", pack], password: Self.password)
         #expect(run.status == 0, "\(run.stderr)")
         for path in tree.keys { #expect(run.text.contains(path)) }
-        #expect(run.text.contains("\(tree.count) of \(tree.count) entries verified"))
+        #expect(run.stderr.contains("\(tree.count) of \(tree.count) entries verified"))
     }
 
     @Test(arguments: PackFormat.allCases)

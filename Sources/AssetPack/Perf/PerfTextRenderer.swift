@@ -95,7 +95,7 @@ extension PerfReport {
     }
 
     private func entryRow(_ e: PerfEntry, labels: [String], hasRatio: Bool) -> [String] {
-        var row = ["  " + e.path, PerfFormat.bytes(e.size)]
+        var row = ["  " + EntryPath.printable(e.path), PerfFormat.bytes(e.size)]
         var checks: [String] = []
         for l in labels {
             if let b = e.backends[l] {
@@ -160,15 +160,13 @@ struct Column {
     /// Lays out rows under the titles; a row index in `separators` is a group title line
     /// written as is (not padded into columns).
     static func layout(_ columns: [Column], _ rows: [[String]], separators: Set<Int>) -> String {
-        var widths = columns.map { $0.title.count }
+        // Widths in terminal columns (CJK names take two per character, combining marks none).
+        var widths = columns.map { TerminalText.width($0.title) }
         for (i, row) in rows.enumerated() where !separators.contains(i) && !row.dropFirst().allSatisfy(\.isEmpty) {
-            for (c, cell) in row.enumerated() where c < widths.count { widths[c] = max(widths[c], cell.count) }
+            for (c, cell) in row.enumerated() where c < widths.count { widths[c] = max(widths[c], TerminalText.width(cell)) }
         }
         func line(_ cells: [String]) -> String {
-            cells.enumerated().map { c, cell in
-                let pad = String(repeating: " ", count: max(0, widths[c] - cell.count))
-                return columns[c].left ? cell + pad : pad + cell
-            }.joined(separator: "  ").replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression)
+            cells.enumerated().map { c, cell in TerminalText.pad(cell, widths[c], right: !columns[c].left) }.joined(separator: "  ").replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression)
         }
         var out = line(columns.map(\.title)) + "\n"
         for (i, row) in rows.enumerated() {
