@@ -4,29 +4,83 @@ import Foundation
 /// Writes verified entries below a directory, never outside it.
 ///
 /// Each entry is streamed into a temporary file beside its destination and renamed into
-/// place only after the whole entry verified, so a failed entry leaves no file. Names are
-/// checked with `EntryPath.safeComponents` (no absolute paths, `..`, backslashes, NUL),
-/// no two selected entries may normalise to the same path, and no directory on the way
-/// may be a symbolic link.
+/// place only after the whole entry verified, so a failed entry leaves no file. Before anything
+/// is written, every selected name is checked: `EntryPath.safeComponents` (no absolute paths,
+/// `..`, backslashes, NUL, components over 255 bytes), the whole destination path against
+/// `PATH_MAX`, two entries that would land on one file, and the sum of the declared sizes
+/// against ``ReadLimits/maxExtractBytes``. No directory on the way may be a symbolic link, and
+/// directories an extraction created are removed again if it fails and they are still empty.
 public struct Extractor: Sendable {
     /// The directory entries are written below.
     public let directory: URL
+    /// The limits; ``ReadLimits/maxExtractBytes`` caps one extraction.
+    public let limits: ReadLimits
 
-    /// Creates an extractor for `directory` (created if missing).
-    public init(directory: URL) {
+    /// Longest path the kernel accepts (`PATH_MAX`, including the terminating NUL).
+    static let pathMax = 4096
+
+    /// Creates an extractor for `directory` (created, with its parents, if missing).
+    public init(directory: URL, limits: ReadLimits = .default) {
         self.directory = directory
+        self.limits = limits
     }
 
     /// Extracts `paths` (all entries when empty) from `reader`.
     /// - Parameters:
     ///   - reader: An open pack.
-    ///   - paths: Entry paths to extract; empty means every entry.
+    ///   - paths: Entry paths to extract; empty means every entry. An entry named more than
+    ///     once (`a.txt`, `./a.txt`) is extracted once.
     ///   - each: Called after each entry is written, with its destination and timing.
-    /// - Throws: `.entryNotFound`, `.invalidArgument` for unsafe or colliding names, any read
-    ///   error naming the entry, `.io`. Entries written before a failure stay written.
+    /// - Throws: `.entryNotFound`; `.invalidArgument` for unsafe names, a path too long, or
+    ///   `--into` that is not a directory; `.integrityFailure` when two entries of the pack would
+    ///   be written to the same file; `.limitExceeded` over ``ReadLimits/maxExtractBytes``; any
+    ///   read error naming the entry; `.io`. Entries written before a failure stay written.
     public func extract(
         from reader: any PackReader, paths: [String] = [], each: (URL, EntryTiming) -> Void = { _, _ in }
     ) throws {
+        let planned = try plan(reader, paths)
+        let total = planned.reduce(UInt64(0)) { $0 &+ $1.entry.size }
+        if total > limits.maxExtractBytes {
+            throw AssetPackError(
+                .limitExceeded,
+                "extracting \(planned.count) entries would write \(total) bytes; the limit is \(limits.maxExtractBytes) (ReadLimits.maxExtractBytes)"
+            )
+        }
+        let root = directory.path
+        for item in planned {
+            let destination = root + "/" + item.parts.joined(separator: "/")
+            // The temporary file beside it has a name of fixed length; check the longer of the two.
+            let folder = root + "/" + item.parts.dropLast().joined(separator: "/")
+            let longest = max(destination.utf8.count, folder.utf8.count + Self.temporaryNameBytes)
+            guard longest < Self.pathMax else {
+                throw AssetPackError(
+                    .invalidArgument,
+                    "destination path would be \(longest) bytes; the system's limit is \(Self.pathMax - 1); nothing was extracted",
+                    path: item.entry.path)
+            }
+        }
+        var created: [String] = []
+        do {
+            try makeRoot(root, created: &created)
+            for item in planned {
+                var dir = root
+                for part in item.parts.dropLast() {
+                    dir += "/" + part
+                    try makeDirectory(dir, created: &created)
+                }
+                let destination = dir + "/" + item.parts.last!
+                let timing = try write(item.entry, from: reader, to: destination, in: dir)
+                each(URL(fileURLWithPath: destination), timing)
+            }
+        } catch {
+            // Remove the directories this call created that are still empty, deepest first.
+            for dir in created.reversed() { rmdir(dir) }
+            throw error
+        }
+    }
+
+    /// The selected entries with their path components, every name checked, duplicates merged.
+    private func plan(_ reader: any PackReader, _ paths: [String]) throws -> [(entry: EntryInfo, parts: [String])] {
         let selected: [EntryInfo] =
             try paths.isEmpty
             ? reader.entries
@@ -34,34 +88,38 @@ public struct Extractor: Sendable {
                 guard let e = reader.entry(p) else { throw AssetPackError(.entryNotFound, "no such entry", path: p) }
                 return e
             }
-        // Check every name before writing anything.
-        var planned: [(EntryInfo, [String])] = []
-        var seen = Set<String>()
+        var planned: [(entry: EntryInfo, parts: [String])] = []
+        var seen: [String: EntryInfo] = [:]
         for entry in selected {
             let parts = try EntryPath.safeComponents(entry.path)
             let key = parts.joined(separator: "/")
-            guard seen.insert(key).inserted else {
-                if paths.isEmpty || Set(paths).count == paths.count {
-                    throw AssetPackError(.invalidArgument, "two entries would be written to the same path", path: entry.path)
-                }
-                continue  // the same entry named twice on the command line
+            if let first = seen[key] {
+                // The same entry named twice (`a.txt`, `./a.txt`) is extracted once.
+                if !paths.isEmpty && first == entry { continue }
+                throw AssetPackError(
+                    .integrityFailure, "two entries of the pack would be written to this path: which one is meant is ambiguous",
+                    path: entry.path)
             }
+            seen[key] = entry
             planned.append((entry, parts))
         }
-        try makeDirectory(directory.path)
-        for (entry, parts) in planned {
-            var dir = directory.path
-            for part in parts.dropLast() {
-                dir += "/" + part
-                try makeDirectory(dir)
-            }
-            let destination = dir + "/" + parts.last!
-            let timing = try write(entry, from: reader, to: destination, in: dir)
-            each(URL(fileURLWithPath: destination), timing)
-        }
+        return planned
     }
 
-    private func makeDirectory(_ path: String) throws {
+    /// Creates `--into` with its parents (`mkdir -p`); an existing one may be a symbolic link to a directory.
+    private func makeRoot(_ path: String, created: inout [String]) throws {
+        var st = stat()
+        if stat(path, &st) == 0 {
+            guard (st.st_mode & S_IFMT) == S_IFDIR else { throw AssetPackError(.invalidArgument, "\(path) is not a directory") }
+            return
+        }
+        let parent = (path as NSString).deletingLastPathComponent
+        if !parent.isEmpty && parent != path { try makeRoot(parent, created: &created) }
+        try makeDirectory(path, created: &created)
+    }
+
+    /// Creates one directory below the root; an existing one must be a real directory, not a link.
+    private func makeDirectory(_ path: String, created: inout [String]) throws {
         var st = stat()
         if lstat(path, &st) == 0 {
             guard (st.st_mode & S_IFMT) == S_IFDIR else {
@@ -69,8 +127,15 @@ public struct Extractor: Sendable {
             }
             return
         }
-        guard mkdir(path, 0o755) == 0 || errno == EEXIST else { throw FileOutput.error("cannot create \(path)") }
+        if mkdir(path, 0o755) == 0 {
+            created.append(path)
+        } else if errno != EEXIST {
+            throw FileOutput.error("cannot create \(path)")
+        }
     }
+
+    /// `/` + the temporary file's name (prefix + UUID).
+    private static let temporaryNameBytes = 1 + PrivateInstaller.temporaryPrefix.utf8.count + 36
 
     private func write(_ entry: EntryInfo, from reader: any PackReader, to destination: String, in dir: String) throws
         -> EntryTiming

@@ -16,6 +16,9 @@ public struct ReadLimits: Sendable, Hashable {
     public var maxKDFMemory: UInt64 = 1 << 30
     /// Most iterations a PBKDF2 KDF may ask for (container).
     public var maxKDFIterations: UInt32 = 10_000_000
+    /// Most bytes one extraction may write in all: the sum of the selected entries' declared
+    /// sizes, checked before anything is written (readers never produce more than an entry declares).
+    public var maxExtractBytes: UInt64 = 64 << 30
 
     /// The default limits.
     public init() {}
