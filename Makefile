@@ -71,6 +71,17 @@ perf: deps
 	  | tee "$(PERF_DIR)/perf.txt"; \
 	echo "reports: $(PERF_DIR)/perf.{txt,json,csv,html}"
 
+## soak: the differential suites (Differential*Tests: every format × compression × read path, entry sizes
+## around every boundary) over SOAK_SEEDS fresh seeds (default 6, a few minutes); each failure prints its seed,
+## replay one with ASSETPACK_SEED=N swift test --filter Differential, or a whole run with SOAK_BASE=<printed base>.
+SOAK_SEEDS ?= 6
+SOAK_BASE ?=
+.PHONY: soak
+soak: deps
+	$(SWIFT) build
+	ASSETPACK_SOAK_SEEDS=$(SOAK_SEEDS) $(if $(SOAK_BASE),ASSETPACK_SOAK_BASE=$(SOAK_BASE)) \
+	  $(SWIFT) test --filter 'AssetPackTests.DifferentialTests|AssetPackCLITests.DifferentialCLITests'
+
 ## tsan / asan: the concurrency stress test (and for asan the damage sweeps) under sanitizers.
 tsan: deps
 	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter 'StressTests|concurrentReads|readsFromManyThreads'
