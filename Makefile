@@ -7,7 +7,7 @@ DEMO_DIR ?= $(CURDIR)/.demo
 SAMPLE_PASSWORD := assetpack-sample
 RELEASE_BIN = $(shell $(SWIFT) build -c release --show-bin-path)/assetpack
 
-.PHONY: deps build release test demo fmt samples clean tsan asan fuzz
+.PHONY: deps build release test demo fmt lint samples clean tsan asan fuzz
 
 ## deps: install libzip-dev (and zlib, OpenSSL, libdeflate headers) with apt when missing.
 deps:
@@ -49,8 +49,13 @@ samples: release
 	ASSETPACK_PASSWORD=$(SAMPLE_PASSWORD) "$(RELEASE_BIN)" pack SamplePacks/assets --output SamplePacks/packs/samples.zip
 	ASSETPACK_PASSWORD=$(SAMPLE_PASSWORD) "$(RELEASE_BIN)" pack SamplePacks/assets --format container --output SamplePacks/packs/samples.apack
 
+## fmt / lint: format in place, or check (strict: a warning fails) every Swift file we own.
+SWIFT_SOURCES := Package.swift Sources Tests Plugins Fuzz Examples Benchmarks
 fmt:
-	$(SWIFT) format --in-place --recursive --configuration .swift-format Package.swift Sources Tests
+	$(SWIFT) format --in-place --recursive --configuration .swift-format $(SWIFT_SOURCES)
+
+lint:
+	$(SWIFT) format lint --strict --recursive --configuration .swift-format $(SWIFT_SOURCES)
 
 clean:
 	rm -rf .build "$(DEMO_DIR)"

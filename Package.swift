@@ -40,14 +40,18 @@ let package = Package(
         // Chunked AES-256-GCM container.
         .target(
             name: "AssetPackContainer",
-            dependencies: ["AssetPackCore", "CZlib", "CLibcrypto",
-                           .product(name: "Crypto", package: "swift-crypto"),
-                           .product(name: "_CryptoExtras", package: "swift-crypto")]),
+            dependencies: [
+                "AssetPackCore", "CZlib", "CLibcrypto",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]),
         // Public face: open (format sniffing), pack, install.
         .target(
             name: "AssetPack",
-            dependencies: ["AssetPackCore", "AssetPackZip", "AssetPackContainer",
-                           .product(name: "Crypto", package: "swift-crypto")]),
+            dependencies: [
+                "AssetPackCore", "AssetPackZip", "AssetPackContainer",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]),
         // The CLI: parse, call the libraries, print.
         .executableTarget(
             name: "assetpack",
@@ -59,15 +63,19 @@ let package = Package(
         .executableTarget(name: "FuzzZip", dependencies: ["AssetPackZip"], path: "Fuzz/FuzzZip"),
         .executableTarget(name: "FuzzZipStructure", dependencies: ["AssetPackZip"], path: "Fuzz/FuzzZipStructure"),
         .executableTarget(name: "FuzzContainer", dependencies: ["AssetPackContainer"], path: "Fuzz/FuzzContainer"),
-        .executableTarget(name: "FuzzContainerIndex", dependencies: ["AssetPackContainer"], path: "Fuzz/FuzzContainerIndex"),
+        .executableTarget(
+            name: "FuzzContainerIndex", dependencies: ["AssetPackContainer"], path: "Fuzz/FuzzContainerIndex"),
 
         // Shared test helpers: temporary trees, deterministic bytes, running the built CLI.
         .target(name: "AssetPackTestSupport", dependencies: ["AssetPackCore"], path: "Tests/AssetPackTestSupport"),
         .testTarget(name: "AssetPackCoreTests", dependencies: ["AssetPackCore", "AssetPackTestSupport"]),
         .testTarget(
-            name: "AssetPackZipTests", dependencies: ["AssetPackZip", "AssetPackCore", "CLibzip", "AssetPackTestSupport"]),
-        .testTarget(name: "AssetPackContainerTests", dependencies: ["AssetPackContainer", "AssetPackCore", "AssetPackTestSupport"],
-                    resources: [.copy("Vectors")]),
+            name: "AssetPackZipTests",
+            dependencies: ["AssetPackZip", "AssetPackCore", "CLibzip", "AssetPackTestSupport"]),
+        .testTarget(
+            name: "AssetPackContainerTests",
+            dependencies: ["AssetPackContainer", "AssetPackCore", "AssetPackTestSupport"],
+            resources: [.copy("Vectors")]),
         .testTarget(name: "AssetPackTests", dependencies: ["AssetPack", "AssetPackTestSupport"]),
         .testTarget(name: "AssetPackCLITests", dependencies: ["AssetPack", "AssetPackTestSupport"]),
     ]

@@ -5,35 +5,37 @@ import AssetPackCore
 import Foundation
 
 #if FUZZING
-let scratch = "/dev/shm/assetpack-fuzz-container-\(getpid()).apack"
-let key = PackCredential.key([UInt8](repeating: 7, count: 32))
+    let scratch = "/dev/shm/assetpack-fuzz-container-\(getpid()).apack"
+    let key = PackCredential.key([UInt8](repeating: 7, count: 32))
 
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzContainer(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
-    guard FileManager.default.createFile(atPath: scratch, contents: Data(bytes: data, count: size)),
-        let reader = try? ContainerPackReader(path: scratch, credential: key)
-    else { return 0 }
-    for entry in reader.entries.prefix(64) {
-        _ = try? reader.read(entry.path)
-        _ = try? reader.stream(entry.path) { _ in }
-        _ = try? reader.readRange(entry.path, offset: entry.size / 3, count: 5000)
+    @_cdecl("LLVMFuzzerTestOneInput")
+    public func fuzzContainer(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+        guard FileManager.default.createFile(atPath: scratch, contents: Data(bytes: data, count: size)),
+            let reader = try? ContainerPackReader(path: scratch, credential: key)
+        else { return 0 }
+        for entry in reader.entries.prefix(64) {
+            _ = try? reader.read(entry.path)
+            _ = try? reader.stream(entry.path) { _ in }
+            _ = try? reader.readRange(entry.path, offset: entry.size / 3, count: 5000)
+        }
+        return 0
     }
-    return 0
-}
 
-@_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(
-    _ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt) -> CInt
+    @_silgen_name("LLVMFuzzerRunDriver")
+    func LLVMFuzzerRunDriver(
+        _ argc: UnsafeMutablePointer<CInt>,
+        _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+        _ callback: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt
+    ) -> CInt
 
-@_cdecl("FuzzContainer_main")
-public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-    var argc = argc
-    var argv = argv
-    return LLVMFuzzerRunDriver(&argc, &argv, fuzzContainer)
-}
+    @_cdecl("FuzzContainer_main")
+    public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+        var argc = argc
+        var argv = argv
+        return LLVMFuzzerRunDriver(&argc, &argv, fuzzContainer)
+    }
 #else
-@main enum FuzzContainer {
-    static func main() { print("fuzz target: build and run it with `make fuzz`") }
-}
+    @main enum FuzzContainer {
+        static func main() { print("fuzz target: build and run it with `make fuzz`") }
+    }
 #endif

@@ -4,42 +4,47 @@ import AssetPackContainer
 import AssetPackCore
 
 #if FUZZING
-let limits: ReadLimits = {
-    var l = ReadLimits()
-    l.maxEntries = 100_000
-    return l
-}()
+    let limits: ReadLimits = {
+        var l = ReadLimits()
+        l.maxEntries = 100_000
+        return l
+    }()
 
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzContainerIndex(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
-    let bytes = UnsafeRawBufferPointer(start: data, count: size)
-    let headerSize = ContainerFormat.headerSize
-    if size >= headerSize, let header = try? ContainerHeader.parse(UnsafeRawBufferPointer(rebasing: bytes[0..<headerSize])) {
-        _ = try? header.checkKDF(limits)
-        _ = try? ContainerIndex.decode(
-            UnsafeRawBufferPointer(rebasing: bytes[headerSize...]), chunkShift: header.chunkShift,
-            dataEnd: header.indexOffset, limits: limits)
+    @_cdecl("LLVMFuzzerTestOneInput")
+    public func fuzzContainerIndex(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+        let bytes = UnsafeRawBufferPointer(start: data, count: size)
+        let headerSize = ContainerFormat.headerSize
+        if size >= headerSize,
+            let header = try? ContainerHeader.parse(UnsafeRawBufferPointer(rebasing: bytes[0..<headerSize]))
+        {
+            _ = try? header.checkKDF(limits)
+            _ = try? ContainerIndex.decode(
+                UnsafeRawBufferPointer(rebasing: bytes[headerSize...]), chunkShift: header.chunkShift,
+                dataEnd: header.indexOffset, limits: limits)
+        }
+        // The index alone, against a few plausible geometries.
+        for shift: UInt8 in [12, 16] {
+            _ = try? ContainerIndex.decode(
+                bytes, chunkShift: shift, dataEnd: UInt64(headerSize) + UInt64(size) * 4, limits: limits)
+        }
+        return 0
     }
-    // The index alone, against a few plausible geometries.
-    for shift: UInt8 in [12, 16] {
-        _ = try? ContainerIndex.decode(bytes, chunkShift: shift, dataEnd: UInt64(headerSize) + UInt64(size) * 4, limits: limits)
+
+    @_silgen_name("LLVMFuzzerRunDriver")
+    func LLVMFuzzerRunDriver(
+        _ argc: UnsafeMutablePointer<CInt>,
+        _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+        _ callback: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt
+    ) -> CInt
+
+    @_cdecl("FuzzContainerIndex_main")
+    public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+        var argc = argc
+        var argv = argv
+        return LLVMFuzzerRunDriver(&argc, &argv, fuzzContainerIndex)
     }
-    return 0
-}
-
-@_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(
-    _ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-    _ callback: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt) -> CInt
-
-@_cdecl("FuzzContainerIndex_main")
-public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-    var argc = argc
-    var argv = argv
-    return LLVMFuzzerRunDriver(&argc, &argv, fuzzContainerIndex)
-}
 #else
-@main enum FuzzContainerIndex {
-    static func main() { print("fuzz target: build and run it with `make fuzz`") }
-}
+    @main enum FuzzContainerIndex {
+        static func main() { print("fuzz target: build and run it with `make fuzz`") }
+    }
 #endif

@@ -38,7 +38,8 @@ struct PackAssets: BuildToolPlugin {
         if let keyFile = env["ASSETPACK_KEY_FILE"], !keyFile.isEmpty {
             guard config.format == "container" else {
                 throw PackAssetsError(
-                    target.name, "ASSETPACK_KEY_FILE gives a raw key, which only the container format takes; "
+                    target.name,
+                    "ASSETPACK_KEY_FILE gives a raw key, which only the container format takes; "
                         + "set \"format\": \"container\" in \(Config.fileName), or use ASSETPACK_PASSWORD instead")
             }
             let url = Self.absolute(keyFile, relativeTo: context.package.directoryURL)
@@ -60,12 +61,14 @@ struct PackAssets: BuildToolPlugin {
             arguments += ["--password-env", "ASSETPACK_PASSWORD"]
         } else {
             throw PackAssetsError(
-                target.name, "no password or key to encrypt \(config.source)/ with: set ASSETPACK_PASSWORD "
+                target.name,
+                "no password or key to encrypt \(config.source)/ with: set ASSETPACK_PASSWORD "
                     + "(or ASSETPACK_PASSWORD_FILE=path, or ASSETPACK_KEY_FILE=path for a raw 32-byte container key) "
                     + "in the environment of `swift build`")
         }
 
-        let displayName = "Packing assets of \(target.name) from \(config.source) into \(config.output) (\(config.format))"
+        let displayName =
+            "Packing assets of \(target.name) from \(config.source) into \(config.output) (\(config.format))"
         guard FileManager.default.fileExists(atPath: configURL.path) else {
             return [
                 .buildCommand(
@@ -110,7 +113,8 @@ struct PackAssets: BuildToolPlugin {
     /// of them (or to the list) re-runs it.
     static func files(below folder: URL, target: String, folder name: String) throws -> [URL] {
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory), isDirectory.boolValue else {
+        guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory), isDirectory.boolValue
+        else {
             throw PackAssetsError(target, "no asset folder \(folder.path) (set \"source\" in \(Config.fileName))")
         }
         guard
@@ -174,11 +178,14 @@ struct Config: Decodable {
             throw PackAssetsError(target, "\(url.path) is not valid: \(error)")
         }
         guard ["zip", "container"].contains(config.format) else {
-            throw PackAssetsError(target, "\(url.path): \"format\" must be \"zip\" or \"container\", not \"\(config.format)\"")
+            throw PackAssetsError(
+                target, "\(url.path): \"format\" must be \"zip\" or \"container\", not \"\(config.format)\"")
         }
         guard ["auto", "store", "deflate"].contains(config.compression) else {
             throw PackAssetsError(
-                target, "\(url.path): \"compression\" must be \"auto\", \"store\" or \"deflate\", not \"\(config.compression)\"")
+                target,
+                "\(url.path): \"compression\" must be \"auto\", \"store\" or \"deflate\", not \"\(config.compression)\""
+            )
         }
         guard !config.output.isEmpty, !config.output.contains("/"), !config.output.hasPrefix(".") else {
             throw PackAssetsError(target, "\(url.path): \"output\" must be a plain file name such as \"assets.pack\"")

@@ -71,7 +71,8 @@ public final class AssetLibrary: Sendable {
     public static func openInstalling(
         bundled: URL, appID: String, credential: PackCredential?, limits: ReadLimits = .default
     ) throws -> AssetLibrary {
-        try openInstalling(bundled: bundled, installer: PrivateInstaller(appID: appID), credential: credential, limits: limits)
+        try openInstalling(
+            bundled: bundled, installer: PrivateInstaller(appID: appID), credential: credential, limits: limits)
     }
 
     /// Installs a bundled pack with an explicit installer if needed, then opens the installed copy.
@@ -108,7 +109,9 @@ public final class AssetLibrary: Sendable {
     public static func openInstalling(
         bundled: URL, appID: String, credential: PackCredential?, limits: ReadLimits = .default
     ) async throws -> AssetLibrary {
-        try await offExecutor { try openInstalling(bundled: bundled, appID: appID, credential: credential, limits: limits) }
+        try await offExecutor {
+            try openInstalling(bundled: bundled, appID: appID, credential: credential, limits: limits)
+        }
     }
 
     // MARK: - Entries

@@ -26,7 +26,9 @@ public enum AssetPack {
         guard n >= 0 else { throw AssetPackError(.io, "cannot read \(path)", underlying: errno) }
         let prefix = Array(head[0..<n])
         if prefix.starts(with: ContainerFormat.magic) { return .container }
-        if prefix.starts(with: [0x50, 0x4B, 0x03, 0x04]) || prefix.starts(with: [0x50, 0x4B, 0x05, 0x06]) { return .zip }
+        if prefix.starts(with: [0x50, 0x4B, 0x03, 0x04]) || prefix.starts(with: [0x50, 0x4B, 0x05, 0x06]) {
+            return .zip
+        }
         throw AssetPackError(.unsupportedFormat, "\(path) is not an AssetPack container or a zip archive")
     }
 

@@ -97,7 +97,8 @@ public struct Extractor: Sendable {
                 // The same entry named twice (`a.txt`, `./a.txt`) is extracted once.
                 if !paths.isEmpty && first == entry { continue }
                 throw AssetPackError(
-                    .integrityFailure, "two entries of the pack would be written to this path: which one is meant is ambiguous",
+                    .integrityFailure,
+                    "two entries of the pack would be written to this path: which one is meant is ambiguous",
                     path: entry.path)
             }
             seen[key] = entry
@@ -110,7 +111,9 @@ public struct Extractor: Sendable {
     private func makeRoot(_ path: String, created: inout [String]) throws {
         var st = stat()
         if stat(path, &st) == 0 {
-            guard (st.st_mode & S_IFMT) == S_IFDIR else { throw AssetPackError(.invalidArgument, "\(path) is not a directory") }
+            guard (st.st_mode & S_IFMT) == S_IFDIR else {
+                throw AssetPackError(.invalidArgument, "\(path) is not a directory")
+            }
             return
         }
         let parent = (path as NSString).deletingLastPathComponent

@@ -44,7 +44,9 @@ public struct PrivateInstaller: Sendable {
 
     /// The default private directory for an app id.
     /// - Throws: `.invalidArgument` if `appID` is empty, contains `/`, or is `.`/`..`.
-    public static func defaultDirectory(appID: String, environment: [String: String] = ProcessInfo.processInfo.environment)
+    public static func defaultDirectory(
+        appID: String, environment: [String: String] = ProcessInfo.processInfo.environment
+    )
         throws -> URL
     {
         guard !appID.isEmpty, !appID.contains("/"), appID != ".", appID != "..", !appID.contains("\0") else {
@@ -121,7 +123,8 @@ public struct PrivateInstaller: Sendable {
             throw AssetPackError(.io, "\(path) is not a directory")
         }
         guard chmod(path, 0o700) == 0 else {
-            throw AssetPackError(.io, "cannot make \(path) private: \(String(cString: strerror(errno)))", underlying: errno)
+            throw AssetPackError(
+                .io, "cannot make \(path) private: \(String(cString: strerror(errno)))", underlying: errno)
         }
     }
 
@@ -138,7 +141,8 @@ public struct PrivateInstaller: Sendable {
     /// - Returns: The SHA-256 (hex) of the installed bytes.
     private func copyVerified(from source: String, to destination: URL) throws -> String {
         let temporary = directory.appendingPathComponent(
-            Self.temporaryPrefix + destination.lastPathComponent + "-" + UUID().uuidString).path
+            Self.temporaryPrefix + destination.lastPathComponent + "-" + UUID().uuidString
+        ).path
         let out = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard out >= 0 else { throw FileOutput.error("cannot create \(temporary)") }
         var keep = false
@@ -158,7 +162,9 @@ public struct PrivateInstaller: Sendable {
         guard copyDigest == sourceDigest else {
             throw AssetPackError(.integrityFailure, "the installed copy does not match the source (SHA-256 differs)")
         }
-        guard rename(temporary, destination.path) == 0 else { throw FileOutput.error("cannot rename into \(destination.path)") }
+        guard rename(temporary, destination.path) == 0 else {
+            throw FileOutput.error("cannot rename into \(destination.path)")
+        }
         keep = true
         try syncDirectory(directory.path)
         return sourceDigest
@@ -184,7 +190,8 @@ public struct PrivateInstaller: Sendable {
             try [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
                 initialized = 0
                 while initialized < count {
-                    let n = pread(fd, buffer.baseAddress! + initialized, count - initialized, off_t(offset) + off_t(initialized))
+                    let n = pread(
+                        fd, buffer.baseAddress! + initialized, count - initialized, off_t(offset) + off_t(initialized))
                     if n < 0 && errno == EINTR { continue }
                     guard n > 0 else { throw AssetPackError(.integrityFailure, "\(path) is shorter than it was") }
                     initialized += n
@@ -279,7 +286,9 @@ struct InstallRecord: Codable, Equatable {
     /// Writes atomically: temporary file, fsync, rename, fsync the directory.
     func save(_ url: URL, directory: URL) throws {
         let data = try JSONEncoder().encode(self)
-        let temporary = directory.appendingPathComponent(PrivateInstaller.temporaryPrefix + "record-" + UUID().uuidString).path
+        let temporary = directory.appendingPathComponent(
+            PrivateInstaller.temporaryPrefix + "record-" + UUID().uuidString
+        ).path
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw FileOutput.error("cannot create \(temporary)") }
         var ok = false

@@ -98,7 +98,8 @@ package struct ContainerHeader: Equatable {
         case .pbkdf2SHA256:
             guard params[0] >= 1, params[1] == 0, params[2] == 0 else { throw bad }
             guard params[0] <= limits.maxKDFIterations else {
-                throw AssetPackError(.limitExceeded, "PBKDF2 iterations \(params[0]) exceed the limit \(limits.maxKDFIterations)")
+                throw AssetPackError(
+                    .limitExceeded, "PBKDF2 iterations \(params[0]) exceed the limit \(limits.maxKDFIterations)")
             }
         case .scrypt:
             let (logN, r, p) = (UInt64(params[0]), UInt64(params[1]), UInt64(params[2]))
@@ -108,7 +109,8 @@ package struct ContainerHeader: Equatable {
             let (nr, o1) = n.multipliedReportingOverflow(by: 128 * r)
             let (mem, o2) = nr.addingReportingOverflow(128 * r * p)
             guard !o1, !o2, mem <= limits.maxKDFMemory else {
-                throw AssetPackError(.limitExceeded, "scrypt parameters need more memory than the limit \(limits.maxKDFMemory)")
+                throw AssetPackError(
+                    .limitExceeded, "scrypt parameters need more memory than the limit \(limits.maxKDFMemory)")
             }
             let (work, o3) = n.multipliedReportingOverflow(by: p)
             guard !o3, work <= UInt64(limits.maxKDFIterations) else {

@@ -54,7 +54,8 @@ package enum ContainerIndex {
         var r = ByteReader(buf, structure: "container")
         let count = Int(try r.u32())
         guard count <= limits.maxEntries else {
-            throw AssetPackError(.limitExceeded, "pack declares \(count) entries, more than the limit \(limits.maxEntries)")
+            throw AssetPackError(
+                .limitExceeded, "pack declares \(count) entries, more than the limit \(limits.maxEntries)")
         }
         guard count <= r.remaining / 16 else { throw corrupt("entry count") }
         let cs = UInt64(1) << chunkShift

@@ -90,12 +90,14 @@ public final class ContainerPackReader: PackReader {
             throw AssetPackError(.integrityFailure, "container is truncated or has trailing data")
         }
         guard header.indexLength <= limits.maxIndexSize else {
-            throw AssetPackError(.limitExceeded, "index of \(header.indexLength) bytes exceeds the limit \(limits.maxIndexSize)")
+            throw AssetPackError(
+                .limitExceeded, "index of \(header.indexLength) bytes exceeds the limit \(limits.maxIndexSize)")
         }
 
         let keys = ContainerKeys(master: try ContainerKeys.master(credential, header: header), salt: header.salt)
-        guard HMAC<SHA256>.isValidAuthenticationCode(
-            header.commitment, authenticating: header.committedBytes(), using: keys.commitmentKey)
+        guard
+            HMAC<SHA256>.isValidAuthenticationCode(
+                header.commitment, authenticating: header.committedBytes(), using: keys.commitmentKey)
         else {
             throw AssetPackError(.wrongPassword, "wrong password or key (or a damaged header)")
         }
@@ -149,7 +151,8 @@ public final class ContainerPackReader: PackReader {
         var cpu = (decrypt: 0.0, crc: 0.0)
         let bytes = try [UInt8](unsafeUninitializedCapacity: n) { buf, initialized in
             adviseHugePages(UnsafeMutableRawBufferPointer(buf))
-            cpu = try decode(e, key, 0..<e.chunkCount, into: UnsafeMutableRawBufferPointer(buf), base: 0, crcs: crcs.baseAddress)
+            cpu = try decode(
+                e, key, 0..<e.chunkCount, into: UnsafeMutableRawBufferPointer(buf), base: 0, crcs: crcs.baseAddress)
             initialized = n
         }
         let wall = phase.elapsed
@@ -187,7 +190,8 @@ public final class ContainerPackReader: PackReader {
         let key = Stopwatch.time(&t.keyDerivation) { keys.entryKey(e.id) }
         let cs = 1 << chunkShift
         let group = max(1, min(e.chunkCount, Self.cores * 4))
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: group * min(cs, max(1, Int(e.info.size))), alignment: 64)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(
+            byteCount: group * min(cs, max(1, Int(e.info.size))), alignment: 64)
         defer { buffer.deallocate() }
         let crcs = UnsafeMutableBufferPointer<UInt32>.allocate(capacity: group)
         defer { crcs.deallocate() }
@@ -231,7 +235,9 @@ public final class ContainerPackReader: PackReader {
     public func readRange(_ path: String, offset: UInt64, count: Int) throws -> [UInt8] {
         let e = try find(path)
         guard count >= 0, offset <= e.info.size, UInt64(count) <= e.info.size - offset else {
-            throw AssetPackError(.invalidArgument, "range \(offset)+\(count) is outside the entry (\(e.info.size) bytes)", path: e.info.path)
+            throw AssetPackError(
+                .invalidArgument, "range \(offset)+\(count) is outside the entry (\(e.info.size) bytes)",
+                path: e.info.path)
         }
         if count == 0 { return [] }
         let key = keys.entryKey(e.id)
@@ -268,7 +274,8 @@ public final class ContainerPackReader: PackReader {
         try concurrently(tasks) { task in
             let lo = range.lowerBound + range.count * task / tasks
             let hi = range.lowerBound + range.count * (task + 1) / tasks
-            let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: maxPlain + ContainerFormat.tagSize, alignment: 64)
+            let scratch = UnsafeMutableRawBufferPointer.allocate(
+                byteCount: maxPlain + ContainerFormat.tagSize, alignment: 64)
             defer { scratch.deallocate() }
             let gcm = InPlaceGCM()
             var temp: UnsafeMutableRawBufferPointer?
@@ -288,7 +295,9 @@ public final class ContainerPackReader: PackReader {
                 }
                 try Stopwatch.time(&dec) { try openChunk(e, key, c, gcm: gcm, scratch: scratch, into: dest) }
                 if let crcs {
-                    crcs[c - range.lowerBound] = Stopwatch.time(&crcTime) { CRC32.checksum(UnsafeRawBufferPointer(dest)) }
+                    crcs[c - range.lowerBound] = Stopwatch.time(&crcTime) {
+                        CRC32.checksum(UnsafeRawBufferPointer(dest))
+                    }
                 }
                 if !inPlace {
                     let from = max(start, base), to = min(end, outEnd)
@@ -333,7 +342,9 @@ public final class ContainerPackReader: PackReader {
             throw AssetPackError(.integrityFailure, "chunk \(c) failed authentication", path: e.info.path)
         }
         if deflated {
-            do { try RawDeflate.decompress(UnsafeRawBufferPointer(ciphertext), into: dest) } catch let error as AssetPackError {
+            do { try RawDeflate.decompress(UnsafeRawBufferPointer(ciphertext), into: dest) } catch let error
+                as AssetPackError
+            {
                 throw error.naming(e.info.path)
             }
         }

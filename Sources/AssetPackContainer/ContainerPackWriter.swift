@@ -82,7 +82,8 @@ public struct ContainerPackWriter: PackWriter {
             let id = UInt32(i)
             let deflate = try options.compression.shouldDeflate(file)
             records.append(
-                try writeEntry(file, id: id, key: keys.entryKey(id), deflate: deflate, buffers: buffers, to: out.fd, at: &pos))
+                try writeEntry(
+                    file, id: id, key: keys.entryKey(id), deflate: deflate, buffers: buffers, to: out.fd, at: &pos))
             options.progress?(PackProgress(done: i + 1, total: sorted.count, path: file.path))
         }
 
@@ -125,7 +126,8 @@ public struct ContainerPackWriter: PackWriter {
             try concurrently(tasks) { task in
                 for j in (n * task / tasks)..<(n * (task + 1) / tasks) {
                     let c = first + j
-                    let plain = UnsafeRawBufferPointer(rebasing: buffers.plain[j * cs..<j * cs + min(cs, bytes - j * cs)])
+                    let plain = UnsafeRawBufferPointer(
+                        rebasing: buffers.plain[j * cs..<j * cs + min(cs, bytes - j * cs)])
                     buffers.crcs[j] = CRC32.checksum(plain)
                     var packed: [UInt8]?
                     if deflate, plain.count > 0 {
@@ -133,19 +135,23 @@ public struct ContainerPackWriter: PackWriter {
                         if z.count < plain.count { packed = z }
                     }
                     let nonce = chunkNonce(entry: id, chunk: UInt32(c), final: c == chunks - 1, deflated: packed != nil)
-                    let box = try packed.map { try AES.GCM.seal($0, using: key, nonce: nonce) }
+                    let box =
+                        try packed.map { try AES.GCM.seal($0, using: key, nonce: nonce) }
                         ?? AES.GCM.seal(plain, using: key, nonce: nonce)
                     let dest = buffers.sealed.baseAddress! + j * slot
                     let ct = box.ciphertext
                     ct.copyBytes(to: dest.assumingMemoryBound(to: UInt8.self), count: ct.count)
-                    box.tag.copyBytes(to: (dest + ct.count).assumingMemoryBound(to: UInt8.self), count: ContainerFormat.tagSize)
+                    box.tag.copyBytes(
+                        to: (dest + ct.count).assumingMemoryBound(to: UInt8.self), count: ContainerFormat.tagSize)
                     buffers.lengths[j] = UInt32(ct.count) | (packed == nil ? 0 : ContainerIndex.deflatedBit)
                 }
             }
             var w = 0
             for j in 0..<n {
                 let stored = Int(buffers.lengths[j] & ~ContainerIndex.deflatedBit) + ContainerFormat.tagSize
-                if w != j * slot { memmove(buffers.sealed.baseAddress! + w, buffers.sealed.baseAddress! + j * slot, stored) }
+                if w != j * slot {
+                    memmove(buffers.sealed.baseAddress! + w, buffers.sealed.baseAddress! + j * slot, stored)
+                }
                 w += stored
                 crc = crc32_combine(crc, UInt(buffers.crcs[j]), min(cs, bytes - j * cs))
                 lengths.append(buffers.lengths[j])
@@ -159,7 +165,9 @@ public struct ContainerPackWriter: PackWriter {
             throw AssetPackError(.io, "file grew while it was being packed", path: file.path)
         }
         let anyDeflated = lengths.contains { $0 & ContainerIndex.deflatedBit != 0 }
-        return IndexRecord(path: file.path, size: size, crc: UInt32(truncatingIfNeeded: crc), chunkLengths: anyDeflated ? lengths : nil)
+        return IndexRecord(
+            path: file.path, size: size, crc: UInt32(truncatingIfNeeded: crc), chunkLengths: anyDeflated ? lengths : nil
+        )
     }
 
     private func readFully(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, file: SourceFile) throws {

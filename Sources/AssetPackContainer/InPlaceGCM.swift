@@ -42,8 +42,9 @@ final class InPlaceGCM {
             let p = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
             guard EVP_DecryptUpdate(context, p, &produced, p, Int32(buffer.count)) == 1 else { return false }
         }
-        guard EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_TAG, 16, UnsafeMutableRawPointer(mutating: tag.baseAddress!))
-            == 1
+        guard
+            EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_TAG, 16, UnsafeMutableRawPointer(mutating: tag.baseAddress!))
+                == 1
         else { return false }
         var tail = [UInt8](repeating: 0, count: 16)
         return EVP_DecryptFinal_ex(context, &tail, &produced) == 1

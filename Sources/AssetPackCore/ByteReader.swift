@@ -18,7 +18,9 @@ package struct ByteReader {
     package var atEnd: Bool { position == base.count }
 
     @inline(__always) private func need(_ n: Int) throws {
-        guard n >= 0, n <= remaining else { throw AssetPackError(.integrityFailure, "\(structure) structure ends early") }
+        guard n >= 0, n <= remaining else {
+            throw AssetPackError(.integrityFailure, "\(structure) structure ends early")
+        }
     }
 
     package mutating func u8() throws -> UInt8 {

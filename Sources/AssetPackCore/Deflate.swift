@@ -41,7 +41,9 @@ public enum RawDeflate {
     public static func decompress(
         _ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer
     ) throws {
-        guard let decompressor = libdeflate_alloc_decompressor() else { allocationFailed("libdeflate_alloc_decompressor") }
+        guard let decompressor = libdeflate_alloc_decompressor() else {
+            allocationFailed("libdeflate_alloc_decompressor")
+        }
         defer { libdeflate_free_decompressor(decompressor) }
         var consumed = 0
         var scratch: UInt8 = 0

@@ -18,7 +18,8 @@ public enum FileChunks {
             let n = read(fd, buffer.baseAddress, chunkSize)
             if n < 0 {
                 if errno == EINTR { continue }
-                throw AssetPackError(.io, "cannot read \(url.path): \(String(cString: strerror(errno)))", underlying: errno)
+                throw AssetPackError(
+                    .io, "cannot read \(url.path): \(String(cString: strerror(errno)))", underlying: errno)
             }
             if n == 0 { return }
             try body(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))

@@ -5,10 +5,10 @@ import Foundation
 /// Advisory only; a no-op for buffers under 4 MiB and on other systems.
 public func adviseHugePages(_ buffer: UnsafeMutableRawBufferPointer) {
     #if os(Linux)
-    let huge = 2 << 20
-    guard buffer.count >= 2 * huge, let base = buffer.baseAddress else { return }
-    let start = (Int(bitPattern: base) + huge - 1) & ~(huge - 1)
-    let end = (Int(bitPattern: base) + buffer.count) & ~(huge - 1)
-    if end > start { _ = madvise(UnsafeMutableRawPointer(bitPattern: start), end - start, MADV_HUGEPAGE) }
+        let huge = 2 << 20
+        guard buffer.count >= 2 * huge, let base = buffer.baseAddress else { return }
+        let start = (Int(bitPattern: base) + huge - 1) & ~(huge - 1)
+        let end = (Int(bitPattern: base) + buffer.count) & ~(huge - 1)
+        if end > start { _ = madvise(UnsafeMutableRawPointer(bitPattern: start), end - start, MADV_HUGEPAGE) }
     #endif
 }

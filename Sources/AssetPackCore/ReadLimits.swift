@@ -38,13 +38,16 @@ extension ReadLimits {
     package func check(_ entry: EntryInfo) throws {
         guard entry.size <= maxEntrySize, entry.size <= UInt64(Int.max) else {
             throw AssetPackError(
-                .limitExceeded, "entry declares \(entry.size) bytes; the limit is \(maxEntrySize) (ReadLimits.maxEntrySize)",
+                .limitExceeded,
+                "entry declares \(entry.size) bytes; the limit is \(maxEntrySize) (ReadLimits.maxEntrySize)",
                 path: entry.path)
         }
-        if entry.compression == .deflate, entry.size > 1024, entry.size / max(entry.storedSize, 1) > maxCompressionRatio {
+        if entry.compression == .deflate, entry.size > 1024, entry.size / max(entry.storedSize, 1) > maxCompressionRatio
+        {
             throw AssetPackError(
                 .limitExceeded,
-                "entry's compression ratio exceeds \(maxCompressionRatio):1 (ReadLimits.maxCompressionRatio)", path: entry.path)
+                "entry's compression ratio exceeds \(maxCompressionRatio):1 (ReadLimits.maxCompressionRatio)",
+                path: entry.path)
         }
     }
 

@@ -77,7 +77,8 @@ public enum SourceTree {
                 let rel = relative.isEmpty ? name : relative + "/" + name
                 var st = stat()
                 guard lstat(full, &st) == 0 else {
-                    throw AssetPackError(.io, "cannot stat \(full): \(String(cString: strerror(errno)))", underlying: errno)
+                    throw AssetPackError(
+                        .io, "cannot stat \(full): \(String(cString: strerror(errno)))", underlying: errno)
                 }
                 var target = full
                 var mode = st.st_mode & S_IFMT
@@ -87,7 +88,8 @@ public enum SourceTree {
                     }
                     guard resolved == realRoot || resolved.hasPrefix(realRoot + "/") else {
                         throw AssetPackError(
-                            .invalidArgument, "symbolic link \(rel) points outside the source directory (to \(resolved))")
+                            .invalidArgument,
+                            "symbolic link \(rel) points outside the source directory (to \(resolved))")
                     }
                     guard stat(resolved, &st) == 0 else {
                         throw AssetPackError(.io, "cannot stat \(resolved)", underlying: errno)
@@ -102,7 +104,8 @@ public enum SourceTree {
                 } else if mode == S_IFREG {
                     if let excludedReal, realPath(target) == excludedReal { continue }
                     guard access(target, R_OK) == 0 else {
-                        throw AssetPackError(.io, "cannot read \(full): \(String(cString: strerror(errno)))", underlying: errno)
+                        throw AssetPackError(
+                            .io, "cannot read \(full): \(String(cString: strerror(errno)))", underlying: errno)
                     }
                     let path = EntryPath.normalize(rel)
                     if let other = seen[path] {

@@ -1,7 +1,7 @@
 import AssetPackCore
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Decodes one WinZip AES entry (AE-1 or AE-2) from its raw stored bytes, in bulk.
@@ -76,7 +76,8 @@ package struct BulkAESDecoder {
             let decryptor = try open(password: password, reader: &reader, timing: &timing)
             let count = Int(size)
             var crc = CRC32()
-            let pipelined = compression == .store && count >= pipelineThreshold && ProcessInfo.processInfo.activeProcessorCount > 1
+            let pipelined =
+                compression == .store && count >= pipelineThreshold && ProcessInfo.processInfo.activeProcessorCount > 1
             let output = try [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
                 let out = UnsafeMutableRawBufferPointer(buffer)
                 adviseHugePages(out)
@@ -92,8 +93,9 @@ package struct BulkAESDecoder {
                         pos += piece.count
                     }
                 } else {
-                    try inflate(payload: payload, into: out, reader: &reader, decryptor: decryptor,
-                                crc: &crc, timing: &timing)
+                    try inflate(
+                        payload: payload, into: out, reader: &reader, decryptor: decryptor,
+                        crc: &crc, timing: &timing)
                 }
                 initialized = count
             }
@@ -124,7 +126,8 @@ package struct BulkAESDecoder {
             let payload = try validatedPayload()
             var reader = RawReader(source: source, remaining: rawSize)
             let decryptor = try open(password: password, reader: &reader, timing: &timing)
-            let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, min(chunkSize, payload)), alignment: 64)
+            let scratch = UnsafeMutableRawBufferPointer.allocate(
+                byteCount: max(1, min(chunkSize, payload)), alignment: 64)
             defer { scratch.deallocate() }
             var crc = CRC32()
             let inflater = compression == .deflate ? Inflater(chunkSize: chunkSize) : nil
@@ -142,11 +145,12 @@ package struct BulkAESDecoder {
                 Stopwatch.time(&timing.decrypt) { decryptor.decrypt(piece) }
                 if let inflater {
                     do {
-                        try inflater.inflate(UnsafeRawBufferPointer(piece), limit: size, seconds: &timing.decrypt) { chunk in
+                        try inflater.inflate(UnsafeRawBufferPointer(piece), limit: size, seconds: &timing.decrypt) {
+                            chunk in
                             if crc32 != nil { Stopwatch.time(&timing.crc) { crc.update(chunk) } }
                             do { try body(chunk) } catch { bodyFailed = true; throw error }
                         }
-                    } catch where !bodyFailed {
+                    } catch  where !bodyFailed {
                         failure = error
                     }
                 } else {
@@ -189,7 +193,9 @@ package struct BulkAESDecoder {
     }
 
     /// Reads salt and verifier, derives the keys (timed as `keyDerivation`).
-    private func open(password: [UInt8], reader: inout RawReader, timing: inout EntryTiming) throws -> WinZipAESDecryptor {
+    private func open(password: [UInt8], reader: inout RawReader, timing: inout EntryTiming) throws
+        -> WinZipAESDecryptor
+    {
         var header = [UInt8](repeating: 0, count: strength.headerLength)
         try header.withUnsafeMutableBytes { try reader.readExactly($0) }
         return try Stopwatch.time(&timing.keyDerivation) {
@@ -198,7 +204,6 @@ package struct BulkAESDecoder {
                 verifier: Array(header[strength.saltLength...]))
         }
     }
-
 
     /// Stored whole read on two threads: a helper runs HMAC-SHA1 over each chunk once it is read,
     /// while this thread reads the next chunk, then decrypts and CRCs the authenticated one.

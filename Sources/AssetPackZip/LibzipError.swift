@@ -14,7 +14,8 @@ enum LibzipError {
         zip_error_init(&err)
         zip_error_set(&err, zipCode, system)
         var text = String(cString: zip_error_strerror(&err))
-        if system == 0 && zip_error_system_type(&err) == ZIP_ET_SYS, let cut = text.range(of: ": ", options: .backwards) {
+        if system == 0 && zip_error_system_type(&err) == ZIP_ET_SYS, let cut = text.range(of: ": ", options: .backwards)
+        {
             text = String(text[..<cut.lowerBound])  // no recorded errno: drop strerror(0)'s "Success"
         }
         zip_error_fini(&err)

@@ -154,9 +154,10 @@ package final class WinZipAESKeystream {
     init(strength: WinZipAESKeyStrength, key: UnsafeRawBufferPointer) throws {
         guard let c = EVP_CIPHER_CTX_new() else { allocationFailed("EVP_CIPHER_CTX_new") }
         cipher = c
-        guard EVP_EncryptInit_ex2(
+        guard
+            EVP_EncryptInit_ex2(
                 c, ecbCiphers[Int(strength.rawValue) - 1], key.bindMemory(to: UInt8.self).baseAddress, nil, nil) == 1,
-              EVP_CIPHER_CTX_set_padding(c, 0) == 1
+            EVP_CIPHER_CTX_set_padding(c, 0) == 1
         else { throw AssetPackError(.unsupportedFormat, "OpenSSL: cannot set up AES-\(strength.keyLength * 8)-ECB") }
     }
 
@@ -255,10 +256,18 @@ package final class WinZipAESAuthenticator {
 private func xorBytes(_ dst: UnsafeMutableRawPointer, _ src: UnsafeRawPointer, _ count: Int) {
     var i = 0
     while i + 32 <= count {
-        let a = dst.loadUnaligned(fromByteOffset: i, as: UInt64.self) ^ src.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-        let b = dst.loadUnaligned(fromByteOffset: i + 8, as: UInt64.self) ^ src.loadUnaligned(fromByteOffset: i + 8, as: UInt64.self)
-        let c = dst.loadUnaligned(fromByteOffset: i + 16, as: UInt64.self) ^ src.loadUnaligned(fromByteOffset: i + 16, as: UInt64.self)
-        let d = dst.loadUnaligned(fromByteOffset: i + 24, as: UInt64.self) ^ src.loadUnaligned(fromByteOffset: i + 24, as: UInt64.self)
+        let a =
+            dst.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+            ^ src.loadUnaligned(fromByteOffset: i, as: UInt64.self)
+        let b =
+            dst.loadUnaligned(fromByteOffset: i + 8, as: UInt64.self)
+            ^ src.loadUnaligned(fromByteOffset: i + 8, as: UInt64.self)
+        let c =
+            dst.loadUnaligned(fromByteOffset: i + 16, as: UInt64.self)
+            ^ src.loadUnaligned(fromByteOffset: i + 16, as: UInt64.self)
+        let d =
+            dst.loadUnaligned(fromByteOffset: i + 24, as: UInt64.self)
+            ^ src.loadUnaligned(fromByteOffset: i + 24, as: UInt64.self)
         dst.storeBytes(of: a, toByteOffset: i, as: UInt64.self)
         dst.storeBytes(of: b, toByteOffset: i + 8, as: UInt64.self)
         dst.storeBytes(of: c, toByteOffset: i + 16, as: UInt64.self)

@@ -77,7 +77,9 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
         self.pool = pool
         // Our own structure checks first: they name damage precisely, and refuse overlapping
         // entries that libzip would read happily.
-        let structure = try ZipStructure(fileSize: try pool.fileSize(), limits: limits) { try pool.read(at: $0, count: $1) }
+        let structure = try ZipStructure(fileSize: try pool.fileSize(), limits: limits) {
+            try pool.read(at: $0, count: $1)
+        }
         self.structure = structure
         // The handle that parsed the central directory goes back to the pool for the first read.
         var table = try pool.withHandle { za in
@@ -132,7 +134,9 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
                 path: name, size: st.size, storedSize: st.comp_size, compression: compression,
                 encryption: encryption, crc32: crc)
             table.append(
-                Entry(info: info, index: i, encryptionMethod: st.encryption_method, compressionMethod: Int32(st.comp_method)))
+                Entry(
+                    info: info, index: i, encryptionMethod: st.encryption_method,
+                    compressionMethod: Int32(st.comp_method)))
         }
         return table
     }
@@ -227,7 +231,8 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
         timing.decoder = "libzip"
         if let count = ambiguous[EntryPath.normalize(entry.info.path)] {
             throw AssetPackError(
-                .integrityFailure, "\(count) entries have this path: which one is meant is ambiguous", path: entry.info.path)
+                .integrityFailure, "\(count) entries have this path: which one is meant is ambiguous",
+                path: entry.info.path)
         }
         try limits.check(entry.info)
         do {
@@ -244,11 +249,13 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
             return nil
         }
         guard password != nil else {
-            throw AssetPackError(.missingPassword, "entry is encrypted and no password was given", path: entry.info.path)
+            throw AssetPackError(
+                .missingPassword, "entry is encrypted and no password was given", path: entry.info.path)
         }
         guard entry.info.compression != .other else {
             throw AssetPackError(
-                .unsupportedFormat, "compression method \(entry.compressionMethod) is not supported", path: entry.info.path)
+                .unsupportedFormat, "compression method \(entry.compressionMethod) is not supported",
+                path: entry.info.path)
         }
         return BulkAESDecoder(
             rawSize: entry.info.storedSize, strength: strength, compression: entry.info.compression,
@@ -281,16 +288,20 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
         _ entry: Entry, _ keyDerivation: inout Double, _ body: (OpaquePointer) throws -> Void
     ) throws {
         if entry.info.compression == .other {
-            throw AssetPackError(.unsupportedFormat, "compression method \(entry.compressionMethod) is not supported", path: entry.info.path)
+            throw AssetPackError(
+                .unsupportedFormat, "compression method \(entry.compressionMethod) is not supported",
+                path: entry.info.path)
         }
         // libzip 1.7.3 leaks the entry's window source when asked to open an encryption method
         // it cannot decrypt (`_zip_source_zip_new`, fixed upstream in 1.11): refuse those here.
         if entry.info.encryption == .other {
             throw AssetPackError(
-                .unsupportedFormat, "encryption method \(entry.encryptionMethod) is not supported", path: entry.info.path)
+                .unsupportedFormat, "encryption method \(entry.encryptionMethod) is not supported",
+                path: entry.info.path)
         }
         if entry.info.encryption != .none && password == nil {
-            throw AssetPackError(.missingPassword, "entry is encrypted and no password was given", path: entry.info.path)
+            throw AssetPackError(
+                .missingPassword, "entry is encrypted and no password was given", path: entry.info.path)
         }
         try pool.withHandle { za in
             let opened = Stopwatch.time(&keyDerivation) {
@@ -334,9 +345,12 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
     private func expectEnd(_ zf: OpaquePointer, _ entry: Entry) throws {
         var probe: UInt8 = 0
         let n = zip_fread(zf, &probe, 1)
-        if n < 0 { throw LibzipError.from(zip_file_get_error(zf), path: entry.info.path, context: "entry failed its check") }
+        if n < 0 {
+            throw LibzipError.from(zip_file_get_error(zf), path: entry.info.path, context: "entry failed its check")
+        }
         if n > 0 {
-            throw AssetPackError(.integrityFailure, "entry holds more data than its declared size", path: entry.info.path)
+            throw AssetPackError(
+                .integrityFailure, "entry holds more data than its declared size", path: entry.info.path)
         }
     }
 

@@ -53,10 +53,13 @@ package struct ZipStructure: Sendable {
     /// Reads and checks the directory of a zip of `fileSize` bytes.
     /// - Parameter read: Reads exactly `count` bytes at an offset (throws at end of file).
     /// - Throws: `.integrityFailure` for a damaged or hostile structure, `.limitExceeded` past `limits`.
-    package init(fileSize: UInt64, limits: ReadLimits, read: (_ offset: UInt64, _ count: Int) throws -> [UInt8]) throws {
+    package init(fileSize: UInt64, limits: ReadLimits, read: (_ offset: UInt64, _ count: Int) throws -> [UInt8]) throws
+    {
         let end = try Self.findEnd(fileSize: fileSize, read: read)
         guard end.directorySize <= limits.maxIndexSize else {
-            throw Self.damaged("central directory of \(end.directorySize) bytes exceeds the limit of \(limits.maxIndexSize)", .limitExceeded)
+            throw Self.damaged(
+                "central directory of \(end.directorySize) bytes exceeds the limit of \(limits.maxIndexSize)",
+                .limitExceeded)
         }
         guard end.count <= UInt64(limits.maxEntries) else {
             throw Self.damaged("pack declares \(end.count) entries; the limit is \(limits.maxEntries)", .limitExceeded)
@@ -108,7 +111,8 @@ package struct ZipStructure: Sendable {
                 let name = Self.display(r.name)
                 if k + 1 < order.count {
                     let other = Self.display(records[order[k + 1]].name)
-                    throw Self.damaged("entries \"\(name)\" and \"\(other)\" overlap: their data share bytes (a zip bomb, or damage)")
+                    throw Self.damaged(
+                        "entries \"\(name)\" and \"\(other)\" overlap: their data share bytes (a zip bomb, or damage)")
                 }
                 throw Self.damaged("entry \"\(name)\" runs into the central directory (truncated or damaged zip)")
             }
@@ -120,7 +124,9 @@ package struct ZipStructure: Sendable {
     /// - Returns: Where the entry's stored data starts.
     /// - Throws: `.integrityFailure` naming what disagrees.
     @discardableResult
-    package func checkLocalHeader(_ index: Int, read: (_ offset: UInt64, _ count: Int) throws -> [UInt8]) throws -> UInt64 {
+    package func checkLocalHeader(_ index: Int, read: (_ offset: UInt64, _ count: Int) throws -> [UInt8]) throws
+        -> UInt64
+    {
         let r = records[index]
         let (flags, method, crc, storedCompressedSize, storedSize, nameLength, extraLength) = try Self.parse(
             read(r.localHeaderOffset, Self.localHeaderSize)
@@ -130,7 +136,9 @@ package struct ZipStructure: Sendable {
             let flags = try header.u16(), method = try header.u16()
             try header.skip(4)  // time, date
             let crc = try header.u32(), compressedSize = try header.u32(), size = try header.u32()
-            return (flags, method, crc, UInt64(compressedSize), UInt64(size), Int(try header.u16()), Int(try header.u16()))
+            return (
+                flags, method, crc, UInt64(compressedSize), UInt64(size), Int(try header.u16()), Int(try header.u16())
+            )
         }
         var compressedSize = storedCompressedSize, size = storedSize
         let dataStart = r.localHeaderOffset + UInt64(Self.localHeaderSize + nameLength + extraLength)
@@ -139,7 +147,9 @@ package struct ZipStructure: Sendable {
         }
         let variable = try read(r.localHeaderOffset + UInt64(Self.localHeaderSize), nameLength + extraLength)
         guard variable.prefix(nameLength).elementsEqual(r.name) else {
-            throw Self.damaged("local header names \"\(Self.display(Array(variable.prefix(nameLength))))\", the central directory \"\(Self.display(r.name))\"")
+            throw Self.damaged(
+                "local header names \"\(Self.display(Array(variable.prefix(nameLength))))\", the central directory \"\(Self.display(r.name))\""
+            )
         }
         guard method == r.method, flags & 0x0001 == r.flags & 0x0001 else {
             throw Self.damaged("local header's method or encryption flag differs from the central directory")
@@ -186,14 +196,16 @@ package struct ZipStructure: Sendable {
         var at = tailLength - endRecordSize
         while at >= 0 {
             if tail[at] == 0x50, tail[at + 1] == 0x4B, tail[at + 2] == 5, tail[at + 3] == 6 {
-                let (disk, directoryDisk, onDisk, count, directorySize, directoryOffset, commentLength) = try Self.parse(
-                    Array(tail[(at + 4)..<(at + endRecordSize)])
-                ) { r in
-                    (try r.u16(), try r.u16(), try r.u16(), try r.u16(), try r.u32(), try r.u32(), try r.u16())
-                }
+                let (disk, directoryDisk, onDisk, count, directorySize, directoryOffset, commentLength) =
+                    try Self.parse(
+                        Array(tail[(at + 4)..<(at + endRecordSize)])
+                    ) { r in
+                        (try r.u16(), try r.u16(), try r.u16(), try r.u16(), try r.u32(), try r.u32(), try r.u16())
+                    }
                 if at + endRecordSize + Int(commentLength) == tailLength {
                     let offset = tailStart + UInt64(at)
-                    let deferred = disk == 0xFFFF || directoryDisk == 0xFFFF || onDisk == 0xFFFF || count == 0xFFFF
+                    let deferred =
+                        disk == 0xFFFF || directoryDisk == 0xFFFF || onDisk == 0xFFFF || count == 0xFFFF
                         || directorySize == 0xFFFF_FFFF || directoryOffset == 0xFFFF_FFFF
                     let locatorFollows = try offset >= 20 && isZip64Locator(read(offset - 20, 4))
                     if deferred || locatorFollows {
@@ -202,8 +214,9 @@ package struct ZipStructure: Sendable {
                     guard disk == 0, directoryDisk == 0, onDisk == count else {
                         throw damaged("multi-disk zips are not supported", .unsupportedFormat)
                     }
-                    return End(offset: offset, count: UInt64(count), directorySize: UInt64(directorySize),
-                               directoryOffset: UInt64(directoryOffset))
+                    return End(
+                        offset: offset, count: UInt64(count), directorySize: UInt64(directorySize),
+                        directoryOffset: UInt64(directoryOffset))
                 }
             }
             at -= 1
@@ -213,7 +226,9 @@ package struct ZipStructure: Sendable {
 
     private static func isZip64Locator(_ bytes: [UInt8]) -> Bool { bytes == [0x50, 0x4B, 6, 7] }
 
-    private static func zip64End(before endRecord: UInt64, fileSize: UInt64, read: (UInt64, Int) throws -> [UInt8]) throws -> End {
+    private static func zip64End(before endRecord: UInt64, fileSize: UInt64, read: (UInt64, Int) throws -> [UInt8])
+        throws -> End
+    {
         guard endRecord >= 20 else { throw damaged("zip64 end locator is missing") }
         let offset = try parse(read(endRecord - 20, 20)) { locator in
             guard try locator.u32() == 0x0706_4B50 else { throw damaged("zip64 end locator is missing") }
@@ -223,10 +238,14 @@ package struct ZipStructure: Sendable {
         guard offset <= endRecord - 20, endRecord - 20 - offset >= 56 else {
             throw damaged("zip64 end locator points outside the file")
         }
-        let (disk, directoryDisk, onDisk, count, directorySize, directoryOffset) = try parse(read(offset, 56)) { record in
+        let (disk, directoryDisk, onDisk, count, directorySize, directoryOffset) = try parse(read(offset, 56)) {
+            record in
             guard try record.u32() == 0x0606_4B50 else { throw damaged("zip64 end record signature is missing") }
             try record.skip(8 + 2 + 2)  // record size, versions
-            return (try record.u32(), try record.u32(), try record.u64(), try record.u64(), try record.u64(), try record.u64())
+            return (
+                try record.u32(), try record.u32(), try record.u64(), try record.u64(), try record.u64(),
+                try record.u64()
+            )
         }
         guard disk == 0, directoryDisk == 0, onDisk == count else {
             throw damaged("multi-disk zips are not supported", .unsupportedFormat)
@@ -243,7 +262,8 @@ package struct ZipStructure: Sendable {
         try reader.skip(4)  // time, date
         let crc = try reader.u32()
         var compressedSize = UInt64(try reader.u32()), size = UInt64(try reader.u32())
-        let nameLength = Int(try reader.u16()), extraLength = Int(try reader.u16()), commentLength = Int(try reader.u16())
+        let nameLength = Int(try reader.u16()), extraLength = Int(try reader.u16()),
+            commentLength = Int(try reader.u16())
         let disk = try reader.u16()
         try reader.skip(6)  // attributes
         var offset = UInt64(try reader.u32())
@@ -260,7 +280,9 @@ package struct ZipStructure: Sendable {
             // The zip64 field holds, in this order, only the values whose 32-bit field is saturated.
             try parse(field) { z in
                 func next() throws -> UInt64 {
-                    guard z.remaining >= 8 else { throw damaged("entry \"\(display(name))\"'s zip64 extra field is too short") }
+                    guard z.remaining >= 8 else {
+                        throw damaged("entry \"\(display(name))\"'s zip64 extra field is too short")
+                    }
                     return try z.u64()
                 }
                 if size == 0xFFFF_FFFF { size = try next() }
@@ -268,8 +290,9 @@ package struct ZipStructure: Sendable {
                 if offset == 0xFFFF_FFFF { offset = try next() }
             }
         }
-        return Record(name: name, flags: flags, method: method, crc32: crc, compressedSize: compressedSize,
-                      size: size, localHeaderOffset: offset)
+        return Record(
+            name: name, flags: flags, method: method, crc32: crc, compressedSize: compressedSize,
+            size: size, localHeaderOffset: offset)
     }
 
     /// Runs `body` with a reader over `bytes`.

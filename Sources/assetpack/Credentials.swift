@@ -7,16 +7,21 @@ import Foundation
 struct CredentialOptions: ParsableArguments {
     @Option(
         name: .customLong("password-env"),
-        help: ArgumentHelp("Read the password from this environment variable (default: ASSETPACK_PASSWORD).", valueName: "NAME"))
+        help: ArgumentHelp(
+            "Read the password from this environment variable (default: ASSETPACK_PASSWORD).", valueName: "NAME"))
     var passwordEnvOption: String?
 
     /// The environment variable the password is read from.
     var passwordEnv: String { passwordEnvOption ?? "ASSETPACK_PASSWORD" }
 
-    @Option(name: .customLong("password-file"), help: ArgumentHelp("Read the password from the first line of this file.", valueName: "PATH"))
+    @Option(
+        name: .customLong("password-file"),
+        help: ArgumentHelp("Read the password from the first line of this file.", valueName: "PATH"))
     var passwordFile: String?
 
-    @Option(name: .customLong("key-file"), help: ArgumentHelp("Container only: a raw 32-byte key (binary, or 64 hex digits).", valueName: "PATH"))
+    @Option(
+        name: .customLong("key-file"),
+        help: ArgumentHelp("Container only: a raw 32-byte key (binary, or 64 hex digits).", valueName: "PATH"))
     var keyFile: String?
 
     func validate() throws {
@@ -32,9 +37,12 @@ struct CredentialOptions: ParsableArguments {
                 throw AssetPackError(.io, "cannot read password file \(passwordFile)")
             }
             let text = String(decoding: data, as: UTF8.self)
-            let line = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+            let line =
+                text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
             let password = line.hasSuffix("\r") ? String(line.dropLast()) : line
-            guard !password.isEmpty else { throw AssetPackError(.missingPassword, "password file \(passwordFile) is empty") }
+            guard !password.isEmpty else {
+                throw AssetPackError(.missingPassword, "password file \(passwordFile) is empty")
+            }
             return .password(password)
         }
         if let value = ProcessInfo.processInfo.environment[passwordEnv], !value.isEmpty {

@@ -5,7 +5,8 @@ import Foundation
 struct Install: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Install a pack into a private directory (0700; pack 0600), atomically and idempotently.",
-        discussion: "Prints the installed path. Without --into, installs into the app's default directory for --app-id.")
+        discussion: "Prints the installed path. Without --into, installs into the app's default directory for --app-id."
+    )
 
     @Argument(help: "The pack to install.") var pack: String
     @Option(help: "The private directory.") var into: String?
@@ -21,7 +22,9 @@ struct Install: ParsableCommand {
         try reporting {
             _ = try AssetPack.sniff(pack)  // refuse to install something that is not a pack
             let installer =
-                if let into { PrivateInstaller(directory: URL(fileURLWithPath: into)) } else { try PrivateInstaller(appID: appId!) }
+                if let into { PrivateInstaller(directory: URL(fileURLWithPath: into)) } else {
+                    try PrivateInstaller(appID: appId!)
+                }
             let result = try installer.install(URL(fileURLWithPath: pack), as: name)
             print(result.path.path)
             if !result.copied { quiet.say("assetpack: already installed and current") }

@@ -16,13 +16,16 @@ struct List: ParsableCommand {
         try reporting {
             let reader = try credentials.open(pack, forData: false)
             if json {
-                let document = ListDocument(format: reader.format.rawValue, entries: reader.entries.map(ListDocument.Entry.init))
+                let document = ListDocument(
+                    format: reader.format.rawValue, entries: reader.entries.map(ListDocument.Entry.init))
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
                 print(String(decoding: try encoder.encode(document), as: UTF8.self))
                 return
             }
-            print(pad("SIZE", 12, right: true), pad("STORED", 12, right: true), pad("METHOD", 8), pad("ENCRYPTION", 10), pad("CRC32", 8), "PATH")
+            print(
+                pad("SIZE", 12, right: true), pad("STORED", 12, right: true), pad("METHOD", 8), pad("ENCRYPTION", 10),
+                pad("CRC32", 8), "PATH")
             for e in reader.entries {
                 print(
                     pad(String(e.size), 12, right: true), pad(String(e.storedSize), 12, right: true),
@@ -60,4 +63,3 @@ struct ListDocument: Codable {
 func crcHex(_ value: UInt32) -> String {
     String(format: "%08x", value)
 }
-

@@ -42,7 +42,9 @@ struct Pack: ParsableCommand {
             options.chunkSize = chunkKiB << 10
             options.credential = try credentials.resolve(needed: encryption != .none, confirm: true)
             if encryption == .zipCrypto {
-                printWarning("ZipCrypto is broken: anyone can decrypt these entries without the password. Use it only for old readers.")
+                printWarning(
+                    "ZipCrypto is broken: anyone can decrypt these entries without the password. Use it only for old readers."
+                )
             }
             let progress = ProgressLine(enabled: !quiet.quiet && isatty(STDERR_FILENO) == 1)
             options.progress = { progress.update(done: $0.done, total: $0.total, label: $0.path) }

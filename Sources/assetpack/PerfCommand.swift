@@ -22,9 +22,13 @@ struct Perf: ParsableCommand {
     @Option(help: ArgumentHelp("Write a self-contained HTML report with charts.", valueName: "FILE")) var html: String?
     @Option(name: .customLong("pack"), help: ArgumentHelp("Measure an existing pack (repeatable).", valueName: "FILE"))
     var packs: [String] = []
-    @Option(help: ArgumentHelp("Generate and measure a synthetic corpus.", valueName: "standard")) var corpus: PerfCorpus?
+    @Option(help: ArgumentHelp("Generate and measure a synthetic corpus.", valueName: "standard")) var corpus:
+        PerfCorpus?
     @Flag(help: "Do not print the table (the files are still written).") var quiet = false
-    @Flag(help: "Also read every zip pack through libzip's own decoder (backend zip-libzip), to show the bulk-AES speed-up.")
+    @Flag(
+        help:
+            "Also read every zip pack through libzip's own decoder (backend zip-libzip), to show the bulk-AES speed-up."
+    )
     var withLibzip = false
     @Option(
         name: .customLong("keep-work"),
@@ -104,7 +108,8 @@ struct Perf: ParsableCommand {
     private func write(_ data: Data, to path: String) throws {
         let url = URL(fileURLWithPath: path)
         do {
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
             try data.write(to: url, options: .atomic)
         } catch {
             throw AssetPackError(.io, "cannot write \(path): \(error.localizedDescription)")

@@ -33,7 +33,8 @@ struct Verify: ParsableCommand {
             var firstFailure: AssetPackError?
             let table = !json && !quiet.quiet
             if table {
-                print(pad("STATUS", 6), pad("SIZE", 12, right: true), pad("MS", 10, right: true), pad("CHECK", 8), "PATH")
+                print(
+                    pad("STATUS", 6), pad("SIZE", 12, right: true), pad("MS", 10, right: true), pad("CHECK", 8), "PATH")
             }
             for e in reader.entries {
                 do {

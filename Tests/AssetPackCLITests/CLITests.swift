@@ -13,7 +13,8 @@ import Testing
     ) throws -> String {
         let source = try dir.write(tree, under: "src")
         let output = dir.appending("out.\(format.rawValue)").path
-        let run = try CLI.run(["pack", source.path, "--output", output, "--format", format.rawValue] + extra, password: password)
+        let run = try CLI.run(
+            ["pack", source.path, "--output", output, "--format", format.rawValue] + extra, password: password)
         #expect(run.status == 0, "\(run.stderr)")
         return output
     }
@@ -58,7 +59,8 @@ import Testing
         try Data("\(Self.password)\n".utf8).write(to: dir.appending("pw"))
         #expect(try CLI.run(["cat", pack, "a.txt", "--password-file", dir.appending("pw").path]).stdout == [65])
         #expect(
-            try CLI.run(["cat", pack, "a.txt", "--password-env", "MY_PW"], environment: ["MY_PW": Self.password]).stdout == [65])
+            try CLI.run(["cat", pack, "a.txt", "--password-env", "MY_PW"], environment: ["MY_PW": Self.password]).stdout
+                == [65])
         // No flag takes the password itself.
         #expect(try CLI.run(["cat", pack, "a.txt", "--password", Self.password]).status == 64)
     }
@@ -88,7 +90,8 @@ import Testing
         let dir = TemporaryDirectory()
         let source = try dir.write(["a.txt": [1]], under: "src")
         let run = try CLI.run(
-            ["pack", source.path, "-o", dir.appending("z.zip").path, "--encryption", "zipcrypto"], password: Self.password)
+            ["pack", source.path, "-o", dir.appending("z.zip").path, "--encryption", "zipcrypto"],
+            password: Self.password)
         #expect(run.status == 0)
         #expect(run.stderr.contains("ZipCrypto is broken"))
     }
@@ -96,7 +99,8 @@ import Testing
     @Test func packErrorsAreClear() throws {
         let dir = TemporaryDirectory()
         try FileManager.default.createDirectory(at: dir.appending("empty"), withIntermediateDirectories: true)
-        let empty = try CLI.run(["pack", dir.appending("empty").path, "-o", dir.appending("e.zip").path], password: "p")
+        let empty = try CLI.run(
+            ["pack", dir.appending("empty").path, "-o", dir.appending("e.zip").path], password: "p")
         #expect(empty.status == 1)
         #expect(empty.stderr.contains("no files"))
         let noPassword = try CLI.run(["pack", dir.appending("empty").path, "-o", dir.appending("e.zip").path])
@@ -123,10 +127,13 @@ import Testing
         let all = try CLI.run(["extract", pack, "--into", out.path], password: Self.password)
         #expect(all.status == 0, "\(all.stderr)")
         for (path, bytes) in tree { #expect(try Data(contentsOf: out.appendingPathComponent(path)) == Data(bytes)) }
-        let some = try CLI.run(["extract", pack, "one.bin", "--into", dir.appending("y").path], password: Self.password)
+        let some = try CLI.run(
+            ["extract", pack, "one.bin", "--into", dir.appending("y").path], password: Self.password)
         #expect(some.status == 0)
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.appending("y").path) == ["one.bin"])
-        #expect(try CLI.run(["extract", pack, "nope", "--into", dir.appending("z").path], password: Self.password).status == 3)
+        #expect(
+            try CLI.run(["extract", pack, "nope", "--into", dir.appending("z").path], password: Self.password).status
+                == 3)
     }
 
     @Test(arguments: PackFormat.allCases)
@@ -145,7 +152,8 @@ import Testing
         let again = try CLI.run(["install", pack, "--into", dir.appending("priv").path])
         #expect(again.status == 0)
         #expect(again.stderr.contains("already installed"))
-        let xdg = try CLI.run(["install", pack, "--app-id", "com.example.t"], environment: ["XDG_DATA_HOME": dir.appending("xdg").path])
+        let xdg = try CLI.run(
+            ["install", pack, "--app-id", "com.example.t"], environment: ["XDG_DATA_HOME": dir.appending("xdg").path])
         #expect(xdg.text.hasPrefix(dir.appending("xdg/com.example.t").path))
         let notAPack = dir.appending("junk")
         try Data(testBytes(100)).write(to: notAPack)

@@ -15,7 +15,8 @@ import Testing
         let folder = dir.appending("folder")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let commands: [[String]] = [
-            ["list", folder.path], ["cat", folder.path, "a.txt"], ["extract", folder.path, "--into", dir.appending("x").path],
+            ["list", folder.path], ["cat", folder.path, "a.txt"],
+            ["extract", folder.path, "--into", dir.appending("x").path],
             ["verify", folder.path], ["install", folder.path, "--into", dir.appending("priv").path],
         ]
         for arguments in commands {
@@ -44,7 +45,8 @@ import Testing
         let dir = TemporaryDirectory()
         let source = try dir.write(["a.txt": [1]], under: "src")
         let output = dir.appending("missing/p.pack").path
-        let run = try CLI.run(["pack", source.path, "--output", output, "--format", format.rawValue], password: Self.password)
+        let run = try CLI.run(
+            ["pack", source.path, "--output", output, "--format", format.rawValue], password: Self.password)
         #expect(run.status == 1)
         let folder = String(output.dropLast("/p.pack".count))  // as spelled in the argument
         #expect(run.stderr == "assetpack: error: cannot write \(output): folder \(folder) does not exist\n")
@@ -57,7 +59,8 @@ import Testing
         let source = try dir.write(["a.txt": [1]], under: "src")
         let output = dir.appending("existing").path
         try FileManager.default.createDirectory(atPath: output, withIntermediateDirectories: true)
-        let run = try CLI.run(["pack", source.path, "--output", output, "--format", format.rawValue], password: Self.password)
+        let run = try CLI.run(
+            ["pack", source.path, "--output", output, "--format", format.rawValue], password: Self.password)
         #expect(run.status == 1)
         #expect(run.stderr == "assetpack: error: \(output) is a directory\n")
     }
@@ -105,7 +108,9 @@ import Testing
             #expect(run.stderr.contains("only one of --password-env, --password-file and --key-file"), "\(run.stderr)")
         }
         // Each alone is fine, including --password-env naming the default variable.
-        #expect(try CLI.run(["cat", pack, "a.txt", "--password-env", "ASSETPACK_PASSWORD"], password: Self.password).status == 0)
+        #expect(
+            try CLI.run(["cat", pack, "a.txt", "--password-env", "ASSETPACK_PASSWORD"], password: Self.password).status
+                == 0)
         #expect(try CLI.run(["cat", pack, "a.txt", "--password-file", pw]).status == 0)
     }
 
@@ -116,7 +121,8 @@ import Testing
         let dir = TemporaryDirectory()
         let source = try dir.write(["a.txt": [1], "b.txt": [2]], under: "src")
         let pack = dir.appending("p.\(format.rawValue)").path
-        let packed = try CLI.run(["pack", source.path, "--output", pack, "--format", format.rawValue], password: Self.password)
+        let packed = try CLI.run(
+            ["pack", source.path, "--output", pack, "--format", format.rawValue], password: Self.password)
         #expect(packed.status == 0)
         #expect(packed.stdout.isEmpty, "pack: \(packed.text)")
         #expect(packed.stderr.contains("packed 2 entries"))
@@ -126,11 +132,15 @@ import Testing
 
         let verify = try CLI.run(["verify", pack], password: Self.password)
         #expect(verify.status == 0)
-        #expect(verify.text.split(separator: "\n").count == 3, "verify: a header and one row per entry on stdout: \(verify.text)")
+        #expect(
+            verify.text.split(separator: "\n").count == 3,
+            "verify: a header and one row per entry on stdout: \(verify.text)")
         #expect(!verify.text.contains("verified"), "the summary is not on stdout")
         #expect(verify.stderr.contains("2 of 2 entries verified"))
         let quietVerify = try CLI.run(["verify", pack, "--quiet"], password: Self.password)
-        #expect(quietVerify.status == 0 && quietVerify.stdout.isEmpty && quietVerify.stderr.isEmpty, "\(quietVerify.stderr)")
+        #expect(
+            quietVerify.status == 0 && quietVerify.stdout.isEmpty && quietVerify.stderr.isEmpty, "\(quietVerify.stderr)"
+        )
 
         let into = dir.appending("x").path
         let extract = try CLI.run(["extract", pack, "--into", into], password: Self.password)
@@ -151,7 +161,9 @@ import Testing
         #expect(quietInstall.stderr.isEmpty, "\(quietInstall.stderr)")
 
         let list = try CLI.run(["list", pack], password: Self.password)
-        #expect(list.text.split(separator: "\n").count == 3, "list: a header and one line per entry on stdout: \(list.text)")
+        #expect(
+            list.text.split(separator: "\n").count == 3, "list: a header and one line per entry on stdout: \(list.text)"
+        )
         #expect(list.stderr.contains("2 entries"))
         let quietList = try CLI.run(["list", pack, "--quiet"], password: Self.password)
         #expect(quietList.text == list.text && quietList.stderr.isEmpty)
@@ -206,7 +218,8 @@ import Testing
 
     @Test func verifyJSONReportsFailures() throws {
         let dir = TemporaryDirectory()
-        let pack = try CLITests.pack(["x.bin": testBytes(10_000, seed: 11)], in: dir, extra: ["--compression", "store"])
+        let pack = try CLITests.pack(
+            ["x.bin": testBytes(10_000, seed: 11)], in: dir, extra: ["--compression", "store"])
         let size = try FileManager.default.attributesOfItem(atPath: pack)[.size] as! Int
         try flipByte(at: size / 2, in: pack, with: 0x04)
         let run = try CLI.run(["verify", pack, "--json"], password: Self.password)
@@ -283,7 +296,9 @@ import Testing
     /// (looked up by path) and print "2 of 2 entries verified".
     @Test func verifyFailsOnADuplicatePathNamingIt() throws {
         let dir = TemporaryDirectory()
-        var bytes = ZipBuilder([.init("dup.txt", Array("first copy".utf8)), .init("dup.txt", Array("SECOND COPY".utf8))]).build()
+        var bytes = ZipBuilder([
+            .init("dup.txt", Array("first copy".utf8)), .init("dup.txt", Array("SECOND COPY".utf8)),
+        ]).build()
         let at = try #require(bytes.indices.first { bytes[$0...].starts(with: Array("SECOND".utf8)) })
         bytes[at] ^= 0x20
         let path = dir.appending("dup.zip").path
@@ -318,7 +333,9 @@ import Testing
             #expect(run.status == 0, "\(command): \(run.stderr)")
             #expect(run.text.split(separator: "\n").count == 2, "\(command): a header and one row: \(run.text)")
             #expect(run.text.contains(escaped), "\(command): \(run.text)")
-            #expect(!run.text.contains("\u{1B}") && !run.text.contains("\t"), "\(command): a raw control character on stdout")
+            #expect(
+                !run.text.contains("\u{1B}") && !run.text.contains("\t"),
+                "\(command): a raw control character on stdout")
             let json = try CLI.run([command, path, "--json"], password: CLITests.password)
             let doc = try JSONSerialization.jsonObject(with: Data(json.stdout)) as? [String: Any]
             let entries = doc?["entries"] as? [[String: Any]]

@@ -11,14 +11,16 @@ import Testing
 
     /// The repository root, found from this file's path.
     static var root: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
     }
 
     /// Every `--flag` token in `text` (a leading `--` not preceded by a letter, digit or dash).
     static func flags(in text: String) -> Set<String> {
         let regex = try! NSRegularExpression(pattern: "(?<![A-Za-z0-9-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
         let range = NSRange(text.startIndex..., in: text)
-        return Set(regex.matches(in: text, range: range).compactMap { Range($0.range, in: text).map { String(text[$0]) } })
+        return Set(
+            regex.matches(in: text, range: range).compactMap { Range($0.range, in: text).map { String(text[$0]) } })
     }
 
     /// The options a subcommand's `--help` declares in its OPTIONS section, and whether each takes a value.
@@ -140,7 +142,8 @@ import Testing
         }
         let values: [String: String] = [
             "--output": f.fresh("out") + ".pack", "--format": "zip", "--encryption": "aes256", "--compression": "auto",
-            "--chunk-kib": "64", "--into": f.fresh("into"), "--app-id": "com.example.contract", "--name": "renamed.pack",
+            "--chunk-kib": "64", "--into": f.fresh("into"), "--app-id": "com.example.contract",
+            "--name": "renamed.pack",
             "--password-env": "CONTRACT_PASSWORD", "--password-file": f.passwordFile, "--key-file": f.keyFile,
             "--iterations": "1", "--json": f.fresh("r") + ".json", "--csv": f.fresh("r") + ".csv",
             "--html": f.fresh("r") + ".html", "--pack": pack, "--corpus": "standard", "--keep-work": f.fresh("work"),
@@ -172,16 +175,21 @@ import Testing
                 continue
             }
             for command in accepting {
-                guard let arguments = Self.invocation(command, flag, takesValue: declared[command]![flag]!, fixture) else {
+                guard let arguments = Self.invocation(command, flag, takesValue: declared[command]![flag]!, fixture)
+                else {
                     Issue.record("\(command) \(flag): add a valid value for it to ContractTests.invocation")
                     continue
                 }
                 let run = try CLI.run(
                     arguments, password: Self.password,
-                    environment: ["CONTRACT_PASSWORD": Self.password, "XDG_DATA_HOME": fixture.fresh("xdg"),
-                                  "TMPDIR": fixture.dir.path])
+                    environment: [
+                        "CONTRACT_PASSWORD": Self.password, "XDG_DATA_HOME": fixture.fresh("xdg"),
+                        "TMPDIR": fixture.dir.path,
+                    ])
                 runs += 1
-                #expect(run.status != 64, "\(arguments.joined(separator: " ")) (\(flag) documented in \(where_)): \(run.stderr)")
+                #expect(
+                    run.status != 64,
+                    "\(arguments.joined(separator: " ")) (\(flag) documented in \(where_)): \(run.stderr)")
                 #expect(!run.stderr.contains("Unknown option"), "\(arguments.joined(separator: " ")): \(run.stderr)")
                 #expect(!run.signaled, "\(arguments.joined(separator: " ")) crashed")
             }
@@ -193,11 +201,17 @@ import Testing
         let dir = TemporaryDirectory("contract")
         let source = try dir.write(["a.txt": [1, 2, 3]], under: "src")
         let run = try CLI.run(
-            ["pack", source.path, "--output", dir.appending("c.apack").path, "--format", "container", "--chunk-kib", "64"],
+            [
+                "pack", source.path, "--output", dir.appending("c.apack").path, "--format", "container", "--chunk-kib",
+                "64",
+            ],
             password: Self.password)
         #expect(run.status == 0, "\(run.stderr)")
         let bad = try CLI.run(
-            ["pack", source.path, "--output", dir.appending("d.apack").path, "--format", "container", "--chunk-kib", "3"],
+            [
+                "pack", source.path, "--output", dir.appending("d.apack").path, "--format", "container", "--chunk-kib",
+                "3",
+            ],
             password: Self.password)
         #expect(bad.status == 64)
         #expect(bad.stderr.contains("--chunk-kib"))

@@ -20,7 +20,9 @@ import Testing
     /// Each entry costs a process per read path, so the CLI suite runs the first fixed seed only
     /// (its `.cli` tree holds every stream-buffer multiple in both kinds) unless seeds are given.
     static var cases: [Case] {
-        let seeds = DifferentialSeeds.current == DifferentialSeeds.fixed ? [DifferentialSeeds.fixed[0]] : DifferentialSeeds.current
+        let seeds =
+            DifferentialSeeds.current == DifferentialSeeds.fixed
+            ? [DifferentialSeeds.fixed[0]] : DifferentialSeeds.current
         return seeds.flatMap { seed in PackCombination.all.map { Case(seed: seed, combination: $0) } }
     }
 
@@ -43,7 +45,9 @@ import Testing
         for entry in tree.entries {
             let run = try CLI.run(["cat", pack.path, entry.path], password: password)
             if run.status != 0 || run.signaled {
-                Issue.record("exit \(run.status)\(run.signaled ? " (signal)" : ""): \(run.stderr.trimmingCharacters(in: .whitespacesAndNewlines)) | \(Self.describe(c, entry, "cat"))")
+                Issue.record(
+                    "exit \(run.status)\(run.signaled ? " (signal)" : ""): \(run.stderr.trimmingCharacters(in: .whitespacesAndNewlines)) | \(Self.describe(c, entry, "cat"))"
+                )
                 continue
             }
             if let difference = run.stdout.withUnsafeBytes({ byteDifference($0, entry.bytes) }) {
@@ -55,7 +59,9 @@ import Testing
         let out = dir.appending("extracted")
         let extract = try CLI.run(["extract", pack.path, "--into", out.path], password: password)
         if extract.status != 0 || extract.signaled {
-            Issue.record("exit \(extract.status): \(extract.stderr.trimmingCharacters(in: .whitespacesAndNewlines)) | \(Self.describe(c, nil, "extract --into DIR"))")
+            Issue.record(
+                "exit \(extract.status): \(extract.stderr.trimmingCharacters(in: .whitespacesAndNewlines)) | \(Self.describe(c, nil, "extract --into DIR"))"
+            )
         }
         var found = Self.files(under: out)
         for entry in tree.entries {
@@ -66,9 +72,15 @@ import Testing
                 let single = try CLI.run(["extract", pack.path, entry.path, "--into", alone.path], password: password)
                 let data = try? Data(contentsOf: alone.appendingPathComponent(entry.path))
                 if single.status != 0 || single.signaled {
-                    Issue.record("exit \(single.status): \(single.stderr.trimmingCharacters(in: .whitespacesAndNewlines)) | \(Self.describe(c, entry, "extract PACK ENTRY --into DIR"))")
-                } else if let difference = data.map({ $0.withUnsafeBytes { byteDifference($0, entry.bytes) } }) ?? "no file" {
-                    Issue.record("wrong extracted file: \(difference) | \(Self.describe(c, entry, "extract PACK ENTRY --into DIR"))")
+                    Issue.record(
+                        "exit \(single.status): \(single.stderr.trimmingCharacters(in: .whitespacesAndNewlines)) | \(Self.describe(c, entry, "extract PACK ENTRY --into DIR"))"
+                    )
+                } else if let difference = data.map({ $0.withUnsafeBytes { byteDifference($0, entry.bytes) } })
+                    ?? "no file"
+                {
+                    Issue.record(
+                        "wrong extracted file: \(difference) | \(Self.describe(c, entry, "extract PACK ENTRY --into DIR"))"
+                    )
                 } else if extract.status == 0 {
                     Issue.record("not extracted by a successful run | \(Self.describe(c, entry, "extract --into DIR"))")
                 }
@@ -76,20 +88,27 @@ import Testing
             }
             let data = try Data(contentsOf: out.appendingPathComponent(entry.path))
             if let difference = data.withUnsafeBytes({ byteDifference($0, entry.bytes) }) {
-                Issue.record("wrong bytes in the extracted file: \(difference) | \(Self.describe(c, entry, "extract --into DIR"))")
+                Issue.record(
+                    "wrong bytes in the extracted file: \(difference) | \(Self.describe(c, entry, "extract --into DIR"))"
+                )
             }
         }
         if !found.isEmpty {
-            Issue.record("extract left files that are not entries: \(found.keys.sorted()) | \(Self.describe(c, nil, "extract --into DIR"))")
+            Issue.record(
+                "extract left files that are not entries: \(found.keys.sorted()) | \(Self.describe(c, nil, "extract --into DIR"))"
+            )
         }
 
         // verify: exit 0, an "ok" line for every entry, and the summary.
         let verify = try CLI.run(["verify", pack.path], password: password)
         if verify.status != 0 || verify.signaled {
-            Issue.record("exit \(verify.status): \(verify.stderr.trimmingCharacters(in: .whitespacesAndNewlines)) | \(Self.describe(c, nil, "verify"))")
+            Issue.record(
+                "exit \(verify.status): \(verify.stderr.trimmingCharacters(in: .whitespacesAndNewlines)) | \(Self.describe(c, nil, "verify"))"
+            )
         }
         let lines = verify.text.split(separator: "\n").map(String.init)
-        for entry in tree.entries where !lines.contains(where: { $0.hasPrefix("ok ") && $0.hasSuffix(" " + entry.path) }) {
+        for entry in tree.entries
+        where !lines.contains(where: { $0.hasPrefix("ok ") && $0.hasSuffix(" " + entry.path) }) {
             let line = lines.first { $0.hasSuffix(" " + entry.path) } ?? "(no line)"
             Issue.record("no ok line; its line: \(line) | \(Self.describe(c, entry, "verify"))")
         }

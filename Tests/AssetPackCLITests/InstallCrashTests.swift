@@ -16,7 +16,9 @@ import Testing
     }
 
     static func temporaries(in dir: URL) -> [String] {
-        ((try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []).filter { $0.hasPrefix(".assetpack-tmp-") }
+        ((try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []).filter {
+            $0.hasPrefix(".assetpack-tmp-")
+        }
     }
 
     @Test func sigkillAtManyPointsLeavesTheOldOrTheNewPack() throws {
@@ -62,9 +64,11 @@ import Testing
         let priv = dir.appending("private")
         #expect(try CLI.run(["install", old.path, "--into", priv.path]).status == 0)
         // Writes past 1 MiB fail with EFBIG (SIGXFSZ ignored), as on a full disk.
-        let run = try CLI.run([
-            "-c", "ulimit -f 2048; trap '' XFSZ; exec \"$0\" install \"$1\" --into \"$2\"", CLI.binary.path, new.path, priv.path,
-        ], executable: "/bin/sh")
+        let run = try CLI.run(
+            [
+                "-c", "ulimit -f 2048; trap '' XFSZ; exec \"$0\" install \"$1\" --into \"$2\"", CLI.binary.path,
+                new.path, priv.path,
+            ], executable: "/bin/sh")
         #expect(run.status == 1, "\(run.stderr)")
         #expect(run.stderr.hasPrefix("assetpack: error:"))
         #expect(try Data(contentsOf: priv.appendingPathComponent("assets.pack")) == Data(contentsOf: old))

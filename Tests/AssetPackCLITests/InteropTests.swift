@@ -69,18 +69,22 @@ let hasPyzipper: Bool = {
                 #expect(libzipTiming.decoder == "libzip")
             } catch let error as AssetPackError {
                 // libzip 1.7.3 rejects standard AE-2 entries (CRC 0) of 20 bytes and more.
-                #expect(libzipRejectsAE2 && entry.size >= 20 && error.code == .integrityFailure, "\(entry.path): \(error)")
+                #expect(
+                    libzipRejectsAE2 && entry.size >= 20 && error.code == .integrityFailure, "\(entry.path): \(error)")
             }
         }
     }
 
-    @Test(.enabled(if: sevenZip != nil, "7-Zip (Debian package 7zip) is not installed"), arguments: [
-        ["-mem=AES256", "-mx=0"], ["-mem=AES256", "-mx=5"], ["-mem=AES128", "-mx=5"], ["-mem=AES192", "-mx=0"],
-    ])
+    @Test(
+        .enabled(if: sevenZip != nil, "7-Zip (Debian package 7zip) is not installed"),
+        arguments: [
+            ["-mem=AES256", "-mx=0"], ["-mem=AES256", "-mx=5"], ["-mem=AES128", "-mx=5"], ["-mem=AES192", "-mx=0"],
+        ])
     func readsSevenZipAESArchives(flags: [String]) throws {
         let dir = TemporaryDirectory()
         let src = try dir.write(Self.tree, under: "src")
-        try runTool(sevenZip!, ["a", "-tzip", "-p\(Self.password)"] + flags + [dir.appending("7z.zip").path, "."], in: src)
+        try runTool(
+            sevenZip!, ["a", "-tzip", "-p\(Self.password)"] + flags + [dir.appending("7z.zip").path, "."], in: src)
         try expectReadable(dir.appending("7z.zip").path, libzipRejectsAE2: true)
     }
 
@@ -135,11 +139,13 @@ let hasPyzipper: Bool = {
                 for n in sorted(z.namelist()):
                     print(n + "\\t" + z.read(n).hex())
             """
-        let out = String(decoding: try runTool(which("python3")!, ["-c", script, ours, Self.password], in: dir.url), as: UTF8.self)
-        let read = Dictionary(uniqueKeysWithValues: out.split(separator: "\n").map { line in
-            let parts = line.split(separator: "\t", omittingEmptySubsequences: false)
-            return (String(parts[0]), String(parts.count > 1 ? parts[1] : ""))
-        })
+        let out = String(
+            decoding: try runTool(which("python3")!, ["-c", script, ours, Self.password], in: dir.url), as: UTF8.self)
+        let read = Dictionary(
+            uniqueKeysWithValues: out.split(separator: "\n").map { line in
+                let parts = line.split(separator: "\t", omittingEmptySubsequences: false)
+                return (String(parts[0]), String(parts.count > 1 ? parts[1] : ""))
+            })
         for (path, bytes) in Self.tree {
             let hex = bytes.map { String(format: "%02x", $0) }.joined()
             #expect(read[path] == hex, "pyzipper read \(path) differently")

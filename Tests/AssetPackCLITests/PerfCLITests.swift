@@ -28,7 +28,10 @@ import Testing
         #expect(report.entries.count == Self.tree.count)
         #expect(report.settings.iterations == 2)
         #expect(report.settings.credential == "given-password")
-        #expect(report.entries.allSatisfy { Set($0.backends.keys) == ["zip", "container"] && $0.backends.values.allSatisfy(\.crcOk) })
+        #expect(
+            report.entries.allSatisfy {
+                Set($0.backends.keys) == ["zip", "container"] && $0.backends.values.allSatisfy(\.crcOk)
+            })
 
         let csvText = try String(contentsOfFile: csv, encoding: .utf8)
         let rows = csvText.split(separator: "\r\n")
@@ -43,13 +46,16 @@ import Testing
         #expect(!htmlText.contains("<script"))
 
         // The throwaway packs went into a temporary directory that is gone again.
-        let leftovers = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasPrefix("assetpack-perf-") }
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter {
+            $0.hasPrefix("assetpack-perf-")
+        }
         #expect(leftovers.isEmpty)
     }
 
     @Test func withLibzipAddsTheLibzipDecoderAsABackend() throws {
         let dir = TemporaryDirectory()
-        let source = try dir.write(["big.bin": testBytes(300_000, seed: 3), "small.txt": Array("hi".utf8)], under: "src")
+        let source = try dir.write(
+            ["big.bin": testBytes(300_000, seed: 3), "small.txt": Array("hi".utf8)], under: "src")
         let json = dir.appending("r.json").path
         let run = try CLI.run(
             ["perf", source.path, "--iterations", "1", "--quiet", "--with-libzip", "--json", json], password: "pw")
@@ -70,19 +76,26 @@ import Testing
         let dir = TemporaryDirectory("perf-cli-packs")
         let source = try dir.write(Self.tree, under: "src")
         // No password given: a generated one is used for the throwaway packs.
-        let generated = try CLI.run(["perf", source.path, "--iterations", "1", "--quiet", "--json", dir.appending("g.json").path])
+        let generated = try CLI.run([
+            "perf", source.path, "--iterations", "1", "--quiet", "--json", dir.appending("g.json").path,
+        ])
         #expect(generated.status == 0, "\(generated.stderr)")
-        #expect(try PerfReport.decode(Data(contentsOf: dir.appending("g.json"))).settings.credential == "generated-password")
+        #expect(
+            try PerfReport.decode(Data(contentsOf: dir.appending("g.json"))).settings.credential == "generated-password"
+        )
 
         for format in ["zip", "container"] {
             let pack = try CLI.run(
-                ["pack", source.path, "--output", dir.appending("p.\(format)").path, "--format", format], password: "pw")
+                ["pack", source.path, "--output", dir.appending("p.\(format)").path, "--format", format], password: "pw"
+            )
             #expect(pack.status == 0, "\(pack.stderr)")
         }
         let json = dir.appending("packs.json").path
         let run = try CLI.run(
-            ["perf", "--pack", dir.appending("p.zip").path, "--pack", dir.appending("p.container").path,
-             "--iterations", "2", "--json", json], password: "pw")
+            [
+                "perf", "--pack", dir.appending("p.zip").path, "--pack", dir.appending("p.container").path,
+                "--iterations", "2", "--json", json,
+            ], password: "pw")
         #expect(run.status == 0, "\(run.stderr)")
         let report = try PerfReport.decode(Data(contentsOf: URL(fileURLWithPath: json)))
         #expect(report.backends == ["zip", "container"])

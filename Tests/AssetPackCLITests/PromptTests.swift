@@ -28,7 +28,9 @@ import Testing
         for answer in answers {
             while true {
                 let text = String(decoding: screen, as: UTF8.self)
-                if let range = text.range(of: answer.prompt, range: text.index(text.startIndex, offsetBy: searchFrom)..<text.endIndex) {
+                if let range = text.range(
+                    of: answer.prompt, range: text.index(text.startIndex, offsetBy: searchFrom)..<text.endIndex)
+                {
                     searchFrom = text.distance(from: text.startIndex, to: range.upperBound)
                     break
                 }

@@ -64,14 +64,19 @@ import Testing
         let reader = try ContainerPackReader(path: path, credential: testKey)
         #expect(reader.entry("m.bin")?.compression == .deflate)
         for (name, data) in [("s.bin", stored), ("m.bin", mixed)] {
-            var ranges: [(Int, Int)] = [(0, 0), (0, 1), (4095, 2), (4096, 4096), (4000, 9000), (0, data.count), (data.count - 1, 1), (data.count, 0)]
+            var ranges: [(Int, Int)] = [
+                (0, 0), (0, 1), (4095, 2), (4096, 4096), (4000, 9000), (0, data.count), (data.count - 1, 1),
+                (data.count, 0),
+            ]
             var rng = SystemRandomNumberGenerator()
             for _ in 0..<50 {
                 let o = Int.random(in: 0...data.count, using: &rng)
                 ranges.append((o, Int.random(in: 0...(data.count - o), using: &rng)))
             }
             for (o, c) in ranges {
-                #expect(try reader.readRange(name, offset: UInt64(o), count: c) == Array(data[o..<o + c]), "\(name) \(o)+\(c)")
+                #expect(
+                    try reader.readRange(name, offset: UInt64(o), count: c) == Array(data[o..<o + c]),
+                    "\(name) \(o)+\(c)")
             }
             expectError(.invalidArgument) { _ = try reader.readRange(name, offset: UInt64(data.count), count: 1) }
             expectError(.invalidArgument) { _ = try reader.readRange(name, offset: 0, count: -1) }
@@ -82,7 +87,9 @@ import Testing
     @Test(arguments: [4096, 64 << 10, 1 << 20])
     func chunkSizes(_ chunkSize: Int) throws {
         let scratch = Scratch()
-        let files = [("a", noise(chunkSize * 3 + 1, seed: 5)), ("b", text(chunkSize * 2)), ("c", noise(chunkSize, seed: 6))]
+        let files = [
+            ("a", noise(chunkSize * 3 + 1, seed: 5)), ("b", text(chunkSize * 2)), ("c", noise(chunkSize, seed: 6)),
+        ]
         let path = try scratch.pack(files, chunkSize: chunkSize)
         let reader = try ContainerPackReader(path: path, credential: testKey)
         for (name, data) in files { #expect(try reader.read(name) == data) }
@@ -113,10 +120,14 @@ import Testing
         expectError(.invalidArgument) { _ = try scratch.pack([("a", [1]), ("a", [2])]) }
         expectError(.invalidArgument) { _ = try scratch.pack([("/abs", [1])]) }
         expectError(.invalidArgument) {
-            _ = try scratch.pack([("a", [1])], credential: .password("x"), writer: ContainerPackWriter(kdf: .scrypt(logN: 40, r: 8, p: 1)))
+            _ = try scratch.pack(
+                [("a", [1])], credential: .password("x"),
+                writer: ContainerPackWriter(kdf: .scrypt(logN: 40, r: 8, p: 1)))
         }
         // No temporary files left behind by the failures above.
-        let leftovers = try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).filter { $0.contains(".tmp-") }
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).filter {
+            $0.contains(".tmp-")
+        }
         #expect(leftovers.isEmpty)
 
         let seen = ProgressLog()
@@ -146,9 +157,12 @@ import Testing
                 let (name, data) = files[Int.random(in: 0..<files.count, using: &rng)]
                 do {
                     if Bool.random(using: &rng) {
-                        if try reader.read(name) != data { failures.append(PackProgress(done: t, total: 0, path: name)) }
+                        if try reader.read(name) != data {
+                            failures.append(PackProgress(done: t, total: 0, path: name))
+                        }
                     } else {
-                        let o = Int.random(in: 0...data.count, using: &rng), c = Int.random(in: 0...(data.count - o), using: &rng)
+                        let o = Int.random(in: 0...data.count, using: &rng),
+                            c = Int.random(in: 0...(data.count - o), using: &rng)
                         if try reader.readRange(name, offset: UInt64(o), count: c) != Array(data[o..<o + c]) {
                             failures.append(PackProgress(done: t, total: 1, path: name))
                         }

@@ -121,23 +121,30 @@ import Testing
         var grafted = one
         let indexStart = h + 4 * slot
         grafted.replaceSubrange(indexStart..<one.count, with: two[indexStart...])
-        expectError(.integrityFailure) { _ = try ContainerPackReader(path: scratch.write(grafted, name: "graft"), credential: .password("pw")) }
+        expectError(.integrityFailure) {
+            _ = try ContainerPackReader(path: scratch.write(grafted, name: "graft"), credential: .password("pw"))
+        }
     }
 
     @Test func wrongAndMissingCredentials() throws {
         let scratch = Scratch()
         let path = try scratch.pack(Self.small)
-        expectError(.wrongPassword) { _ = try ContainerPackReader(path: path, credential: .key(Array(repeating: 7, count: 32))) }
+        expectError(.wrongPassword) {
+            _ = try ContainerPackReader(path: path, credential: .key(Array(repeating: 7, count: 32)))
+        }
         expectError(.wrongPassword) { _ = try ContainerPackReader(path: path, credential: .password("secret")) }
         expectError(.invalidArgument) { _ = try ContainerPackReader(path: path, credential: .key([1])) }
         expectError(.missingPassword) { _ = try ContainerPackReader(path: path, credential: nil) }
         expectError(.io) { _ = try ContainerPackReader(path: path + ".missing", credential: testKey) }
         expectError(.unsupportedFormat) {
-            _ = try ContainerPackReader(path: scratch.write(Array("PK\u{3}\u{4} not a container".utf8), name: "zip"), credential: testKey)
+            _ = try ContainerPackReader(
+                path: scratch.write(Array("PK\u{3}\u{4} not a container".utf8), name: "zip"), credential: testKey)
         }
         var newer = bytes(of: path)
         newer[8] = 2
-        expectError(.unsupportedFormat) { _ = try ContainerPackReader(path: scratch.write(newer, name: "v2"), credential: testKey) }
+        expectError(.unsupportedFormat) {
+            _ = try ContainerPackReader(path: scratch.write(newer, name: "v2"), credential: testKey)
+        }
     }
 
     /// Rewrites the KDF id and parameters of a pack's header.
@@ -164,19 +171,28 @@ import Testing
         for (kdf, params) in cases {
             let path = scratch.write(Self.hostile(pack, kdf: kdf, params: params), name: "hostile")
             let watch = Stopwatch()
-            expectError(.limitExceeded, "\(params)") { _ = try ContainerPackReader(path: path, credential: .password("pw")) }
+            expectError(.limitExceeded, "\(params)") {
+                _ = try ContainerPackReader(path: path, credential: .password("pw"))
+            }
             #expect(watch.elapsed < 0.05)
         }
         // Malformed parameters are corruption, not a KDF run.
-        for (kdf, params) in [(UInt8(1), [UInt32(0), 8, 1]), (1, [10, 0, 1]), (2, [0, 0, 0]), (2, [1000, 1, 0]), (0, [1, 0, 0])] {
+        for (kdf, params) in [
+            (UInt8(1), [UInt32(0), 8, 1]), (1, [10, 0, 1]), (2, [0, 0, 0]), (2, [1000, 1, 0]), (0, [1, 0, 0]),
+        ] {
             let path = scratch.write(Self.hostile(pack, kdf: kdf, params: params), name: "malformed")
-            expectError(.integrityFailure, "\(params)") { _ = try ContainerPackReader(path: path, credential: .password("pw")) }
+            expectError(.integrityFailure, "\(params)") {
+                _ = try ContainerPackReader(path: path, credential: .password("pw"))
+            }
         }
         // Tighter limits refuse even the writer's default.
         var limits = ReadLimits()
         limits.maxKDFMemory = 1 << 20
-        let normal = try scratch.pack([("a", [1])], name: "default.apack", credential: .password("pw"), writer: ContainerPackWriter())
-        expectError(.limitExceeded) { _ = try ContainerPackReader(path: normal, credential: .password("pw"), limits: limits) }
+        let normal = try scratch.pack(
+            [("a", [1])], name: "default.apack", credential: .password("pw"), writer: ContainerPackWriter())
+        expectError(.limitExceeded) {
+            _ = try ContainerPackReader(path: normal, credential: .password("pw"), limits: limits)
+        }
         #expect(try ContainerPackReader(path: normal, credential: .password("pw")).read("a") == [1])
     }
 

@@ -27,22 +27,38 @@ import Testing
     static let salt = (0..<32).map { UInt8(0xA0 + $0) }
 
     static func specs() -> [(Vector, ContainerKDF?)] {
-        func v(_ file: String, key: Bool, kdf: ContainerKDF?, kdfName: String, compression: String, _ files: [(String, [UInt8])]) -> (Vector, ContainerKDF?) {
-            (Vector(
-                file: file, key: key ? hex(Array(0..<32)) : nil, password: key ? nil : password, kdf: kdfName, chunkSize: 4096,
-                compression: compression, salt: hex(salt), entries: files.map { Entry(path: $0.0, hex: hex($0.1)) }), kdf)
+        func v(
+            _ file: String, key: Bool, kdf: ContainerKDF?, kdfName: String, compression: String,
+            _ files: [(String, [UInt8])]
+        ) -> (Vector, ContainerKDF?) {
+            (
+                Vector(
+                    file: file, key: key ? hex(Array(0..<32)) : nil, password: key ? nil : password, kdf: kdfName,
+                    chunkSize: 4096,
+                    compression: compression, salt: hex(salt), entries: files.map { Entry(path: $0.0, hex: hex($0.1)) }),
+                kdf
+            )
         }
         let hello = Array("Hello, AssetPack!\n\n".utf8)
         return [
-            v("v1-tiny-key.apack", key: true, kdf: nil, kdfName: "none", compression: "store", [("a.txt", Array("abc".utf8))]),
-            v("v1-key-store.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
-              [("hello.txt", hello), ("empty", []), ("dir/ü.bin", (0..<5000).map { UInt8(($0 * 7 + 3) & 0xFF) })]),
-            v("v1-key-deflate.apack", key: true, kdf: nil, kdfName: "none", compression: "deflate",
-              [("text.txt", text(10000)), ("mixed.bin", text(4096) + noise(4096, seed: 42)), ("noise.bin", noise(300, seed: 43))]),
-            v("v1-scrypt.apack", key: false, kdf: .scrypt(logN: 10, r: 8, p: 1), kdfName: "scrypt N=2^10 r=8 p=1",
-              compression: "store", [("hello.txt", hello)]),
-            v("v1-pbkdf2.apack", key: false, kdf: .pbkdf2SHA256(iterations: 1000), kdfName: "pbkdf2-sha256 1000",
-              compression: "store", [("hello.txt", hello)]),
+            v(
+                "v1-tiny-key.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
+                [("a.txt", Array("abc".utf8))]),
+            v(
+                "v1-key-store.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
+                [("hello.txt", hello), ("empty", []), ("dir/ü.bin", (0..<5000).map { UInt8(($0 * 7 + 3) & 0xFF) })]),
+            v(
+                "v1-key-deflate.apack", key: true, kdf: nil, kdfName: "none", compression: "deflate",
+                [
+                    ("text.txt", text(10000)), ("mixed.bin", text(4096) + noise(4096, seed: 42)),
+                    ("noise.bin", noise(300, seed: 43)),
+                ]),
+            v(
+                "v1-scrypt.apack", key: false, kdf: .scrypt(logN: 10, r: 8, p: 1), kdfName: "scrypt N=2^10 r=8 p=1",
+                compression: "store", [("hello.txt", hello)]),
+            v(
+                "v1-pbkdf2.apack", key: false, kdf: .pbkdf2SHA256(iterations: 1000), kdfName: "pbkdf2-sha256 1000",
+                compression: "store", [("hello.txt", hello)]),
         ]
     }
 
@@ -80,7 +96,10 @@ import Testing
             "indexKey": hex(keys.indexKey.withUnsafeBytes { Array($0) }),
             "entryKey0": hex(keys.entryKey(0).withUnsafeBytes { Array($0) }),
             "nonceEntry0Chunk0Final": hex(nonce.withUnsafeBytes { Array($0) }),
-            "indexPlaintext": hex(ContainerIndex.encode([IndexRecord(path: "a.txt", size: 3, crc: CRC32.checksum(Array("abc".utf8)), chunkLengths: nil)])),
+            "indexPlaintext": hex(
+                ContainerIndex.encode([
+                    IndexRecord(path: "a.txt", size: 3, crc: CRC32.checksum(Array("abc".utf8)), chunkLengths: nil)
+                ])),
             "pack": hex(b),
         ]
     }
@@ -96,7 +115,8 @@ import Testing
             }
             let doc = Document(
                 format: "AssetPack container v1 (docs/FORMAT.md)",
-                note: "Each .apack opens with the given key (hex) or password and holds exactly these entries; writing the entries with the given salt, KDF, chunk size and compression policy reproduces the file byte for byte.",
+                note:
+                    "Each .apack opens with the given key (hex) or password and holds exactly these entries; writing the entries with the given salt, KDF, chunk size and compression policy reproduces the file byte for byte.",
                 vectors: vectors)
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -104,12 +124,15 @@ import Testing
             return
         }
         let dir = try #require(Bundle.module.url(forResource: "Vectors", withExtension: nil))
-        let doc = try JSONDecoder().decode(Document.self, from: Data(contentsOf: dir.appendingPathComponent("vectors.json")))
+        let doc = try JSONDecoder().decode(
+            Document.self, from: Data(contentsOf: dir.appendingPathComponent("vectors.json")))
         #expect(doc.vectors.count == Self.specs().count)
         for v in doc.vectors {
             let path = dir.appendingPathComponent(v.file).path
             let reader = try ContainerPackReader(path: path, credential: Self.credential(v))
-            #expect(reader.entries.map(\.path) == v.entries.map(\.path).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
+            #expect(
+                reader.entries.map(\.path)
+                    == v.entries.map(\.path).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
             for e in v.entries { #expect(try reader.read(e.path) == unhex(e.hex), "\(v.file) \(e.path)") }
             let again = scratch.url.appendingPathComponent(v.file).path
             try Self.make(v, kdf: Self.specs().first { $0.0.file == v.file }!.1, at: again, scratch: scratch)

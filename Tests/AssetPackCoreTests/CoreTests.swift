@@ -44,7 +44,9 @@ import Testing
         let input = textBytes(count)
         let packed = input.withUnsafeBytes { RawDeflate.compress($0) }
         var output = [UInt8](repeating: 0, count: count)
-        try packed.withUnsafeBytes { src in try output.withUnsafeMutableBytes { try RawDeflate.decompress(src, into: $0) } }
+        try packed.withUnsafeBytes { src in
+            try output.withUnsafeMutableBytes { try RawDeflate.decompress(src, into: $0) }
+        }
         #expect(output == input)
     }
 
@@ -53,7 +55,9 @@ import Testing
         let bomb = [UInt8](repeating: 0, count: 10_000_000).withUnsafeBytes { RawDeflate.compress($0) }
         var output = [UInt8](repeating: 0, count: 10)
         let error = #expect(throws: AssetPackError.self) {
-            try bomb.withUnsafeBytes { src in try output.withUnsafeMutableBytes { try RawDeflate.decompress(src, into: $0) } }
+            try bomb.withUnsafeBytes { src in
+                try output.withUnsafeMutableBytes { try RawDeflate.decompress(src, into: $0) }
+            }
         }
         #expect(error?.code == .integrityFailure)
     }
@@ -69,7 +73,9 @@ import Testing
         var corrupt = packed
         corrupt[0] = 0xFF  // invalid block type
         #expect(throws: AssetPackError.self) {
-            try corrupt.withUnsafeBytes { src in try output.withUnsafeMutableBytes { try RawDeflate.decompress(src, into: $0) } }
+            try corrupt.withUnsafeBytes { src in
+                try output.withUnsafeMutableBytes { try RawDeflate.decompress(src, into: $0) }
+            }
         }
     }
 }
@@ -101,7 +107,8 @@ import Testing
     @Test func followsSymlinksInsideTheTree() throws {
         let dir = TemporaryDirectory()
         try dir.write(["real/a.txt": [1]])
-        try FileManager.default.createSymbolicLink(atPath: dir.appending("alias.txt").path, withDestinationPath: "real/a.txt")
+        try FileManager.default.createSymbolicLink(
+            atPath: dir.appending("alias.txt").path, withDestinationPath: "real/a.txt")
         let files = try SourceTree.scan(root: dir.url, includeHidden: false)
         #expect(files.map(\.path) == ["alias.txt", "real/a.txt"])
     }
@@ -110,7 +117,9 @@ import Testing
         let dir = TemporaryDirectory()
         try FileManager.default.createDirectory(at: dir.appending("sub"), withIntermediateDirectories: true)
         #expect(throws: AssetPackError.self) { try SourceTree.scan(root: dir.url, includeHidden: false) }
-        #expect(throws: AssetPackError.self) { try SourceTree.scan(root: dir.appending("missing"), includeHidden: false) }
+        #expect(throws: AssetPackError.self) {
+            try SourceTree.scan(root: dir.appending("missing"), includeHidden: false)
+        }
     }
 
     @Test func refusesNamesThatNormaliseAlike() throws {

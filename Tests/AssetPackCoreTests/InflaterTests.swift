@@ -52,8 +52,9 @@ import Testing
 
     static let chunkSizes = [1, 7, 4096, 65536]
 
-    @Test("streaming output equals the input at every multiple of the buffer, for any input piece size",
-          arguments: chunkSizes)
+    @Test(
+        "streaming output equals the input at every multiple of the buffer, for any input piece size",
+        arguments: chunkSizes)
     func streamingAtBufferMultiples(chunkSize: Int) throws {
         var sizes = [0, 1, 2, chunkSize - 1, chunkSize, chunkSize + 1]
         for k in [2, 3, 4] { sizes += [k * chunkSize - 1, k * chunkSize, k * chunkSize + 1] }
@@ -107,7 +108,9 @@ import Testing
         let compressed = Self.deflated(plain)
         let inflater = Inflater(chunkSize: 4096)
         var seconds = 0.0
-        try compressed.dropLast(10).withUnsafeBytes { try inflater.inflate($0, limit: 50_000, seconds: &seconds) { _ in } }
+        try compressed.dropLast(10).withUnsafeBytes {
+            try inflater.inflate($0, limit: 50_000, seconds: &seconds) { _ in }
+        }
         #expect(!inflater.isFinished)
         let garbage = [UInt8](repeating: 0xFF, count: 64)
         #expect(throws: AssetPackError.self) {

@@ -31,7 +31,9 @@ public final class SmallFileSystem: @unchecked Sendable {
                 let code = errno
                 throw CocoaError(
                     .fileWriteUnknown,
-                    userInfo: [NSLocalizedDescriptionKey: "mount tmpfs on \(holder.path): \(String(cString: strerror(code)))"])
+                    userInfo: [
+                        NSLocalizedDescriptionKey: "mount tmpfs on \(holder.path): \(String(cString: strerror(code)))"
+                    ])
             }
         #else
             throw CocoaError(.featureUnsupported)

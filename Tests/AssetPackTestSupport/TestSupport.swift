@@ -13,7 +13,8 @@ public final class TemporaryDirectory: @unchecked Sendable {
         var template = Array((NSTemporaryDirectory() + "/\(label)-XXXXXX").utf8CString)
         let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         precondition(made != nil, "mkdtemp failed")
-        url = URL(fileURLWithPath: String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        url = URL(
+            fileURLWithPath: String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
     }
 
     deinit { try? FileManager.default.removeItem(at: url) }
@@ -27,7 +28,8 @@ public final class TemporaryDirectory: @unchecked Sendable {
         let root = folder.isEmpty ? url : url.appendingPathComponent(folder)
         for (path, bytes) in files {
             let file = root.appendingPathComponent(path)
-            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
             try Data(bytes).write(to: file)
         }
         return root
@@ -166,7 +168,8 @@ public enum CLI {
         process.waitUntilExit()
         watchdog.cancel()
         return Run(
-            status: process.terminationStatus, stdout: [UInt8](outData), stderr: String(decoding: errData, as: UTF8.self),
+            status: process.terminationStatus, stdout: [UInt8](outData),
+            stderr: String(decoding: errData, as: UTF8.self),
             signaled: process.terminationReason == .uncaughtSignal, timedOut: timedOut.value > 0)
     }
 }
@@ -262,7 +265,8 @@ public enum DifferentialSeeds {
         }
         if let soak = env["ASSETPACK_SOAK_SEEDS"], let count = Int(soak), count > 0 {
             let base = env["ASSETPACK_SOAK_BASE"].flatMap { UInt64($0) } ?? UInt64(Date().timeIntervalSince1970 * 1000)
-            FileHandle.standardError.write(Data("differential: \(count) soak seeds from ASSETPACK_SOAK_BASE=\(base)\n".utf8))
+            FileHandle.standardError.write(
+                Data("differential: \(count) soak seeds from ASSETPACK_SOAK_BASE=\(base)\n".utf8))
             var rng = SplitMix64(seed: base)
             // Small numbers are easier to type back in; keep them below 2^32.
             return (0..<count).map { _ in rng.next() >> 32 }
@@ -308,7 +312,8 @@ public enum TreeGenerator {
     public static let smallBoundaries = [0, 1, 15, 16, 17, 4095, 4096, 4097, 65535, 65536, 65537]
     /// Sizes around the 256 KiB stream buffer and its multiples, and 1 MiB.
     public static let streamBoundaries = [
-        262_143, 262_144, 262_145, 524_287, 524_288, 524_289, 786_431, 786_432, 786_433, 1_048_575, 1_048_576, 1_048_577,
+        262_143, 262_144, 262_145, 524_287, 524_288, 524_289, 786_431, 786_432, 786_433, 1_048_575, 1_048_576,
+        1_048_577,
     ]
     /// Several-MiB sizes; 8 MiB is where stored WinZip-AES whole reads switch to the two-thread pipeline.
     public static let largeSizes = [(3 << 20) + 12_345, (8 << 20) - 1, 8 << 20, (8 << 20) + 1]
@@ -405,10 +410,14 @@ public struct PackCombination: Sendable, CustomStringConvertible {
         var out: [PackCombination] = []
         for compression in CompressionPolicy.allCases {
             for encryption in [PackEncryption.aes256, .zipCrypto, .none] {
-                out.append(PackCombination(format: .zip, encryption: encryption, chunkSize: 64 << 10, compression: compression))
+                out.append(
+                    PackCombination(format: .zip, encryption: encryption, chunkSize: 64 << 10, compression: compression)
+                )
             }
             for chunk in [4 << 10, 64 << 10, 1 << 20] {
-                out.append(PackCombination(format: .container, encryption: .aes256, chunkSize: chunk, compression: compression))
+                out.append(
+                    PackCombination(format: .container, encryption: .aes256, chunkSize: chunk, compression: compression)
+                )
             }
         }
         return out

@@ -67,11 +67,18 @@ public struct ZipBuilder {
             let big = zip64 && k == 0 && count == 0
             var extra: [UInt8] = []
             if big && !omitZip64Extra {
-                extra = le16(1) + le16(24) + le64(UInt64(e.data.count)) + le64(UInt64(p.stored.count)) + le64(UInt64(p.offset))
+                extra =
+                    le16(1) + le16(24) + le64(UInt64(e.data.count)) + le64(UInt64(p.stored.count))
+                    + le64(UInt64(p.offset))
             }
-            central += le32(0x0201_4B50) + le16(0x031E) + le16(45) + le16(0x0800) + le16(p.method) + le16(0) + le16(0x21)
-            central += le32(p.crc) + le32(big ? 0xFFFF_FFFF : UInt32(p.stored.count)) + le32(big ? 0xFFFF_FFFF : UInt32(e.data.count))
-            central += le16(UInt16(nameBytes.count)) + le16(UInt16(extra.count)) + le16(0) + le16(0) + le16(0) + le32(0o100644 << 16)
+            central +=
+                le32(0x0201_4B50) + le16(0x031E) + le16(45) + le16(0x0800) + le16(p.method) + le16(0) + le16(0x21)
+            central +=
+                le32(p.crc) + le32(big ? 0xFFFF_FFFF : UInt32(p.stored.count))
+                + le32(big ? 0xFFFF_FFFF : UInt32(e.data.count))
+            central +=
+                le16(UInt16(nameBytes.count)) + le16(UInt16(extra.count)) + le16(0) + le16(0) + le16(0)
+                + le32(0o100644 << 16)
             central += le32(big ? 0xFFFF_FFFF : p.offset) + nameBytes + extra
             count += 1
         }

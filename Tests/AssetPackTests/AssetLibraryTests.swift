@@ -5,7 +5,9 @@ import Testing
 
 @Suite struct AssetLibraryTests {
     /// Packs `sampleTree()` (plus a JSON file) into `bundle/<name>` and returns the pack's URL.
-    func bundledPack(in dir: TemporaryDirectory, format: PackFormat, credential: PackCredential, name: String = "assets.pack")
+    func bundledPack(
+        in dir: TemporaryDirectory, format: PackFormat, credential: PackCredential, name: String = "assets.pack"
+    )
         throws -> URL
     {
         var tree = sampleTree()
@@ -94,14 +96,16 @@ import Testing
         let dir = TemporaryDirectory()
         let bundled = try bundledPack(in: dir, format: .zip, credential: .password("right"))
         let installer = PrivateInstaller(directory: dir.appending("p"))
-        let library = try AssetLibrary.openInstalling(bundled: bundled, installer: installer, credential: .password("right"))
+        let library = try AssetLibrary.openInstalling(
+            bundled: bundled, installer: installer, credential: .password("right"))
 
         let missing = #expect(throws: AssetPackError.self) { try library.data("no/such.txt") }
         #expect(missing?.code == .entryNotFound)
         #expect(missing?.path == "no/such.txt")
 
         // Zip checks the password per entry, on read.
-        let wrong = try AssetLibrary.openInstalling(bundled: bundled, installer: installer, credential: .password("wrong"))
+        let wrong = try AssetLibrary.openInstalling(
+            bundled: bundled, installer: installer, credential: .password("wrong"))
         let denied = #expect(throws: AssetPackError.self) { try wrong.data("twenty.txt") }
         #expect(denied?.code == .wrongPassword)
 

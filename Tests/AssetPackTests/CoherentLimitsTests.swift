@@ -5,8 +5,9 @@ import Testing
 
 /// pack must never write what the reader refuses.
 @Suite struct CoherentLimitsTests {
-    @Test("pack refuses a file over the readers' entry-size limit, naming the limit, and writes nothing",
-          arguments: [PackFormat.zip, .container])
+    @Test(
+        "pack refuses a file over the readers' entry-size limit, naming the limit, and writes nothing",
+        arguments: [PackFormat.zip, .container])
     func packRefusesWhatReadersRefuse(format: PackFormat) throws {
         let dir = TemporaryDirectory()
         try dir.write(["small.txt": Array("ok".utf8)], under: "src")

@@ -35,7 +35,9 @@ import Testing
         let tree = sampleTree()
         let reader = try AssetPack.open(Self.makePack(format, tree, in: dir), credential: .password(Self.password))
         #expect(reader.entries.count == tree.count)
-        #expect(reader.entries.map(\.path) == reader.entries.map(\.path).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
+        #expect(
+            reader.entries.map(\.path)
+                == reader.entries.map(\.path).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
         for entry in reader.entries {
             let expected = try #require(tree[entry.path])
             let (bytes, timing) = try reader.readTimed(entry.path)

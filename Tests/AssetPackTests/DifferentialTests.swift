@@ -33,45 +33,61 @@ import Testing
                 + DifferentialSeeds.reproduce(seed, filter: "DifferentialTests")
         }
 
-        func fail(_ entry: GeneratedEntry?, _ readPath: String, _ problem: String,
-                  sourceLocation: SourceLocation = #_sourceLocation) {
+        func fail(
+            _ entry: GeneratedEntry?, _ readPath: String, _ problem: String,
+            sourceLocation: SourceLocation = #_sourceLocation
+        ) {
             Issue.record("\(problem) | \(describe(entry, readPath))", sourceLocation: sourceLocation)
         }
 
         /// Compares `got` with the entry's bytes; records a failure naming the read path.
-        func compare(_ got: UnsafeRawBufferPointer, _ entry: GeneratedEntry, _ readPath: String,
-                     sourceLocation: SourceLocation = #_sourceLocation) {
+        func compare(
+            _ got: UnsafeRawBufferPointer, _ entry: GeneratedEntry, _ readPath: String,
+            sourceLocation: SourceLocation = #_sourceLocation
+        ) {
             if let difference = byteDifference(got, entry.bytes) {
                 fail(entry, readPath, "wrong bytes: \(difference)", sourceLocation: sourceLocation)
             } else if CRC32.checksum(got) != entry.crc32 {
-                fail(entry, readPath, "CRC-32 of the bytes read differs from the source's", sourceLocation: sourceLocation)
+                fail(
+                    entry, readPath, "CRC-32 of the bytes read differs from the source's",
+                    sourceLocation: sourceLocation)
             }
         }
 
-        func compare(_ got: [UInt8], _ entry: GeneratedEntry, _ readPath: String,
-                     sourceLocation: SourceLocation = #_sourceLocation) {
+        func compare(
+            _ got: [UInt8], _ entry: GeneratedEntry, _ readPath: String,
+            sourceLocation: SourceLocation = #_sourceLocation
+        ) {
             got.withUnsafeBytes { compare($0, entry, readPath, sourceLocation: sourceLocation) }
         }
 
-        func compare(_ got: Data, _ entry: GeneratedEntry, _ readPath: String,
-                     sourceLocation: SourceLocation = #_sourceLocation) {
+        func compare(
+            _ got: Data, _ entry: GeneratedEntry, _ readPath: String,
+            sourceLocation: SourceLocation = #_sourceLocation
+        ) {
             got.withUnsafeBytes { compare($0, entry, readPath, sourceLocation: sourceLocation) }
         }
 
         /// Runs one read; a thrown error is a failure of that read path (the others still run).
-        func attempt(_ entry: GeneratedEntry?, _ readPath: String, sourceLocation: SourceLocation = #_sourceLocation,
-                     _ body: () throws -> Void) {
+        func attempt(
+            _ entry: GeneratedEntry?, _ readPath: String, sourceLocation: SourceLocation = #_sourceLocation,
+            _ body: () throws -> Void
+        ) {
             do { try body() } catch { fail(entry, readPath, "threw: \(error)", sourceLocation: sourceLocation) }
         }
 
-        func attemptAsync(_ entry: GeneratedEntry?, _ readPath: String, sourceLocation: SourceLocation = #_sourceLocation,
-                          _ body: () async throws -> Void) async {
+        func attemptAsync(
+            _ entry: GeneratedEntry?, _ readPath: String, sourceLocation: SourceLocation = #_sourceLocation,
+            _ body: () async throws -> Void
+        ) async {
             do { try await body() } catch { fail(entry, readPath, "threw: \(error)", sourceLocation: sourceLocation) }
         }
     }
 
     /// Writes the seed's tree and packs it with `combination`.
-    static func makePack(_ tree: GeneratedTree, _ combination: PackCombination, in dir: TemporaryDirectory) throws -> URL {
+    static func makePack(_ tree: GeneratedTree, _ combination: PackCombination, in dir: TemporaryDirectory) throws
+        -> URL
+    {
         let source = try dir.write(tree.files, under: "src")
         let output = dir.appending(combination.format == .zip ? "pack.zip" : "pack.apack")
         try AssetPack.pack(source: source, to: output, options: combination.options(password: password))
@@ -117,7 +133,9 @@ import Testing
             let missing = Set(expectedPaths).subtracting(paths).sorted()
             let extra = Set(paths).subtracting(expectedPaths).sorted()
             let sorted = paths == paths.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
-            ctx.fail(nil, "entries", "entry list differs: missing \(missing), extra \(extra), \(sorted ? "sorted" : "not sorted")")
+            ctx.fail(
+                nil, "entries",
+                "entry list differs: missing \(missing), extra \(extra), \(sorted ? "sorted" : "not sorted")")
         }
         for entry in tree.entries {
             guard let info = reader.entry(entry.path) else {
@@ -128,7 +146,9 @@ import Testing
             if info.size != UInt64(entry.bytes.count) { ctx.fail(entry, "entry(_:)", "EntryInfo.size is \(info.size)") }
             if let crc = info.crc32 {
                 if crc != entry.crc32 {
-                    ctx.fail(entry, "entry(_:)", "EntryInfo.crc32 is \(String(crc, radix: 16)), source's is \(String(entry.crc32, radix: 16))")
+                    ctx.fail(
+                        entry, "entry(_:)",
+                        "EntryInfo.crc32 is \(String(crc, radix: 16)), source's is \(String(entry.crc32, radix: 16))")
                 }
             } else if !(ctx.combination.format == .zip && ctx.combination.encryption == .aes256) {
                 // Only WinZip AE-2 entries may leave the CRC out (the MAC covers them).
@@ -155,7 +175,9 @@ import Testing
                 }
             }
             ctx.attempt(entry, "PackReader.read") { ctx.compare(try reader.read(p), entry, "PackReader.read") }
-            ctx.attempt(entry, "PackReader.readData") { ctx.compare(try reader.readData(p), entry, "PackReader.readData") }
+            ctx.attempt(entry, "PackReader.readData") {
+                ctx.compare(try reader.readData(p), entry, "PackReader.readData")
+            }
             ctx.attempt(entry, "PackReader.stream") {
                 var sink = ByteSink(capacity: entry.bytes.count)
                 try reader.stream(p) { sink.append($0) }
@@ -163,7 +185,9 @@ import Testing
             }
             ctx.attempt(entry, "AssetLibrary.bytes") { ctx.compare(try library.bytes(p), entry, "AssetLibrary.bytes") }
             ctx.attempt(entry, "AssetLibrary.data") { ctx.compare(try library.data(p), entry, "AssetLibrary.data") }
-            ctx.attempt(entry, "AssetLibrary.timed") { ctx.compare(try library.timed(p).bytes, entry, "AssetLibrary.timed") }
+            ctx.attempt(entry, "AssetLibrary.timed") {
+                ctx.compare(try library.timed(p).bytes, entry, "AssetLibrary.timed")
+            }
             ctx.attempt(entry, "AssetLibrary.stream") {
                 var sink = ByteSink(capacity: entry.bytes.count)
                 try library.stream(p) { sink.append($0) }
@@ -205,8 +229,10 @@ import Testing
                 }
                 let result = await task.result
                 guard case .failure(let error) = result, error is CancellationError else {
-                    ctx.fail(first, "async AssetLibrary.\(name) (cancelled task)",
-                             "a cancelled task's read did not throw CancellationError: the call did not reach the async overload")
+                    ctx.fail(
+                        first, "async AssetLibrary.\(name) (cancelled task)",
+                        "a cancelled task's read did not throw CancellationError: the call did not reach the async overload"
+                    )
                     continue
                 }
             }
@@ -227,7 +253,8 @@ import Testing
             while boundary < size && crossed < 3 {
                 ranges.append((boundary - 1, 2))
                 let back = min(boundary, 1 + Int(rng.next() % UInt64(chunk)))
-                ranges.append((boundary - back, min(size - boundary + back, back + 1 + Int(rng.next() % UInt64(chunk)))))
+                ranges.append(
+                    (boundary - back, min(size - boundary + back, back + 1 + Int(rng.next() % UInt64(chunk)))))
                 ranges.append((boundary - 1, min(size - boundary + 1, chunk + 2)))  // spans a whole chunk and both ends
                 boundary += chunk * (1 + Int(rng.next() % 4))
                 crossed += 1

@@ -13,7 +13,8 @@ import Testing
             credential: .password(BackendConformanceTests.password))
         let out = dir.appending("out")
         var written: [String] = []
-        try Extractor(directory: out).extract(from: reader, paths: ["a.txt", "./a.txt", "b//c.txt", "b/c.txt"]) { url, _ in
+        try Extractor(directory: out).extract(from: reader, paths: ["a.txt", "./a.txt", "b//c.txt", "b/c.txt"]) {
+            url, _ in
             written.append(url.path)
         }
         #expect(written == [out.appendingPathComponent("a.txt").path, out.appendingPathComponent("b/c.txt").path])
@@ -27,7 +28,9 @@ import Testing
             BackendConformanceTests.makePack(.zip, ["a.txt": [1]], in: dir),
             credential: .password(BackendConformanceTests.password))
         var count = 0
-        try Extractor(directory: dir.appending("out")).extract(from: reader, paths: ["a.txt", "a.txt"]) { _, _ in count += 1 }
+        try Extractor(directory: dir.appending("out")).extract(from: reader, paths: ["a.txt", "a.txt"]) { _, _ in
+            count += 1
+        }
         #expect(count == 1)
     }
 }
@@ -40,14 +43,19 @@ import Testing
     func totalSizeIsCappedBeforeAnythingIsWritten(format: PackFormat) throws {
         let dir = TemporaryDirectory()
         let reader = try AssetPack.open(
-            BackendConformanceTests.makePack(format, ["a.bin": testBytes(600), "b/c.bin": testBytes(600, seed: 2)], in: dir),
+            BackendConformanceTests.makePack(
+                format, ["a.bin": testBytes(600), "b/c.bin": testBytes(600, seed: 2)], in: dir),
             credential: .password(BackendConformanceTests.password))
         var limits = ReadLimits()
         limits.maxExtractBytes = 1000
         let out = dir.appending("out")
-        let error = #expect(throws: AssetPackError.self) { try Extractor(directory: out, limits: limits).extract(from: reader) }
+        let error = #expect(throws: AssetPackError.self) {
+            try Extractor(directory: out, limits: limits).extract(from: reader)
+        }
         #expect(error?.code == .limitExceeded)
-        #expect(error?.message.contains("1200 bytes") == true && error?.message.contains("ReadLimits.maxExtractBytes") == true)
+        #expect(
+            error?.message.contains("1200 bytes") == true
+                && error?.message.contains("ReadLimits.maxExtractBytes") == true)
         #expect(!FileManager.default.fileExists(atPath: out.path), "nothing, not even --into, is created")
         limits.maxExtractBytes = 1200
         try Extractor(directory: out, limits: limits).extract(from: reader)
@@ -89,7 +97,8 @@ import Testing
         let error = #expect(throws: AssetPackError.self) { try Extractor(directory: out).extract(from: reader) }
         #expect(error?.code == .integrityFailure)
         #expect(try Data(contentsOf: out.appendingPathComponent("a.txt")) == Data([7]), "earlier entries stay")
-        #expect(!FileManager.default.fileExists(atPath: out.appendingPathComponent("deep").path), "created folders removed")
+        #expect(
+            !FileManager.default.fileExists(atPath: out.appendingPathComponent("deep").path), "created folders removed")
         #expect(try FileManager.default.contentsOfDirectory(atPath: out.path) == ["a.txt"])
     }
 }

@@ -80,7 +80,8 @@ import Testing
         let damaged = dir.appending("cut").path
         for cut in 0..<original.count {
             try original.prefix(cut).write(to: URL(fileURLWithPath: damaged))
-            #expect(Self.readEverything(damaged, credential) > 0, "truncated at \(cut) of \(original.count) went unnoticed")
+            #expect(
+                Self.readEverything(damaged, credential) > 0, "truncated at \(cut) of \(original.count) went unnoticed")
         }
     }
 
@@ -107,7 +108,9 @@ import Testing
         let (path, credential) = try Self.smallPack(.zip, in: dir)
         var few = ReadLimits()
         few.maxEntries = 2
-        let tooMany = #expect(throws: AssetPackError.self) { try ZipPackReader(path: path, credential: credential, limits: few) }
+        let tooMany = #expect(throws: AssetPackError.self) {
+            try ZipPackReader(path: path, credential: credential, limits: few)
+        }
         #expect(tooMany?.code == .limitExceeded)
         var small = ReadLimits()
         small.maxEntrySize = 200

@@ -20,7 +20,9 @@ import Testing
         #expect(mode(target.path) == 0o700)
         #expect(mode(result.path.path) == 0o600)
         #expect(try Data(contentsOf: result.path) == Data(testBytes(2_000_000)))
-        let leftovers = try FileManager.default.contentsOfDirectory(atPath: target.path).filter { $0.hasPrefix(".assetpack-tmp-") }
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: target.path).filter {
+            $0.hasPrefix(".assetpack-tmp-")
+        }
         #expect(leftovers.isEmpty)
     }
 
@@ -69,7 +71,9 @@ import Testing
         try Data([9]).write(to: target.appendingPathComponent(".assetpack-tmp-assets.pack-crashed"))
         try PrivateInstaller(directory: target).install(dir.appending("assets.pack"))
         #expect(mode(target.path) == 0o700)
-        #expect(!FileManager.default.fileExists(atPath: target.appendingPathComponent(".assetpack-tmp-assets.pack-crashed").path))
+        #expect(
+            !FileManager.default.fileExists(
+                atPath: target.appendingPathComponent(".assetpack-tmp-assets.pack-crashed").path))
     }
 
     @Test func concurrentInstallsDoNotCorrupt() throws {
@@ -90,12 +94,15 @@ import Testing
 
     @Test func defaultDirectoryFollowsXDG() throws {
         #expect(
-            try PrivateInstaller.defaultDirectory(appID: "com.example.game", environment: ["XDG_DATA_HOME": "/x/data"]).path
+            try PrivateInstaller.defaultDirectory(appID: "com.example.game", environment: ["XDG_DATA_HOME": "/x/data"])
+                .path
                 == "/x/data/com.example.game")
         #expect(
             try PrivateInstaller.defaultDirectory(appID: "com.example.game", environment: ["HOME": "/home/u"]).path
                 == "/home/u/.local/share/com.example.game")
-        #expect(throws: AssetPackError.self) { try PrivateInstaller.defaultDirectory(appID: "../evil", environment: [:]) }
+        #expect(throws: AssetPackError.self) {
+            try PrivateInstaller.defaultDirectory(appID: "../evil", environment: [:])
+        }
     }
 }
 
@@ -105,7 +112,8 @@ import Testing
         let dir = TemporaryDirectory()
         let tree = sampleTree()
         let reader = try AssetPack.open(
-            BackendConformanceTests.makePack(format, tree, in: dir), credential: .password(BackendConformanceTests.password))
+            BackendConformanceTests.makePack(format, tree, in: dir),
+            credential: .password(BackendConformanceTests.password))
         let out = dir.appending("out")
         try Extractor(directory: out).extract(from: reader)
         for (path, bytes) in tree {
@@ -132,7 +140,8 @@ import Testing
 @Suite struct InstallerIdentityTests {
     /// Packs `files` into `dir/<name>/assets.pack` and pins its mtime to 2020-01-01, as reproducible builds do.
     static func pinnedPack(
-        _ files: [String: [UInt8]], _ name: String, in dir: TemporaryDirectory, format: PackFormat, password: String = "pw"
+        _ files: [String: [UInt8]], _ name: String, in dir: TemporaryDirectory, format: PackFormat,
+        password: String = "pw"
     ) throws -> URL {
         let source = try dir.write(files, under: "src-\(name)")
         var options = PackOptions()
@@ -141,7 +150,8 @@ import Testing
         let pack = dir.appending("\(name)/assets.pack")
         try FileManager.default.createDirectory(at: pack.deletingLastPathComponent(), withIntermediateDirectories: true)
         try AssetPack.pack(source: source, to: pack, options: options)
-        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 1_577_836_800)], ofItemAtPath: pack.path)
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date(timeIntervalSince1970: 1_577_836_800)], ofItemAtPath: pack.path)
         return pack
     }
 
@@ -158,11 +168,15 @@ import Testing
         #expect(try !installer.install(second).copied)  // and an unchanged launch copies nothing
     }
 
-    @Test("two same-sized packs with equal mtimes: the second install replaces the first", arguments: [PackFormat.container, .zip])
+    @Test(
+        "two same-sized packs with equal mtimes: the second install replaces the first",
+        arguments: [PackFormat.container, .zip])
     func sameSizeSameMtimeDifferentContent(format: PackFormat) throws {
         let dir = TemporaryDirectory()
-        let r1 = try Self.pinnedPack(["a.bin": testBytes(1024, seed: 1), "b.bin": testBytes(1024, seed: 2)], "r1", in: dir, format: format)
-        let r2 = try Self.pinnedPack(["a.bin": testBytes(1024, seed: 3), "b.bin": testBytes(1024, seed: 4)], "r2", in: dir, format: format)
+        let r1 = try Self.pinnedPack(
+            ["a.bin": testBytes(1024, seed: 1), "b.bin": testBytes(1024, seed: 2)], "r1", in: dir, format: format)
+        let r2 = try Self.pinnedPack(
+            ["a.bin": testBytes(1024, seed: 3), "b.bin": testBytes(1024, seed: 4)], "r2", in: dir, format: format)
         try Self.assertReplaces(r1, r2, in: dir)
     }
 

@@ -31,7 +31,11 @@ import Testing
         #expect(report.backends == ["zip", "container"])
         #expect(Set(report.entries.map(\.path)) == Set(Self.tree.keys.map { EntryPath.normalize($0) }))
         for entry in report.entries {
-            #expect(entry.size == UInt64(Self.tree[entry.path]?.count ?? Self.tree.first { EntryPath.normalize($0.key) == entry.path }!.value.count))
+            #expect(
+                entry.size
+                    == UInt64(
+                        Self.tree[entry.path]?.count
+                            ?? Self.tree.first { EntryPath.normalize($0.key) == entry.path }!.value.count))
             #expect(Set(entry.backends.keys) == ["zip", "container"], "\(entry.path)")
             for (label, stats) in entry.backends {
                 #expect(stats.crcOk, "\(label) \(entry.path)")
@@ -84,16 +88,22 @@ import Testing
                 #expect(b["crc_ok"] as? Bool == true)
                 #expect(b["decoder"] is String)
                 let parts = try #require(b["parts"] as? [String: Any])
-                for key in ["lookup_seconds", "key_derivation_seconds", "decrypt_seconds", "crc_seconds", "total_seconds"] {
+                for key in [
+                    "lookup_seconds", "key_derivation_seconds", "decrypt_seconds", "crc_seconds", "total_seconds",
+                ] {
                     #expect(parts[key] is NSNumber, "\(key)")
                 }
             }
         }
         let machine = try #require(doc["machine"] as? [String: Any])
-        for key in ["cpu_model", "cores", "os", "swift_compiler", "build_configuration"] { #expect(machine[key] != nil, "\(key)") }
+        for key in ["cpu_model", "cores", "os", "swift_compiler", "build_configuration"] {
+            #expect(machine[key] != nil, "\(key)")
+        }
         let packs = try #require(doc["packs"] as? [String: [String: Any]])
         for (_, p) in packs {
-            for key in ["open_seconds", "pack_seconds", "size_bytes", "read_peak_rss_bytes", "format"] { #expect(p[key] != nil, "\(key)") }
+            for key in ["open_seconds", "pack_seconds", "size_bytes", "read_peak_rss_bytes", "format"] {
+                #expect(p[key] != nil, "\(key)")
+            }
         }
         let settings = try #require(doc["settings"] as? [String: Any])
         #expect(settings["iterations"] as? Int == 2)
@@ -107,7 +117,9 @@ import Testing
         #expect(lines.first.map(String.init) == PerfReport.csvColumns.joined(separator: ","))
         #expect(lines.count - 1 == report.entries.count * 2)
         for line in lines.dropFirst() {
-            #expect(line.split(separator: ",", omittingEmptySubsequences: false).count == PerfReport.csvColumns.count, "\(line)")
+            #expect(
+                line.split(separator: ",", omittingEmptySubsequences: false).count == PerfReport.csvColumns.count,
+                "\(line)")
             #expect(line.hasSuffix(",true"))
         }
     }
@@ -121,7 +133,9 @@ import Testing
         #expect(html.contains("data-backend=\"container\""))
         #expect(html.components(separatedBy: "class=\"series\"").count - 1 == 4)  // two charts × two series
         #expect(!html.contains("<script"))
-        #expect(!html.contains("http://") || !html.replacingOccurrences(of: "http://www.w3.org/2000/svg", with: "").contains("http://"))
+        #expect(
+            !html.contains("http://")
+                || !html.replacingOccurrences(of: "http://www.w3.org/2000/svg", with: "").contains("http://"))
         #expect(!html.contains("https://"))
         #expect(html.contains("naïve/日本.txt"))
         // The text report names every size class present and carries the summary line.
@@ -132,7 +146,8 @@ import Testing
 
     @Test func existingPacksAreMatchedByPath() throws {
         let dir = TemporaryDirectory("perf-packs")
-        let source = try dir.write(["a.txt": textBytes(10_000, seed: 5), "b.bin": testBytes(5_000, seed: 6)], under: "src")
+        let source = try dir.write(
+            ["a.txt": textBytes(10_000, seed: 5), "b.bin": testBytes(5_000, seed: 6)], under: "src")
         var options = PackOptions()
         options.credential = .password("pw")
         try AssetPack.pack(source: source, to: dir.appending("p.zip"), options: options)

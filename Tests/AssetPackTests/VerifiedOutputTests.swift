@@ -24,8 +24,9 @@ import Testing
         return [UInt8]((try? Data(contentsOf: url)) ?? Data())
     }
 
-    @Test("writeVerified writes exactly the entry, in memory or spooled, for both formats",
-          arguments: [PackFormat.zip, .container], [UInt64(64) << 20, 1_000])
+    @Test(
+        "writeVerified writes exactly the entry, in memory or spooled, for both formats",
+        arguments: [PackFormat.zip, .container], [UInt64(64) << 20, 1_000])
     func writesTheEntry(format: PackFormat, memoryLimit: UInt64) throws {
         let dir = TemporaryDirectory()
         let tree = ["big.bin": testBytes(700_000, seed: 4), "text.txt": textBytes(300_000), "empty": []]
@@ -38,7 +39,10 @@ import Testing
             #expect(try reader.verify(path).bytesOut == UInt64(bytes.count))
         }
         // The spool file is unlinked at once: nothing is left beside the outputs.
-        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).allSatisfy { !$0.hasPrefix(".assetpack-spool") })
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: dir.path).allSatisfy {
+                !$0.hasPrefix(".assetpack-spool")
+            })
     }
 
     @Test("a corrupt zip entry writes nothing, in memory or spooled", arguments: [UInt64(64) << 20, 1_000])
@@ -51,7 +55,8 @@ import Testing
         let reader = try AssetPack.open(url.path, credential: .password("pw"))
         var thrown: AssetPackError?
         let written = Self.captured(in: dir) { fd in
-            do { try reader.writeVerified("big.bin", to: fd, spoolDirectory: dir.path, memoryLimit: memoryLimit) } catch {
+            do { try reader.writeVerified("big.bin", to: fd, spoolDirectory: dir.path, memoryLimit: memoryLimit) } catch
+            {
                 thrown = error as? AssetPackError
             }
         }

@@ -93,7 +93,9 @@ private final class Archive {
             var bytes = [UInt8](repeating: 0, count: count)
             var filled = 0
             while filled < count {
-                let n = try bytes.withUnsafeMutableBytes { try source(UnsafeMutableRawBufferPointer(rebasing: $0[filled...])) }
+                let n = try bytes.withUnsafeMutableBytes {
+                    try source(UnsafeMutableRawBufferPointer(rebasing: $0[filled...]))
+                }
                 if n == 0 { break }
                 filled += n
             }
@@ -127,7 +129,9 @@ private func memorySource(_ bytes: [UInt8], piece: Int = .max) -> BulkAESDecoder
     }
 }
 
-private func decode(_ decoder: BulkAESDecoder, _ raw: [UInt8], password: String = password, piece: Int = .max) throws -> [UInt8] {
+private func decode(_ decoder: BulkAESDecoder, _ raw: [UInt8], password: String = password, piece: Int = .max) throws
+    -> [UInt8]
+{
     var timing = EntryTiming(path: "entry")
     return try decoder.decode(password: Array(password.utf8), timing: &timing, from: memorySource(raw, piece: piece))
 }
@@ -225,12 +229,14 @@ struct WinZipAESTests {
         let body = Array(raw[strength.headerLength..<(raw.count - 10)])
         let mac = Array(raw.suffix(10))
         var whole = body
-        let one = try WinZipAESDecryptor(password: Array(password.utf8), strength: strength, salt: salt, verifier: verifier)
+        let one = try WinZipAESDecryptor(
+            password: Array(password.utf8), strength: strength, salt: salt, verifier: verifier)
         whole.withUnsafeMutableBytes { one.decrypt($0) }
         try one.verify(mac: mac)
         try one.verify(mac: mac)  // verifying twice is fine
         var pieces = body
-        let many = try WinZipAESDecryptor(password: Array(password.utf8), strength: strength, salt: salt, verifier: verifier)
+        let many = try WinZipAESDecryptor(
+            password: Array(password.utf8), strength: strength, salt: salt, verifier: verifier)
         var offset = 0
         var step = 1
         pieces.withUnsafeMutableBytes { buffer in
@@ -305,9 +311,12 @@ struct WinZipAESTests {
         limited.limits.maxEntrySize = 1 << 20
         var timing = EntryTiming(path: "big")
         var called = false
-        #expect(code {
-            try limited.decode(password: Array(password.utf8), timing: &timing) { _ in called = true; return 0 }
-        } == .limitExceeded)
+        #expect(
+            code {
+                try limited.decode(password: Array(password.utf8), timing: &timing) { _ in
+                    called = true; return 0
+                }
+            } == .limitExceeded)
         #expect(!called)
         var ratio = deflated
         ratio.limits.maxCompressionRatio = 1
@@ -340,10 +349,13 @@ struct WinZipAESTests {
     func largeStored() throws {
         let size = (9 << 20) + 17
         let original = sample(size, seed: 99)
-        let archive = try Archive.create([("big.bin", original, false)], method: WinZipAESKeyStrength.aes256.libzipMethod, password: password)
+        let archive = try Archive.create(
+            [("big.bin", original, false)], method: WinZipAESKeyStrength.aes256.libzipMethod, password: password)
         let decoder = archive.decoder(0)
         var timing = EntryTiming(path: "big.bin")
-        let bytes = try archive.withRawSource(0) { try decoder.decode(password: Array(password.utf8), timing: &timing, from: $0) }
+        let bytes = try archive.withRawSource(0) {
+            try decoder.decode(password: Array(password.utf8), timing: &timing, from: $0)
+        }
         #expect(bytes == original)
         #expect(timing.crcChecked && timing.decrypt > 0 && timing.crc > 0)
         let raw = try archive.raw(0)
@@ -372,7 +384,9 @@ struct WinZipAESTests {
 
     @Test("standard AE-2 entries with CRC 0 (7-Zip) decode; libzip 1.7.3 rejects them")
     func sevenZipAE2() throws {
-        let tool = ["/usr/bin/7zz", "/usr/local/bin/7zz", "/usr/bin/7z"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        let tool = ["/usr/bin/7zz", "/usr/local/bin/7zz", "/usr/bin/7z"].first {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }
         guard let tool else {
             print("skipping the 7-Zip AE-2 test: 7zz not installed (apt-get install 7zip)")
             return
@@ -380,7 +394,9 @@ struct WinZipAESTests {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("winzipaes-7z-\(UUID())")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        let files = [("text.txt", sample(300_000, seed: 3)), ("small.bin", sample(5, seed: 4)), ("empty.bin", [UInt8]())]
+        let files = [
+            ("text.txt", sample(300_000, seed: 3)), ("small.bin", sample(5, seed: 4)), ("empty.bin", [UInt8]()),
+        ]
         for (name, bytes) in files { try Data(bytes).write(to: dir.appendingPathComponent(name)) }
         for (method, level) in [("AES256", "-mx=0"), ("AES256", "-mx=5"), ("AES128", "-mx=5"), ("AES192", "-mx=1")] {
             let zip = dir.appendingPathComponent("\(method)\(level).zip").path

@@ -65,7 +65,8 @@ func localDataOffset(of name: String, in bytes: [UInt8]) -> Int? {
         // The end-of-entry pitfall: libzip checks the CRC only when a read reaches the end.
         let dir = TemporaryDirectory()
         let payload = testBytes(4096, seed: 5)
-        let pack = try makeZip(["x.bin": payload, "y.bin": [1, 2, 3]], in: dir, encryption: .none, compression: .store)
+        let pack = try makeZip(
+            ["x.bin": payload, "y.bin": [1, 2, 3]], in: dir, encryption: .none, compression: .store)
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: pack)))
         let offset = try #require(localDataOffset(of: "x.bin", in: bytes))
         try flipByte(at: offset + 100, in: pack, with: 0x01)
@@ -80,7 +81,8 @@ func localDataOffset(of name: String, in bytes: [UInt8]) -> Int? {
     @Test(arguments: [PackEncryption.aes256, .zipCrypto])
     func flippedCiphertextByteIsAnIntegrityFailure(encryption: PackEncryption) throws {
         let dir = TemporaryDirectory()
-        let pack = try makeZip(["x.bin": testBytes(50_000, seed: 2)], in: dir, encryption: encryption, compression: .store)
+        let pack = try makeZip(
+            ["x.bin": testBytes(50_000, seed: 2)], in: dir, encryption: encryption, compression: .store)
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: pack)))
         let offset = try #require(localDataOffset(of: "x.bin", in: bytes))
         try flipByte(at: offset + 25_000, in: pack, with: 0x10)
@@ -96,7 +98,8 @@ func localDataOffset(of name: String, in bytes: [UInt8]) -> Int? {
         let wrong = try ZipPackReader(path: pack, credential: .password("not-it"))
         let wrongError = #expect(throws: AssetPackError.self) { try wrong.read("a.txt") }
         // ZipCrypto's 1-byte check passes 1 wrong password in 256; the CRC then catches it.
-        #expect(wrongError?.code == .wrongPassword || (encryption == .zipCrypto && wrongError?.code == .integrityFailure))
+        #expect(
+            wrongError?.code == .wrongPassword || (encryption == .zipCrypto && wrongError?.code == .integrityFailure))
         let missing = try ZipPackReader(path: pack, credential: nil)
         #expect(missing.entries.count == 1)  // listing needs no password
         let missingError = #expect(throws: AssetPackError.self) { try missing.read("a.txt") }
@@ -172,8 +175,9 @@ func localDataOffset(of name: String, in bytes: [UInt8]) -> Int? {
 }
 
 @Suite struct ZipWriterErrorTests {
-    @Test("a full disk during zip_close says 'No space left on device', not a bare 'Write error'",
-          .enabled(if: SmallFileSystem.isAvailable, "needs root to mount a small tmpfs"))
+    @Test(
+        "a full disk during zip_close says 'No space left on device', not a bare 'Write error'",
+        .enabled(if: SmallFileSystem.isAvailable, "needs root to mount a small tmpfs"))
     func fullDiskNamesTheSystemError() throws {
         let disk = try SmallFileSystem(megabytes: 1)
         let dir = TemporaryDirectory()
@@ -184,7 +188,8 @@ func localDataOffset(of name: String, in bytes: [UInt8]) -> Int? {
         options.compression = .store
         let output = disk.url.appendingPathComponent("out.zip").path
         let error = #expect(throws: AssetPackError.self) {
-            try ZipPackWriter().write([SourceFile(path: "big.bin", url: source, size: 3 << 20)], to: output, options: options)
+            try ZipPackWriter().write(
+                [SourceFile(path: "big.bin", url: source, size: 3 << 20)], to: output, options: options)
         }
         #expect(error?.code == .io)
         #expect(error?.message.contains("No space left on device") == true, "\(String(describing: error))")
@@ -229,7 +234,10 @@ extension ZipWriterErrorTests {
     @Test("an entry with an encryption method libzip cannot decrypt is refused, with both decoders, without a leak")
     func unknownEncryptionIsRefused() throws {
         let dir = TemporaryDirectory()
-        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: try makeZip(["a.txt": Array("hello".utf8)], in: dir, encryption: .zipCrypto))))
+        var bytes = [UInt8](
+            try Data(
+                contentsOf: URL(
+                    fileURLWithPath: try makeZip(["a.txt": Array("hello".utf8)], in: dir, encryption: .zipCrypto))))
         var i = 0
         while i + 4 <= bytes.count {
             if bytes[i] == 0x50, bytes[i + 1] == 0x4B, bytes[i + 2] == 3, bytes[i + 3] == 4 { bytes[i + 6] |= 0x40 }

@@ -50,7 +50,9 @@ try! FileManager.default.createDirectory(at: dir, withIntermediateDirectories: t
 defer { try? FileManager.default.removeItem(at: dir) }
 let key = PackCredential.key((0..<32).map { UInt8($0) })
 
-func pack(_ files: [SourceFile], _ name: String, credential: PackCredential = key, compression: CompressionPolicy = .store) -> String {
+func pack(
+    _ files: [SourceFile], _ name: String, credential: PackCredential = key, compression: CompressionPolicy = .store
+) -> String {
     var o = PackOptions()
     o.format = .container
     o.credential = credential
@@ -77,7 +79,10 @@ do {
         let b = try! AES.GCM.SealedBox(combined: combined)
         sink &+= try! AES.GCM.open(b, using: k).count
     }
-    print(String(format: "baseline swift-crypto AES.GCM.open 64 KiB, 1 thread: %.2f GB/s (%d)", Double(n * (64 << 10)) / w.elapsed / 1e9, sink & 1))
+    print(
+        String(
+            format: "baseline swift-crypto AES.GCM.open 64 KiB, 1 thread: %.2f GB/s (%d)",
+            Double(n * (64 << 10)) / w.elapsed / 1e9, sink & 1))
 }
 
 // Baseline: zlib CRC-32 of a 64 KiB buffer, one thread.
@@ -86,7 +91,10 @@ do {
     var sink: UInt32 = 0
     let w = Stopwatch()
     for _ in 0..<4000 { sink ^= CRC32.checksum(chunk) }
-    print(String(format: "baseline CRC32 (libdeflate) 64 KiB, 1 thread: %.2f GB/s (%d)", Double(4000 * (64 << 10)) / w.elapsed / 1e9, sink & 1))
+    print(
+        String(
+            format: "baseline CRC32 (libdeflate) 64 KiB, 1 thread: %.2f GB/s (%d)",
+            Double(4000 * (64 << 10)) / w.elapsed / 1e9, sink & 1))
 }
 
 // 2. 64 MiB stored entry → memory.
@@ -111,11 +119,21 @@ do {
         last = t
     }
     let s = stats(times)
-    print(String(format: "64 MiB stored → memory: median %.2f GB/s, p90 %.2f GB/s (%.1f ms median)", Double(64 << 20) / s.median / 1e9, Double(64 << 20) / s.p90 / 1e9, s.median * 1e3))
+    print(
+        String(
+            format: "64 MiB stored → memory: median %.2f GB/s, p90 %.2f GB/s (%.1f ms median)",
+            Double(64 << 20) / s.median / 1e9, Double(64 << 20) / s.p90 / 1e9, s.median * 1e3))
     if let t = last {
-        print(String(format: "  last timing: total %.1f ms, decrypt %.1f ms, crc %.1f ms, keyDerivation %.1f µs, lookup %.1f µs", t.total * 1e3, t.decrypt * 1e3, t.crc * 1e3, t.keyDerivation * 1e6, t.lookup * 1e6))
+        print(
+            String(
+                format:
+                    "  last timing: total %.1f ms, decrypt %.1f ms, crc %.1f ms, keyDerivation %.1f µs, lookup %.1f µs",
+                t.total * 1e3, t.decrypt * 1e3, t.crc * 1e3, t.keyDerivation * 1e6, t.lookup * 1e6))
     }
-    print(String(format: "  peak RSS growth for the first read: %.1f MiB (entry 64 MiB)", Double(rssAfter - rssBefore) / 1048576))
+    print(
+        String(
+            format: "  peak RSS growth for the first read: %.1f MiB (entry 64 MiB)",
+            Double(rssAfter - rssBefore) / 1048576))
     var streamTimes: [Double] = []
     for _ in 0..<10 {
         let w = Stopwatch()
@@ -123,14 +141,18 @@ do {
         try! r.stream("big.bin") { n += $0.count }
         streamTimes.append(w.elapsed)
     }
-    print(String(format: "64 MiB stored, stream(): median %.2f GB/s", Double(64 << 20) / stats(streamTimes).median / 1e9))
+    print(
+        String(format: "64 MiB stored, stream(): median %.2f GB/s", Double(64 << 20) / stats(streamTimes).median / 1e9))
     var rangeTimes: [Double] = []
     for i in 0..<2000 {
         let w = Stopwatch()
         _ = try! r.readRange("big.bin", offset: UInt64((i * 7919 * 4096) % (60 << 20)), count: 4096)
         rangeTimes.append(w.elapsed)
     }
-    print(String(format: "readRange 4 KiB inside 64 MiB entry: median %.1f µs, p90 %.1f µs", stats(rangeTimes).median * 1e6, stats(rangeTimes).p90 * 1e6))
+    print(
+        String(
+            format: "readRange 4 KiB inside 64 MiB entry: median %.1f µs, p90 %.1f µs", stats(rangeTimes).median * 1e6,
+            stats(rangeTimes).p90 * 1e6))
 }
 do {
     let r = try! ContainerPackReader(path: textPack, credential: key)
@@ -141,7 +163,11 @@ do {
         times.append(w.elapsed)
     }
     let s = stats(times)
-    print(String(format: "64 MiB deflated text → memory: median %.0f MB/s, p90 %.0f MB/s (stored %.1f MiB)", Double(64 << 20) / s.median / 1e6, Double(64 << 20) / s.p90 / 1e6, Double(r.entries[0].storedSize) / 1048576))
+    print(
+        String(
+            format: "64 MiB deflated text → memory: median %.0f MB/s, p90 %.0f MB/s (stored %.1f MiB)",
+            Double(64 << 20) / s.median / 1e6, Double(64 << 20) / s.p90 / 1e6, Double(r.entries[0].storedSize) / 1048576
+        ))
 }
 
 // 3. 10,000 × 4 KiB entries: open time and small-entry reads.
@@ -163,7 +189,10 @@ do {
         opens.append(try! ContainerPackReader(path: p, credential: key).openSeconds)
         cpu.append(threadCPU() - c0)
     }
-    print(String(format: "open 10,000-entry pack (raw key): median %.2f ms, p90 %.2f ms (thread CPU median %.2f ms)", stats(opens).median * 1e3, stats(opens).p90 * 1e3, stats(cpu).median * 1e3))
+    print(
+        String(
+            format: "open 10,000-entry pack (raw key): median %.2f ms, p90 %.2f ms (thread CPU median %.2f ms)",
+            stats(opens).median * 1e3, stats(opens).p90 * 1e3, stats(cpu).median * 1e3))
     let r = try! ContainerPackReader(path: p, credential: key)
     let names = r.entries.map(\.path)
     var times: [Double] = []
@@ -178,7 +207,12 @@ do {
         crc.append(t.crc)
     }
     let s = stats(times)
-    print(String(format: "4 KiB entry read: median %.1f µs, p90 %.1f µs (medians: lookup %.2f, keyDerivation %.2f, decrypt %.2f, crc %.2f µs)", s.median * 1e6, s.p90 * 1e6, stats(lookup).median * 1e6, stats(kd).median * 1e6, stats(decrypt).median * 1e6, stats(crc).median * 1e6))
+    print(
+        String(
+            format:
+                "4 KiB entry read: median %.1f µs, p90 %.1f µs (medians: lookup %.2f, keyDerivation %.2f, decrypt %.2f, crc %.2f µs)",
+            s.median * 1e6, s.p90 * 1e6, stats(lookup).median * 1e6, stats(kd).median * 1e6,
+            stats(decrypt).median * 1e6, stats(crc).median * 1e6))
     // Many threads.
     let w = Stopwatch()
     DispatchQueue.concurrentPerform(iterations: 2) { t in
@@ -199,7 +233,8 @@ do {
     var o = PackOptions()
     o.credential = pw
     let p2 = dir.appendingPathComponent("pbkdf2.apack").path
-    try! ContainerPackWriter(kdf: .pbkdf2SHA256(iterations: 600_000)).write([SourceFile(path: "t", url: tiny, size: 10)], to: p2, options: o)
+    try! ContainerPackWriter(kdf: .pbkdf2SHA256(iterations: 600_000)).write(
+        [SourceFile(path: "t", url: tiny, size: 10)], to: p2, options: o)
     opens = []
     for _ in 0..<3 { opens.append(try! ContainerPackReader(path: p2, credential: pw).openSeconds) }
     print(String(format: "open with PBKDF2-SHA256 600,000: median %.1f ms", stats(opens).median * 1e3))

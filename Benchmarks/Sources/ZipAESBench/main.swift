@@ -42,7 +42,9 @@ for run in 0..<runs {
         lastTiming[name] = timing
     }
 }
-print("64 MiB stored AES-256 entry, warm page cache, \(runs) interleaved runs, \(ProcessInfo.processInfo.activeProcessorCount) cores")
+print(
+    "64 MiB stored AES-256 entry, warm page cache, \(runs) interleaved runs, \(ProcessInfo.processInfo.activeProcessorCount) cores"
+)
 var medians: [String: Double] = [:]
 for (name, _) in readers {
     let s = seconds[name]!.sorted()
@@ -51,7 +53,8 @@ for (name, _) in readers {
     let t = lastTiming[name]!
     print(
         String(
-            format: "%-10@ median %7.1f ms  p90 %7.1f ms  %6.0f MB/s   (decoder %@: kdf %.2f ms, decrypt %.1f ms, crc %.1f ms)",
+            format:
+                "%-10@ median %7.1f ms  p90 %7.1f ms  %6.0f MB/s   (decoder %@: kdf %.2f ms, decrypt %.1f ms, crc %.1f ms)",
             name, median * 1e3, s[min(s.count - 1, Int(Double(s.count) * 0.9))] * 1e3, Double(size) / median / 1e6,
             t.decoder, t.keyDerivation * 1e3, t.decrypt * 1e3, t.crc * 1e3))
 }

@@ -18,9 +18,16 @@ public enum PerfCorpus: String, Sendable, CaseIterable {
         switch self {
         case .standard:
             var files: [(String, Int)] = (0..<1000).map { (String(format: "small/%04d.bin", $0), 4 << 10) }
-            let jsonSizes = [512, 2 << 10, 16 << 10, 48 << 10, 200 << 10, 512 << 10, 900 << 10, 2 << 20, 5 << 20, 8 << 20]
+            let jsonSizes = [
+                512, 2 << 10, 16 << 10, 48 << 10, 200 << 10, 512 << 10, 900 << 10, 2 << 20, 5 << 20, 8 << 20,
+            ]
             for (i, size) in jsonSizes.enumerated() {
-                files.append((String(format: "json/doc-%02d-%@.json", i, PerfFormat.bytes(UInt64(size)).replacingOccurrences(of: " ", with: "")), size))
+                files.append(
+                    (
+                        String(
+                            format: "json/doc-%02d-%@.json", i,
+                            PerfFormat.bytes(UInt64(size)).replacingOccurrences(of: " ", with: "")), size
+                    ))
             }
             files.append(("media/texture.png", 1 << 20))
             files.append(("big/random.bin", 64 << 20))
@@ -94,7 +101,10 @@ public enum PerfCorpus: String, Sendable, CaseIterable {
             out.append(contentsOf: name)
             out.append(contentsOf: "_\(r >> 48)\", \"kind\": \"".utf8)
             out.append(contentsOf: kind)
-            out.append(contentsOf: "\", \"x\": \((r >> 16) & 0xFFF), \"y\": \((r >> 28) & 0xFFF), \"scale\": 0.\((r >> 40) & 0xFF), \"visible\": \(r & 1 == 0 ? "true" : "false")},\n".utf8)
+            out.append(
+                contentsOf:
+                    "\", \"x\": \((r >> 16) & 0xFFF), \"y\": \((r >> 28) & 0xFFF), \"scale\": 0.\((r >> 40) & 0xFF), \"visible\": \(r & 1 == 0 ? "true" : "false")},\n"
+                    .utf8)
             id += 1
         }
         return Array(out.prefix(count))

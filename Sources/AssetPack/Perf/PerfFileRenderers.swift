@@ -69,12 +69,14 @@ extension PerfReport {
 
             """
         h += "<h1>AssetPack read performance</h1>\n"
-        h += "<p class=\"meta\">\(esc(machine.cpuModel)) · \(machine.cores) cores · \(esc(machine.os)) · \(esc(machine.swiftVersion ?? "Swift " + machine.swiftCompiler)) · \(esc(machine.buildConfiguration)) build · \(esc(settings.startedAt))</p>\n"
+        h +=
+            "<p class=\"meta\">\(esc(machine.cpuModel)) · \(machine.cores) cores · \(esc(machine.os)) · \(esc(machine.swiftVersion ?? "Swift " + machine.swiftCompiler)) · \(esc(machine.buildConfiguration)) build · \(esc(settings.startedAt))</p>\n"
         if machine.buildConfiguration != "release" {
             h += "<p class=\"fail\">Debug build: these numbers say nothing about release performance.</p>\n"
         }
         if let s = summary { h += "<p class=\"summary\">\(esc(summaryLine(s)))</p>\n" }
-        h += "<p>Each figure is the wall time of one <code>readTimed</code> call on an open pack: \(settings.iterations) measured reads per entry and backend after \(settings.warmupReads) warm-up read, backends interleaved (alternating order). MB/s = 10<sup>6</sup> bytes per second, on the median.</p>\n"
+        h +=
+            "<p>Each figure is the wall time of one <code>readTimed</code> call on an open pack: \(settings.iterations) measured reads per entry and backend after \(settings.warmupReads) warm-up read, backends interleaved (alternating order). MB/s = 10<sup>6</sup> bytes per second, on the median.</p>\n"
 
         h += "<h2>Time per read vs entry size</h2>\n"
         h += chartSVG(
@@ -85,22 +87,28 @@ extension PerfReport {
             title: "Throughput on the median (log-log)", yTitle: "MB/s (10^6 B/s)", value: { $0.mbPerS },
             yLabel: Self.mbpsTick)
 
-        h += "<h2>Packs</h2>\n<div class=\"scroll\"><table><tr><th class=\"l\">backend</th><th>pack size</th><th>entries</th><th>pack time</th><th>install time</th><th>open (incl. KDF)</th><th>read peak RSS</th><th>Δ RSS in read pass</th><th>largest entry</th></tr>\n"
+        h +=
+            "<h2>Packs</h2>\n<div class=\"scroll\"><table><tr><th class=\"l\">backend</th><th>pack size</th><th>entries</th><th>pack time</th><th>install time</th><th>open (incl. KDF)</th><th>read peak RSS</th><th>Δ RSS in read pass</th><th>largest entry</th></tr>\n"
         for l in backends {
             guard let p = packs[l] else { continue }
             h += "<tr><td class=\"l\">\(esc(l))</td><td>\(PerfFormat.bytes(p.sizeBytes))</td><td>\(p.entryCount)</td>"
-            h += "<td>\(p.packSeconds.map { PerfFormat.seconds($0) } ?? "–")</td><td>\(p.installSeconds.map { PerfFormat.seconds($0) } ?? "–")</td>"
-            h += "<td>\(PerfFormat.seconds(p.openSeconds))</td><td>\(p.readPeakRSSBytes.map { PerfFormat.bytes($0) } ?? "–")</td>"
-            h += "<td>\(p.readPeakRSSDeltaBytes.map { $0 < 0 ? "−" + PerfFormat.bytes(UInt64(-$0)) : PerfFormat.bytes(UInt64($0)) } ?? "–")</td>"
+            h +=
+                "<td>\(p.packSeconds.map { PerfFormat.seconds($0) } ?? "–")</td><td>\(p.installSeconds.map { PerfFormat.seconds($0) } ?? "–")</td>"
+            h +=
+                "<td>\(PerfFormat.seconds(p.openSeconds))</td><td>\(p.readPeakRSSBytes.map { PerfFormat.bytes($0) } ?? "–")</td>"
+            h +=
+                "<td>\(p.readPeakRSSDeltaBytes.map { $0 < 0 ? "−" + PerfFormat.bytes(UInt64(-$0)) : PerfFormat.bytes(UInt64($0)) } ?? "–")</td>"
             h += "<td>\(PerfFormat.bytes(p.largestEntryBytes))</td></tr>\n"
         }
         h += "</table></div>\n"
 
         if let s = summary {
-            h += "<h2>By size class</h2>\n<div class=\"scroll\"><table><tr><th class=\"l\">class</th><th>entries</th><th>bytes</th><th>\(esc(s.baseline)) (sum of medians)</th><th>\(esc(s.candidate)) (sum of medians)</th><th>\(esc(s.baseline))/\(esc(s.candidate)) (sums)</th><th>geomean speedup</th><th>\(esc(s.candidate)) wins</th><th>\(esc(s.baseline)) wins</th></tr>\n"
+            h +=
+                "<h2>By size class</h2>\n<div class=\"scroll\"><table><tr><th class=\"l\">class</th><th>entries</th><th>bytes</th><th>\(esc(s.baseline)) (sum of medians)</th><th>\(esc(s.candidate)) (sum of medians)</th><th>\(esc(s.baseline))/\(esc(s.candidate)) (sums)</th><th>geomean speedup</th><th>\(esc(s.candidate)) wins</th><th>\(esc(s.baseline)) wins</th></tr>\n"
             for c in s.classes {
                 let r = c.baselineSeconds / c.candidateSeconds
-                h += "<tr><td class=\"l\">\(esc(c.sizeClass))</td><td>\(c.entries)</td><td>\(PerfFormat.bytes(c.bytes))</td><td>\(PerfFormat.seconds(c.baselineSeconds))</td><td>\(PerfFormat.seconds(c.candidateSeconds))</td><td class=\"\(r >= 1 ? "win" : "lose")\">\(PerfFormat.ratio(r))</td><td>\(PerfFormat.ratio(c.geomeanSpeedup))</td><td>\(c.candidateWins)</td><td>\(c.baselineWins)</td></tr>\n"
+                h +=
+                    "<tr><td class=\"l\">\(esc(c.sizeClass))</td><td>\(c.entries)</td><td>\(PerfFormat.bytes(c.bytes))</td><td>\(PerfFormat.seconds(c.baselineSeconds))</td><td>\(PerfFormat.seconds(c.candidateSeconds))</td><td class=\"\(r >= 1 ? "win" : "lose")\">\(PerfFormat.ratio(r))</td><td>\(PerfFormat.ratio(c.geomeanSpeedup))</td><td>\(c.candidateWins)</td><td>\(c.baselineWins)</td></tr>\n"
             }
             h += "</table></div>\n"
         }
@@ -110,21 +118,25 @@ extension PerfReport {
             h += "<h3>\(esc(sizeClass.label)) — \(group.count) entries</h3>\n"
             if group.count > Self.fullClassLimit {
                 h += entryTable(Self.samples(group, count: Self.sampleRows), aggregate: group)
-                h += "<details><summary>all \(group.count) entries</summary>\n\(entryTable(group, aggregate: nil))</details>\n"
+                h +=
+                    "<details><summary>all \(group.count) entries</summary>\n\(entryTable(group, aggregate: nil))</details>\n"
             } else {
                 h += entryTable(group, aggregate: nil)
             }
         }
 
         h += "<h2>Where the time goes (medians of the reader's timing record)</h2>\n"
-        h += "<div class=\"scroll\"><table><tr><th class=\"l\">entry</th><th>size</th><th class=\"l\">backend</th><th class=\"l\">decoder</th><th>total</th><th>lookup</th><th>key derivation</th><th>decrypt+inflate</th><th>crc</th><th>other</th></tr>\n"
+        h +=
+            "<div class=\"scroll\"><table><tr><th class=\"l\">entry</th><th>size</th><th class=\"l\">backend</th><th class=\"l\">decoder</th><th>total</th><th>lookup</th><th>key derivation</th><th>decrypt+inflate</th><th>crc</th><th>other</th></tr>\n"
         for (_, group) in entriesByClass {
             for e in Self.samples(group, count: 2) {
                 for l in backends {
                     guard let b = e.backends[l] else { continue }
                     let p = b.parts
-                    let other = max(0, p.totalSeconds - p.lookupSeconds - p.keyDerivationSeconds - p.decryptSeconds - p.crcSeconds)
-                    h += "<tr><td class=\"l\">\(esc(e.path))</td><td>\(PerfFormat.bytes(e.size))</td><td class=\"l\">\(esc(l))</td><td class=\"l\">\(esc(b.decoder))</td><td>\(PerfFormat.seconds(p.totalSeconds))</td><td>\(PerfFormat.seconds(p.lookupSeconds))</td><td>\(PerfFormat.seconds(p.keyDerivationSeconds))</td><td>\(PerfFormat.seconds(p.decryptSeconds))</td><td>\(PerfFormat.seconds(p.crcSeconds))</td><td>\(PerfFormat.seconds(other))</td></tr>\n"
+                    let other = max(
+                        0, p.totalSeconds - p.lookupSeconds - p.keyDerivationSeconds - p.decryptSeconds - p.crcSeconds)
+                    h +=
+                        "<tr><td class=\"l\">\(esc(e.path))</td><td>\(PerfFormat.bytes(e.size))</td><td class=\"l\">\(esc(l))</td><td class=\"l\">\(esc(b.decoder))</td><td>\(PerfFormat.seconds(p.totalSeconds))</td><td>\(PerfFormat.seconds(p.lookupSeconds))</td><td>\(PerfFormat.seconds(p.keyDerivationSeconds))</td><td>\(PerfFormat.seconds(p.decryptSeconds))</td><td>\(PerfFormat.seconds(p.crcSeconds))</td><td>\(PerfFormat.seconds(other))</td></tr>\n"
                 }
             }
         }
@@ -132,15 +144,24 @@ extension PerfReport {
 
         h += "<h2>Machine and settings</h2>\n<table class=\"kv\">\n"
         let rows: [(String, String)] = [
-            ("CPU", machine.cpuModel), ("cores", String(machine.cores)), ("memory", PerfFormat.bytes(machine.memoryBytes)),
+            ("CPU", machine.cpuModel), ("cores", String(machine.cores)),
+            ("memory", PerfFormat.bytes(machine.memoryBytes)),
             ("OS", machine.os), ("kernel", machine.kernel), ("Swift (compile time)", machine.swiftCompiler),
             ("Swift (swift --version)", machine.swiftVersion ?? "–"), ("build", machine.buildConfiguration),
             ("input", "\(settings.input): \(settings.inputDescription)"), ("iterations", String(settings.iterations)),
             ("warm-up reads", String(settings.warmupReads)), ("order", settings.order),
             ("backends", backends.joined(separator: ", ")), ("credential", settings.credential),
-            ("pack options", settings.packOptions.map { $0.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", ") } ?? "–"),
+            (
+                "pack options",
+                settings.packOptions.map {
+                    $0.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", ")
+                } ?? "–"
+            ),
             ("memory method", settings.memoryMethod),
-            ("load average (start, end)", settings.loadAverage.map { String(format: "%.2f", $0) }.joined(separator: ", ")), ("run wall time", PerfFormat.seconds(settings.wallSeconds)),
+            (
+                "load average (start, end)",
+                settings.loadAverage.map { String(format: "%.2f", $0) }.joined(separator: ", ")
+            ), ("run wall time", PerfFormat.seconds(settings.wallSeconds)),
             ("command", settings.command ?? "–"),
         ]
         for (k, v) in rows { h += "<tr><th class=\"l\">\(esc(k))</th><td class=\"l\">\(esc(v))</td></tr>\n" }
@@ -150,21 +171,27 @@ extension PerfReport {
 
     private func entryTable(_ list: [PerfEntry], aggregate: [PerfEntry]?) -> String {
         var h = "<div class=\"scroll\"><table><tr><th class=\"l\">entry</th><th>size</th>"
-        for l in backends { h += "<th>\(esc(l)) min</th><th>\(esc(l)) median</th><th>\(esc(l)) p90</th><th>\(esc(l)) max</th><th>\(esc(l)) MB/s</th>" }
+        for l in backends {
+            h +=
+                "<th>\(esc(l)) min</th><th>\(esc(l)) median</th><th>\(esc(l)) p90</th><th>\(esc(l)) max</th><th>\(esc(l)) MB/s</th>"
+        }
         let ratio = settings.baseline != nil && settings.candidate != nil
         if ratio { h += "<th>\(esc(settings.baseline!))/\(esc(settings.candidate!))</th>" }
         h += "<th class=\"l\">check</th></tr>\n"
         if let aggregate {
             let bytes = aggregate.reduce(UInt64(0)) { $0 + $1.size }
-            h += "<tr class=\"agg\"><td class=\"l\">all \(aggregate.count) (mean of medians)</td><td>\(PerfFormat.bytes(bytes / UInt64(max(aggregate.count, 1))))</td>"
+            h +=
+                "<tr class=\"agg\"><td class=\"l\">all \(aggregate.count) (mean of medians)</td><td>\(PerfFormat.bytes(bytes / UInt64(max(aggregate.count, 1))))</td>"
             var sums: [String: Double] = [:]
             for l in backends {
                 let stats = aggregate.compactMap { $0.backends[l] }
                 let n = Double(max(stats.count, 1))
                 let med = stats.reduce(0) { $0 + $1.medianSeconds }
                 sums[l] = med
-                let mb = Double(aggregate.filter { $0.backends[l] != nil }.reduce(UInt64(0)) { $0 + $1.size }) / med / 1e6
-                h += "<td>\(PerfFormat.seconds(stats.map(\.minSeconds).reduce(0, +) / n))</td><td>\(PerfFormat.seconds(med / n))</td><td>\(PerfFormat.seconds(stats.map(\.p90Seconds).reduce(0, +) / n))</td><td>\(PerfFormat.seconds(stats.map(\.maxSeconds).reduce(0, +) / n))</td><td>\(PerfFormat.mbps(mb))</td>"
+                let mb =
+                    Double(aggregate.filter { $0.backends[l] != nil }.reduce(UInt64(0)) { $0 + $1.size }) / med / 1e6
+                h +=
+                    "<td>\(PerfFormat.seconds(stats.map(\.minSeconds).reduce(0, +) / n))</td><td>\(PerfFormat.seconds(med / n))</td><td>\(PerfFormat.seconds(stats.map(\.p90Seconds).reduce(0, +) / n))</td><td>\(PerfFormat.seconds(stats.map(\.maxSeconds).reduce(0, +) / n))</td><td>\(PerfFormat.mbps(mb))</td>"
             }
             if ratio, let b = sums[settings.baseline!], let c = sums[settings.candidate!] {
                 h += "<td class=\"\(b >= c ? "win" : "lose")\">\(PerfFormat.ratio(b / c))</td>"
@@ -176,7 +203,8 @@ extension PerfReport {
             h += "<tr><td class=\"l\">\(esc(e.path))</td><td>\(PerfFormat.bytes(e.size))</td>"
             for l in backends {
                 if let b = e.backends[l] {
-                    h += "<td>\(PerfFormat.seconds(b.minSeconds))</td><td>\(PerfFormat.seconds(b.medianSeconds))</td><td>\(PerfFormat.seconds(b.p90Seconds))</td><td>\(PerfFormat.seconds(b.maxSeconds))</td><td>\(PerfFormat.mbps(b.mbPerS))</td>"
+                    h +=
+                        "<td>\(PerfFormat.seconds(b.minSeconds))</td><td>\(PerfFormat.seconds(b.medianSeconds))</td><td>\(PerfFormat.seconds(b.p90Seconds))</td><td>\(PerfFormat.seconds(b.maxSeconds))</td><td>\(PerfFormat.mbps(b.mbPerS))</td>"
                 } else {
                     h += "<td>–</td><td>–</td><td>–</td><td>–</td><td>–</td>"
                 }
@@ -219,7 +247,9 @@ extension PerfReport {
             series.append((l, Self.palette[i % Self.palette.count], pts))
         }
         let all = series.flatMap(\.points)
-        guard !all.isEmpty else { return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" height=\"10\"></svg>\n" }
+        guard !all.isEmpty else {
+            return "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" height=\"10\"></svg>\n"
+        }
 
         // X: powers of two, ticks every 4× (every 16× when the range is wide).
         var x0 = floor(log2(all.map(\.x).min()!))
@@ -238,7 +268,8 @@ extension PerfReport {
         func py(_ y: Double) -> Double { top + plotH - (log10(y) - y0) / (y1 - y0) * plotH }
         func f(_ v: Double) -> String { String(format: "%.1f", v) }
 
-        var s = "<svg xmlns=\"http://www.w3.org/2000/svg\" role=\"img\" aria-label=\"\(esc(title))\" viewBox=\"0 0 \(Int(width)) \(Int(height))\" width=\"\(Int(width))\" height=\"\(Int(height))\">\n"
+        var s =
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" role=\"img\" aria-label=\"\(esc(title))\" viewBox=\"0 0 \(Int(width)) \(Int(height))\" width=\"\(Int(width))\" height=\"\(Int(height))\">\n"
         s += "<rect x=\"0\" y=\"0\" width=\"\(Int(width))\" height=\"\(Int(height))\" fill=\"#fff\"/>\n"
         s += "<text class=\"title\" x=\"\(f(left))\" y=\"24\">\(esc(title))</text>\n"
         s += "<g class=\"grid\" stroke=\"#e3e6ec\" stroke-width=\"1\">\n"
@@ -247,8 +278,10 @@ extension PerfReport {
         while e <= x1 + 1e-9 {
             let x = px(pow(2, e))
             s += "<line x1=\"\(f(x))\" y1=\"\(f(top))\" x2=\"\(f(x))\" y2=\"\(f(top + plotH))\"/>\n"
-            ticks += "<line x1=\"\(f(x))\" y1=\"\(f(top + plotH))\" x2=\"\(f(x))\" y2=\"\(f(top + plotH + 5))\" stroke=\"#555\"/>"
-            ticks += "<text x=\"\(f(x))\" y=\"\(f(top + plotH + 19))\" text-anchor=\"middle\">\(esc(PerfFormat.bytes(UInt64(pow(2, e)))))</text>\n"
+            ticks +=
+                "<line x1=\"\(f(x))\" y1=\"\(f(top + plotH))\" x2=\"\(f(x))\" y2=\"\(f(top + plotH + 5))\" stroke=\"#555\"/>"
+            ticks +=
+                "<text x=\"\(f(x))\" y=\"\(f(top + plotH + 19))\" text-anchor=\"middle\">\(esc(PerfFormat.bytes(UInt64(pow(2, e)))))</text>\n"
             e += xStep
         }
         var d = y0
@@ -256,20 +289,25 @@ extension PerfReport {
             let y = py(pow(10, d))
             s += "<line x1=\"\(f(left))\" y1=\"\(f(y))\" x2=\"\(f(left + plotW))\" y2=\"\(f(y))\"/>\n"
             ticks += "<line x1=\"\(f(left - 5))\" y1=\"\(f(y))\" x2=\"\(f(left))\" y2=\"\(f(y))\" stroke=\"#555\"/>"
-            ticks += "<text x=\"\(f(left - 8))\" y=\"\(f(y + 4))\" text-anchor=\"end\">\(esc(yLabel(pow(10, d))))</text>\n"
+            ticks +=
+                "<text x=\"\(f(left - 8))\" y=\"\(f(y + 4))\" text-anchor=\"end\">\(esc(yLabel(pow(10, d))))</text>\n"
             // Minor ticks at 2× and 5× inside the decade.
             if d < y1 {
                 for m in [2.0, 5.0] {
                     let ym = py(m * pow(10, d))
-                    s += "<line x1=\"\(f(left))\" y1=\"\(f(ym))\" x2=\"\(f(left + plotW))\" y2=\"\(f(ym))\" stroke=\"#f1f3f6\"/>\n"
+                    s +=
+                        "<line x1=\"\(f(left))\" y1=\"\(f(ym))\" x2=\"\(f(left + plotW))\" y2=\"\(f(ym))\" stroke=\"#f1f3f6\"/>\n"
                 }
             }
             d += 1
         }
         s += "</g>\n" + ticks + "</g>\n"
-        s += "<rect x=\"\(f(left))\" y=\"\(f(top))\" width=\"\(f(plotW))\" height=\"\(f(plotH))\" fill=\"none\" stroke=\"#555\"/>\n"
-        s += "<text x=\"\(f(left + plotW / 2))\" y=\"\(f(height - 14))\" text-anchor=\"middle\">entry size (log scale)</text>\n"
-        s += "<text transform=\"translate(18 \(f(top + plotH / 2))) rotate(-90)\" text-anchor=\"middle\">\(esc(yTitle)) (log scale)</text>\n"
+        s +=
+            "<rect x=\"\(f(left))\" y=\"\(f(top))\" width=\"\(f(plotW))\" height=\"\(f(plotH))\" fill=\"none\" stroke=\"#555\"/>\n"
+        s +=
+            "<text x=\"\(f(left + plotW / 2))\" y=\"\(f(height - 14))\" text-anchor=\"middle\">entry size (log scale)</text>\n"
+        s +=
+            "<text transform=\"translate(18 \(f(top + plotH / 2))) rotate(-90)\" text-anchor=\"middle\">\(esc(yTitle)) (log scale)</text>\n"
 
         for (label, color, points) in series {
             s += "<g class=\"series\" data-backend=\"\(esc(label))\" fill=\"\(color)\" stroke=\"\(color)\">\n"
@@ -282,16 +320,19 @@ extension PerfReport {
             for p in points {
                 let key = "\(Int(px(p.x)))/\(Int(py(p.y)))"
                 guard seen.insert(key).inserted else { continue }
-                s += "<circle cx=\"\(f(px(p.x)))\" cy=\"\(f(py(p.y)))\" r=\"3.2\" fill-opacity=\"0.55\" stroke=\"none\"/>\n"
+                s +=
+                    "<circle cx=\"\(f(px(p.x)))\" cy=\"\(f(py(p.y)))\" r=\"3.2\" fill-opacity=\"0.55\" stroke=\"none\"/>\n"
             }
             s += "</g>\n"
         }
         // Legend.
         let lx = left + 14
         var ly = top + 14
-        s += "<g class=\"legend\">\n<rect x=\"\(f(lx - 8))\" y=\"\(f(ly - 10))\" width=\"150\" height=\"\(f(Double(series.count) * 20 + 8))\" fill=\"#fff\" fill-opacity=\"0.9\" stroke=\"#ccd\"/>\n"
+        s +=
+            "<g class=\"legend\">\n<rect x=\"\(f(lx - 8))\" y=\"\(f(ly - 10))\" width=\"150\" height=\"\(f(Double(series.count) * 20 + 8))\" fill=\"#fff\" fill-opacity=\"0.9\" stroke=\"#ccd\"/>\n"
         for (label, color, _) in series {
-            s += "<line x1=\"\(f(lx))\" y1=\"\(f(ly + 4))\" x2=\"\(f(lx + 22))\" y2=\"\(f(ly + 4))\" stroke=\"\(color)\" stroke-width=\"2\"/>"
+            s +=
+                "<line x1=\"\(f(lx))\" y1=\"\(f(ly + 4))\" x2=\"\(f(lx + 22))\" y2=\"\(f(ly + 4))\" stroke=\"\(color)\" stroke-width=\"2\"/>"
             s += "<circle cx=\"\(f(lx + 11))\" cy=\"\(f(ly + 4))\" r=\"3.5\" fill=\"\(color)\"/>"
             s += "<text x=\"\(f(lx + 30))\" y=\"\(f(ly + 8))\">\(esc(label))</text>\n"
             ly += 20

@@ -116,7 +116,9 @@ public enum PerfRunner {
                 labels.insert(label)
                 subjects.append(subject(label, reader, url, packSeconds: nil, installSeconds: nil, openWall: openWall))
                 if reader.format == .zip && configuration.compareLibzipDecoder {
-                    subjects.append(try libzipSubject(label + "-libzip", url, configuration.credential, packSeconds: nil, installSeconds: nil))
+                    subjects.append(
+                        try libzipSubject(
+                            label + "-libzip", url, configuration.credential, packSeconds: nil, installSeconds: nil))
                 }
             }
         case .source, .corpus:
@@ -139,7 +141,8 @@ public enum PerfRunner {
             if let given = configuration.credential {
                 if case .key = given {
                     throw AssetPackError(
-                        .invalidArgument, "a raw key cannot encrypt a zip pack; give a password (or none, for a generated one)")
+                        .invalidArgument,
+                        "a raw key cannot encrypt a zip pack; give a password (or none, for a generated one)")
                 }
                 credential = given
                 credentialKind = describe(given, generated: false)
@@ -162,7 +165,8 @@ public enum PerfRunner {
                 if format == .container { options.encryption = .aes256 }
                 let label = format.rawValue
                 let progress = configuration.progress
-                options.progress = { p in progress?(PerfProgress(phase: "pack \(label)", done: p.done, total: p.total)) }
+                options.progress = { p in progress?(PerfProgress(phase: "pack \(label)", done: p.done, total: p.total))
+                }
                 let output = packDir.appendingPathComponent("perf.\(format == .zip ? "zip" : "apack")")
                 let summary = try AssetPack.pack(source: source, to: output, options: options)
                 report(configuration, "install \(label)", 0, 1)
@@ -247,7 +251,8 @@ public enum PerfRunner {
                     let watch = Stopwatch()
                     let (bytes, timing) = try s.reader.readTimed(path)
                     let elapsed = watch.elapsed
-                    let macChecked = info.encryption == .aes128 || info.encryption == .aes192
+                    let macChecked =
+                        info.encryption == .aes128 || info.encryption == .aes192
                         || info.encryption == .aes256 || info.encryption == .aes256GCM
                     samples[p][b].seconds.append(elapsed)
                     samples[p][b].total.append(timing.total)
@@ -306,7 +311,8 @@ public enum PerfRunner {
 
         let labels = subjects.map(\.label)
         let baseline = labels.first(where: { $0 == "zip" }) ?? labels.first
-        let candidate = labels.first(where: { $0 == "container" && $0 != baseline }) ?? labels.first(where: { $0 != baseline })
+        let candidate =
+            labels.first(where: { $0 == "container" && $0 != baseline }) ?? labels.first(where: { $0 != baseline })
         let settings = PerfSettings(
             iterations: configuration.iterations, warmupReads: max(configuration.warmupReads, 1), backends: labels,
             baseline: baseline, candidate: candidate, order: "interleaved",
@@ -382,7 +388,8 @@ public enum PerfRunner {
     ) throws -> Subject {
         let watch = Stopwatch()
         let reader = try ZipPackReader(path: url.path, credential: credential, decoder: .libzip)
-        return subject(label, reader, url, packSeconds: packSeconds, installSeconds: installSeconds, openWall: watch.elapsed)
+        return subject(
+            label, reader, url, packSeconds: packSeconds, installSeconds: installSeconds, openWall: watch.elapsed)
     }
 
     private static func subject(
@@ -425,10 +432,14 @@ public enum PerfRunner {
         while base.count > 1 && base.hasSuffix("/") { base.removeLast() }
         var template = Array((base + "/assetpack-perf-XXXXXX").utf8CString)
         let made = template.withUnsafeMutableBufferPointer { buffer in
-            mkdtemp(buffer.baseAddress!).map { _ in String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) }
+            mkdtemp(buffer.baseAddress!).map { _ in
+                String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            }
         }
         guard let made else {
-            throw AssetPackError(.io, "cannot create a temporary directory in \(base): \(String(cString: strerror(errno)))", underlying: errno)
+            throw AssetPackError(
+                .io, "cannot create a temporary directory in \(base): \(String(cString: strerror(errno)))",
+                underlying: errno)
         }
         return URL(fileURLWithPath: made, isDirectory: true)
     }

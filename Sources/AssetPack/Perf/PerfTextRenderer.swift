@@ -35,32 +35,42 @@ extension PerfReport {
         var separators: Set<Int> = []
         for (sizeClass, group) in entriesByClass {
             separators.insert(rows.count)
-            rows.append(["[\(sizeClass.label)] \(group.count) entries"] + Array(repeating: "", count: columns.count - 1))
+            rows.append(
+                ["[\(sizeClass.label)] \(group.count) entries"] + Array(repeating: "", count: columns.count - 1))
             if group.count > Self.fullClassLimit {
                 rows.append(aggregateRow(group, labels: labels, hasRatio: hasRatio))
                 let picks = Self.samples(group, count: Self.sampleRows)
                 for e in picks { rows.append(entryRow(e, labels: labels, hasRatio: hasRatio)) }
-                rows.append(["  … \(group.count - picks.count) more in --json/--csv"] + Array(repeating: "", count: columns.count - 1))
+                rows.append(
+                    ["  … \(group.count - picks.count) more in --json/--csv"]
+                        + Array(repeating: "", count: columns.count - 1))
             } else {
                 for e in group { rows.append(entryRow(e, labels: labels, hasRatio: hasRatio)) }
             }
         }
 
-        var out = "assetpack perf — \(settings.iterations) measured reads per entry and backend (\(settings.warmupReads) warm-up), interleaved; release build: \(machine.buildConfiguration == "release" ? "yes" : "NO (numbers are meaningless)")\n"
-        out += "\(machine.cpuModel), \(machine.cores) cores, \(machine.os); times are wall seconds per readTimed call, MB/s = 10^6 B/s on the median\n\n"
+        var out =
+            "assetpack perf — \(settings.iterations) measured reads per entry and backend (\(settings.warmupReads) warm-up), interleaved; release build: \(machine.buildConfiguration == "release" ? "yes" : "NO (numbers are meaningless)")\n"
+        out +=
+            "\(machine.cpuModel), \(machine.cores) cores, \(machine.os); times are wall seconds per readTimed call, MB/s = 10^6 B/s on the median\n\n"
         out += Column.layout(columns, rows, separators: separators)
         out += "\n"
         out += packsText(labels)
         if let s = summary {
             out += "\n" + summaryLine(s) + "\n"
-            out += "by class (\(s.baseline)/\(s.candidate), sums of medians): "
-                + s.classes.map { "\($0.sizeClass) \(PerfFormat.ratio($0.baselineSeconds / $0.candidateSeconds))" }.joined(separator: ", ") + "\n"
+            out +=
+                "by class (\(s.baseline)/\(s.candidate), sums of medians): "
+                + s.classes.map { "\($0.sizeClass) \(PerfFormat.ratio($0.baselineSeconds / $0.candidateSeconds))" }
+                .joined(separator: ", ") + "\n"
         }
         if let load = settings.loadAverage.max(), load > Double(machine.cores) {
-            out += "note: load average reached \(String(format: "%.1f", load)) on \(machine.cores) cores during the run; other processes competed for the CPU, expect noise (compare min and p90)\n"
+            out +=
+                "note: load average reached \(String(format: "%.1f", load)) on \(machine.cores) cores during the run; other processes competed for the CPU, expect noise (compare min and p90)\n"
         }
         let failed = entries.flatMap { e in e.backends.filter { !$0.value.crcOk }.map { "\($0.key):\(e.path)" } }
-        if !failed.isEmpty { out += "CHECK FAILED for \(failed.count) reads: \(failed.prefix(5).joined(separator: ", "))\n" }
+        if !failed.isEmpty {
+            out += "CHECK FAILED for \(failed.count) reads: \(failed.prefix(5).joined(separator: ", "))\n"
+        }
         return out
     }
 
@@ -71,13 +81,16 @@ extension PerfReport {
         let candClasses = s.classes.filter { $0.candidateWins > $0.baselineWins }.map(\.sizeClass)
         let baseClasses = s.classes.filter { $0.baselineWins > $0.candidateWins }.map(\.sizeClass)
         func list(_ c: [String]) -> String { c.isEmpty ? "none" : c.joined(separator: " ") }
-        return "summary: \(s.candidate) is \(PerfFormat.ratio(factor)) \(who) than \(s.baseline) (geometric mean of per-entry median ratios over \(s.comparedEntries) entries); "
+        return
+            "summary: \(s.candidate) is \(PerfFormat.ratio(factor)) \(who) than \(s.baseline) (geometric mean of per-entry median ratios over \(s.comparedEntries) entries); "
             + "\(s.candidate) wins \(s.candidateWins) entries (classes: \(list(candClasses))), \(s.baseline) wins \(s.baselineWins) (classes: \(list(baseClasses)))"
     }
 
     private func packsText(_ labels: [String]) -> String {
-        let columns = [Column("PACK", left: true), Column("SIZE"), Column("ENTRIES"), Column("PACK s"), Column("INSTALL s"),
-                       Column("OPEN (incl. KDF)"), Column("READ PEAK RSS"), Column("Δ RSS"), Column("LARGEST")]
+        let columns = [
+            Column("PACK", left: true), Column("SIZE"), Column("ENTRIES"), Column("PACK s"), Column("INSTALL s"),
+            Column("OPEN (incl. KDF)"), Column("READ PEAK RSS"), Column("Δ RSS"), Column("LARGEST"),
+        ]
         var rows: [[String]] = []
         for l in labels {
             guard let p = packs[l] else { continue }
@@ -87,7 +100,9 @@ extension PerfReport {
                 p.installSeconds.map { String(format: "%.3f", $0) } ?? "-",
                 PerfFormat.seconds(p.openSeconds),
                 p.readPeakRSSBytes.map { PerfFormat.bytes($0) } ?? "-",
-                p.readPeakRSSDeltaBytes.map { $0 < 0 ? "-" + PerfFormat.bytes(UInt64(-$0)) : PerfFormat.bytes(UInt64($0)) } ?? "-",
+                p.readPeakRSSDeltaBytes.map {
+                    $0 < 0 ? "-" + PerfFormat.bytes(UInt64(-$0)) : PerfFormat.bytes(UInt64($0))
+                } ?? "-",
                 PerfFormat.bytes(p.largestEntryBytes),
             ])
         }
@@ -99,7 +114,9 @@ extension PerfReport {
         var checks: [String] = []
         for l in labels {
             if let b = e.backends[l] {
-                row += [PerfFormat.seconds(b.medianSeconds), PerfFormat.seconds(b.p90Seconds), PerfFormat.mbps(b.mbPerS)]
+                row += [
+                    PerfFormat.seconds(b.medianSeconds), PerfFormat.seconds(b.p90Seconds), PerfFormat.mbps(b.mbPerS),
+                ]
                 checks.append(b.crcOk ? "ok" : "FAIL")
             } else {
                 row += ["-", "-", "-"]
@@ -126,7 +143,8 @@ extension PerfReport {
             let n = Double(max(stats.count, 1))
             row += [
                 PerfFormat.seconds(medianSum / n), PerfFormat.seconds(p90Sum / n),
-                PerfFormat.mbps(Double(group.compactMap { $0.backends[l] != nil ? $0.size : nil }.reduce(0, +)) / medianSum / 1e6),
+                PerfFormat.mbps(
+                    Double(group.compactMap { $0.backends[l] != nil ? $0.size : nil }.reduce(0, +)) / medianSum / 1e6),
             ]
         }
         if hasRatio, let b = sums[settings.baseline!], let c = sums[settings.candidate!] {
@@ -163,10 +181,14 @@ struct Column {
         // Widths in terminal columns (CJK names take two per character, combining marks none).
         var widths = columns.map { TerminalText.width($0.title) }
         for (i, row) in rows.enumerated() where !separators.contains(i) && !row.dropFirst().allSatisfy(\.isEmpty) {
-            for (c, cell) in row.enumerated() where c < widths.count { widths[c] = max(widths[c], TerminalText.width(cell)) }
+            for (c, cell) in row.enumerated() where c < widths.count {
+                widths[c] = max(widths[c], TerminalText.width(cell))
+            }
         }
         func line(_ cells: [String]) -> String {
-            cells.enumerated().map { c, cell in TerminalText.pad(cell, widths[c], right: !columns[c].left) }.joined(separator: "  ").replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression)
+            cells.enumerated().map { c, cell in TerminalText.pad(cell, widths[c], right: !columns[c].left) }.joined(
+                separator: "  "
+            ).replacingOccurrences(of: "\\s+$", with: "", options: .regularExpression)
         }
         var out = line(columns.map(\.title)) + "\n"
         for (i, row) in rows.enumerated() {

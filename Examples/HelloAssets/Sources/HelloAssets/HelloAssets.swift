@@ -8,7 +8,9 @@ import Foundation
 @main
 struct HelloAssetsApp {
     static let appID = "com.example.hello-assets"
-    static let paths = ["hello.txt", "data/config.json", "levels/level1.json", "images/gradient.png", "images/noise.bin"]
+    static let paths = [
+        "hello.txt", "data/config.json", "levels/level1.json", "images/gradient.png", "images/noise.bin",
+    ]
 
     struct Config: Decodable {
         var title: String
@@ -40,21 +42,26 @@ struct HelloAssetsApp {
                 "opened \(library.format.rawValue) pack: \(library.entries.count) entries, "
                     + "open \(ms(library.reader.openSeconds)) ms (key derivation included)")
 
-            print("path".padding(toLength: 22, withPad: " ", startingAt: 0) + "  size  crc32     total ms  (lookup / key / decrypt / crc, ms)")
+            print(
+                "path".padding(toLength: 22, withPad: " ", startingAt: 0)
+                    + "  size  crc32     total ms  (lookup / key / decrypt / crc, ms)")
             for path in paths {
                 let (bytes, timing) = try await library.timed(path)
                 let crc = String(format: "%08x", CRC32.checksum(bytes))
                 print(
                     path.padding(toLength: 22, withPad: " ", startingAt: 0)
                         + String(format: "%6ld", bytes.count) + "  " + crc + "  " + leftPadded(ms(timing.total), 8)
-                        + "  (\(ms(timing.lookup)) / \(ms(timing.keyDerivation)) / \(ms(timing.decrypt)) / \(ms(timing.crc)))")
+                        + "  (\(ms(timing.lookup)) / \(ms(timing.keyDerivation)) / \(ms(timing.decrypt)) / \(ms(timing.crc)))"
+                )
             }
 
             let config = try library.decode(Config.self, from: "data/config.json")
             print("config: \"\(config.title)\", start at \(config.startLevel), \(config.lives) lives")
             print(String(decoding: try await library.data("hello.txt"), as: UTF8.self), terminator: "")
         } catch let error as AssetPackError {
-            fail("\(error) [\(error.code)]", code: error.code == .wrongPassword || error.code == .missingPassword ? 2 : 1)
+            fail(
+                "\(error) [\(error.code)]", code: error.code == .wrongPassword || error.code == .missingPassword ? 2 : 1
+            )
         } catch {
             fail("\(error)")
         }
