@@ -71,6 +71,9 @@ public struct EntryIndex<Value: Sendable>: Sendable {
     /// Creates an empty index.
     public init() {}
 
+    /// Creates an empty index with room for `capacity` paths (no rehashing while it fills).
+    public init(capacity: Int) { table.reserveCapacity(capacity) }
+
     /// Adds `value` under `path` (already normalised by the caller).
     /// - Returns: `false` if the path was already present (the first one is kept).
     @discardableResult

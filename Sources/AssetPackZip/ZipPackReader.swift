@@ -86,7 +86,7 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
             try Self.readDirectory(za, limits: limits, expectedCount: structure.records.count)
         }
         table.sort { $0.info.path.utf8.lexicographicallyPrecedes($1.info.path.utf8) }
-        var index = EntryIndex<Int>()
+        var index = EntryIndex<Int>(capacity: table.count)
         var ambiguous: [String: Int] = [:]
         for (position, entry) in table.enumerated() {
             let path = EntryPath.normalize(entry.info.path)
@@ -116,8 +116,8 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
             guard zip_stat_index(za, i, 0, &st) == 0, let cName = st.name else {
                 throw LibzipError.from(zip_get_error(za), path: nil, context: "cannot read entry \(i)")
             }
-            let name = String(decoding: UnsafeRawBufferPointer(start: cName, count: strlen(cName)), as: UTF8.self)
-                .precomposedStringWithCanonicalMapping
+            let name = EntryPath.nfc(
+                String(decoding: UnsafeRawBufferPointer(start: cName, count: strlen(cName)), as: UTF8.self))
             if name.hasSuffix("/") { continue }  // directory entry
             let encryption = Self.encryption(st.encryption_method)
             let compression: EntryCompression =

@@ -20,6 +20,25 @@ import Testing
         #expect(throws: AssetPackError.self) { try EntryPath.safeComponents(name) }
     }
 
+    /// The byte-scanning fast path agrees with the plain definition (NFC, `\\` → `/`, drop empty
+    /// and `.` components) on every string of up to 5 pieces from an alphabet of the tricky ones.
+    @Test func fastPathAgreesWithTheDefinition() {
+        let pieces = ["a", "/", ".", "\\", "\u{E9}", "e\u{301}", "..", "x."]
+        func reference(_ path: String) -> String {
+            path.precomposedStringWithCanonicalMapping.replacingOccurrences(of: "\\", with: "/")
+                .split(separator: "/", omittingEmptySubsequences: true).filter { $0 != "." }.joined(separator: "/")
+        }
+        var checked = 0
+        func walk(_ prefix: String, _ depth: Int) {
+            #expect(EntryPath.normalize(prefix) == reference(prefix), "\(prefix.debugDescription)")
+            checked += 1
+            guard depth < 5 else { return }
+            for piece in pieces { walk(prefix + piece, depth + 1) }
+        }
+        walk("", 0)
+        #expect(checked == 37_449)
+    }
+
     @Test func acceptsOrdinaryNames() throws {
         #expect(try EntryPath.safeComponents("images/icons/日本-star.png") == ["images", "icons", "日本-star.png"])
     }
