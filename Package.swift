@@ -12,7 +12,6 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         // `make docs`: swift package generate-documentation (DocC).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -33,25 +32,18 @@ let package = Package(
 
         // Backend-neutral vocabulary: reader protocol, errors, timing, CRC, paths, limits.
         .target(name: "AssetPackCore", dependencies: ["CZlib", "CLibdeflate"]),
+        // The cryptographic primitives, over the system OpenSSL 3 (libcrypto): AES-256-GCM,
+        // SHA-256, HMAC, HKDF, scrypt, PBKDF2, random bytes. See docs/ARCHITECTURE.md, "Crypto".
+        .target(name: "AssetPackCrypto", dependencies: ["AssetPackCore", "CLibcrypto"]),
         // Zip backend over libzip.
         .target(
             name: "AssetPackZip",
-            dependencies: ["AssetPackCore", "CLibzip", "CLibcrypto", "CZlib"]),
+            dependencies: ["AssetPackCore", "AssetPackCrypto", "CLibzip", "CZlib"]),
         // Chunked AES-256-GCM container.
-        .target(
-            name: "AssetPackContainer",
-            dependencies: [
-                "AssetPackCore", "CZlib", "CLibcrypto",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-            ]),
+        .target(name: "AssetPackContainer", dependencies: ["AssetPackCore", "AssetPackCrypto", "CZlib"]),
         // Public face: open (format sniffing), pack, install.
         .target(
-            name: "AssetPack",
-            dependencies: [
-                "AssetPackCore", "AssetPackZip", "AssetPackContainer",
-                .product(name: "Crypto", package: "swift-crypto"),
-            ]),
+            name: "AssetPack", dependencies: ["AssetPackCore", "AssetPackZip", "AssetPackContainer", "AssetPackCrypto"]),
         // The CLI: parse, call the libraries, print.
         .executableTarget(
             name: "assetpack",

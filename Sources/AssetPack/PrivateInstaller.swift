@@ -1,6 +1,6 @@
 import AssetPackCore
 import AssetPackZip
-import Crypto
+import AssetPackCrypto
 import Foundation
 
 /// Copies a bundled pack into a private directory, atomically and idempotently.
@@ -147,12 +147,12 @@ public struct PrivateInstaller: Sendable {
         guard out >= 0 else { throw FileOutput.error("cannot create \(temporary)") }
         var keep = false
         defer { if !keep { unlink(temporary) } }
-        var hasher = SHA256()
+        let hasher = SHA256Hasher()
         do {
             defer { close(out) }
             guard fchmod(out, 0o600) == 0 else { throw FileOutput.error("cannot chmod \(temporary)") }
             try FileChunks.forEach(URL(fileURLWithPath: source), chunkSize: 1 << 20) { chunk in
-                hasher.update(bufferPointer: chunk)
+                hasher.update(chunk)
                 try FileOutput.writeAll(out, chunk, path: temporary)
             }
             guard fsync(out) == 0 else { throw FileOutput.error("cannot fsync \(temporary)") }
@@ -198,11 +198,11 @@ public struct PrivateInstaller: Sendable {
                 }
             }
         }
-        var hasher = SHA256()
-        withUnsafeBytes(of: size.littleEndian) { hasher.update(bufferPointer: $0) }
+        let hasher = SHA256Hasher()
+        withUnsafeBytes(of: size.littleEndian) { hasher.update($0) }
         let window = 64 << 10
-        hasher.update(data: try read(0, Int(min(size, UInt64(window)))))
-        hasher.update(data: try read(size - min(size, UInt64(window)), Int(min(size, UInt64(window)))))
+        hasher.update(try read(0, Int(min(size, UInt64(window)))))
+        hasher.update(try read(size - min(size, UInt64(window)), Int(min(size, UInt64(window)))))
         if let directory = try? ZipStructure.directoryRange(fileSize: size, read: read),
             directory.offset < size, directory.size <= size - directory.offset
         {
@@ -210,7 +210,7 @@ public struct PrivateInstaller: Sendable {
             let end = directory.offset + directory.size
             while at < end {
                 let count = Int(min(end - at, 1 << 20))
-                hasher.update(data: try read(at, count))
+                hasher.update(try read(at, count))
                 at += UInt64(count)
             }
         }
@@ -219,8 +219,8 @@ public struct PrivateInstaller: Sendable {
 
     /// SHA-256 of a file, lowercase hex.
     static func sha256(of path: String) throws -> String {
-        var hasher = SHA256()
-        try FileChunks.forEach(URL(fileURLWithPath: path), chunkSize: 1 << 20) { hasher.update(bufferPointer: $0) }
+        let hasher = SHA256Hasher()
+        try FileChunks.forEach(URL(fileURLWithPath: path), chunkSize: 1 << 20) { hasher.update($0) }
         return hex(hasher.finalize())
     }
 }

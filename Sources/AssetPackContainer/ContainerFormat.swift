@@ -1,7 +1,6 @@
 import AssetPackCore
-import Crypto
+import AssetPackCrypto
 import Foundation
-import _CryptoExtras
 
 /// Constants of the AssetPack container format. The full layout is in `docs/FORMAT.md`.
 public enum ContainerFormat {
@@ -123,14 +122,14 @@ package struct ContainerHeader: Equatable {
 /// The master key and every subkey derived from it for one pack.
 struct ContainerKeys: Sendable {
     /// HKDF-Extract(salt: pack salt, IKM: master key).
-    let prk: SymmetricKey
+    let prk: [UInt8]
 
-    init(master: SymmetricKey, salt: [UInt8]) {
-        prk = SymmetricKey(data: HKDF<SHA256>.extract(inputKeyMaterial: master, salt: salt))
+    init(master: [UInt8], salt: [UInt8]) {
+        prk = KeyDerivation.hkdfExtract(inputKeyMaterial: master, salt: salt)
     }
 
-    private func expand(_ info: [UInt8]) -> SymmetricKey {
-        HKDF<SHA256>.expand(pseudoRandomKey: prk, info: info, outputByteCount: 32)
+    private func expand(_ info: [UInt8]) -> [UInt8] {
+        KeyDerivation.hkdfExpand(pseudoRandomKey: prk, info: info, count: 32)
     }
 
     static let commitmentInfo = Array("AssetPack container v1 commitment".utf8)
@@ -138,11 +137,11 @@ struct ContainerKeys: Sendable {
     static let entryInfo = Array("AssetPack container v1 entry".utf8)
 
     /// Key of the header's HMAC-SHA256 key commitment.
-    var commitmentKey: SymmetricKey { expand(Self.commitmentInfo) }
+    var commitmentKey: [UInt8] { expand(Self.commitmentInfo) }
     /// Key sealing the index.
-    var indexKey: SymmetricKey { expand(Self.indexInfo) }
+    var indexKey: [UInt8] { expand(Self.indexInfo) }
     /// Key sealing the chunks of entry `id`.
-    func entryKey(_ id: UInt32) -> SymmetricKey {
+    func entryKey(_ id: UInt32) -> [UInt8] {
         var info = Self.entryInfo
         withUnsafeBytes(of: id.littleEndian) { info.append(contentsOf: $0) }
         return expand(info)
@@ -150,17 +149,17 @@ struct ContainerKeys: Sendable {
 
     /// The commitment over `committed` header bytes.
     func commitment(_ committed: [UInt8]) -> [UInt8] {
-        Array(HMAC<SHA256>.authenticationCode(for: committed, using: commitmentKey))
+        HMACSHA256.authenticationCode(committed, key: commitmentKey)
     }
 
     /// Derives the master key from a credential, with the KDF and parameters of `header`.
-    static func master(_ credential: PackCredential, header: ContainerHeader) throws -> SymmetricKey {
+    static func master(_ credential: PackCredential, header: ContainerHeader) throws -> [UInt8] {
         switch (credential, header.kdf) {
         case (.key(let key), .none):
             guard key.count == 32 else {
                 throw AssetPackError(.invalidArgument, "a container key must be 32 bytes, not \(key.count)")
             }
-            return SymmetricKey(data: key)
+            return key
         case (.key, _):
             throw AssetPackError(.wrongPassword, "this pack is opened with a password, not a raw key")
         case (.password, .none):
@@ -171,13 +170,15 @@ struct ContainerKeys: Sendable {
             let p = header.params
             do {
                 if kdf == .scrypt {
-                    return try KDF.Scrypt.deriveKey(
-                        from: pw, salt: header.salt, outputByteCount: 32, rounds: 1 << Int(p[0]),
-                        blockSize: Int(p[1]), parallelism: Int(p[2]))
+                    // checkKDF bounded N·r·128·(p+1) by ReadLimits.maxKDFMemory before this runs;
+                    // OpenSSL's own cap is set just above what these parameters need.
+                    let n = UInt64(1) << UInt64(p[0]), r = UInt64(p[1]), par = UInt64(p[2])
+                    let need = 128 &* r &* (n &+ par &+ 2) &+ (1 << 20)
+                    return try KeyDerivation.scrypt(
+                        password: pw, salt: header.salt, n: n, r: r, p: par, maxMemory: need, count: 32)
                 }
-                return try KDF.Insecure.PBKDF2.deriveKey(
-                    from: pw, salt: header.salt, using: .sha256, outputByteCount: 32,
-                    unsafeUncheckedRounds: Int(p[0]))
+                return try KeyDerivation.pbkdf2SHA256(
+                    password: pw, salt: header.salt, iterations: Int(p[0]), count: 32)
             } catch {
                 throw AssetPackError(.integrityFailure, "key derivation refused the header's parameters")
             }
@@ -188,14 +189,14 @@ struct ContainerKeys: Sendable {
 /// The 12-byte AES-GCM nonce of a chunk: entry id, chunk index, flags (all u32 LE).
 /// Flags: bit 0 = final chunk of the entry, bit 1 = payload is raw deflate.
 @inline(__always)
-func chunkNonce(entry: UInt32, chunk: UInt32, final: Bool, deflated: Bool) -> AES.GCM.Nonce {
+func chunkNonce(entry: UInt32, chunk: UInt32, final: Bool, deflated: Bool) -> [UInt8] {
     let flags: UInt32 = (final ? 1 : 0) | (deflated ? 2 : 0)
     var n = (entry.littleEndian, chunk.littleEndian, flags.littleEndian)
-    return withUnsafeBytes(of: &n) { try! AES.GCM.Nonce(data: $0) }
+    return withUnsafeBytes(of: &n) { Array($0) }
 }
 
 /// The nonce of the index (its key is used for nothing else).
-let indexNonce = try! AES.GCM.Nonce(data: [UInt8](repeating: 0, count: 12))
+let indexNonce = [UInt8](repeating: 0, count: 12)
 
 /// Appends little-endian integers and bytes.
 struct ByteWriter {

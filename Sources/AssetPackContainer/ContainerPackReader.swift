@@ -1,6 +1,6 @@
 import AssetPackCore
 import CZlib
-import Crypto
+import AssetPackCrypto
 import Dispatch
 import Foundation
 import Synchronization
@@ -96,19 +96,14 @@ public final class ContainerPackReader: PackReader {
 
         let keys = ContainerKeys(master: try ContainerKeys.master(credential, header: header), salt: header.salt)
         guard
-            HMAC<SHA256>.isValidAuthenticationCode(
-                header.commitment, authenticating: header.committedBytes(), using: keys.commitmentKey)
+            HMACSHA256.isValid(header.commitment, for: header.committedBytes(), key: keys.commitmentKey)
         else {
             throw AssetPackError(.wrongPassword, "wrong password or key (or a damaged header)")
         }
 
         let sealed = try preadArray(fd, count: Int(header.indexLength), at: header.indexOffset)
-        let plain: Data
-        do {
-            let cut = sealed.count - ContainerFormat.tagSize
-            let box = try AES.GCM.SealedBox(nonce: indexNonce, ciphertext: sealed[..<cut], tag: sealed[cut...])
-            plain = try AES.GCM.open(box, using: keys.indexKey, authenticating: headerBytes)
-        } catch {
+        guard let plain = AESGCM().open(sealed, nonce: indexNonce, key: keys.indexKey, authenticating: headerBytes)
+        else {
             throw AssetPackError(.integrityFailure, "container index failed authentication")
         }
         let records = try plain.withUnsafeBytes {
@@ -261,7 +256,7 @@ public final class ContainerPackReader: PackReader {
     /// others through a temporary chunk. Chunk CRCs go to `crcs[c - range.lowerBound]`.
     /// - Returns: CPU seconds spent decrypting and computing CRCs, summed over threads.
     private func decode(
-        _ e: ContainerEntry, _ key: SymmetricKey, _ range: Range<Int>,
+        _ e: ContainerEntry, _ key: [UInt8], _ range: Range<Int>,
         into out: UnsafeMutableRawBufferPointer, base: UInt64, crcs: UnsafeMutablePointer<UInt32>?
     ) throws -> (Double, Double) {
         let maxPlain = min(1 << chunkShift, Int(e.info.size))
@@ -277,7 +272,7 @@ public final class ContainerPackReader: PackReader {
             let scratch = UnsafeMutableRawBufferPointer.allocate(
                 byteCount: maxPlain + ContainerFormat.tagSize, alignment: 64)
             defer { scratch.deallocate() }
-            let gcm = InPlaceGCM()
+            let gcm = AESGCM()
             var temp: UnsafeMutableRawBufferPointer?
             defer { temp?.deallocate() }
             var dec = 0.0, crcTime = 0.0
@@ -315,7 +310,7 @@ public final class ContainerPackReader: PackReader {
     /// A stored chunk's ciphertext is read straight into `dest` and opened there; a deflated
     /// one is opened in `scratch` and inflated into `dest`.
     private func openChunk(
-        _ e: ContainerEntry, _ key: SymmetricKey, _ c: Int, gcm: InPlaceGCM,
+        _ e: ContainerEntry, _ key: [UInt8], _ c: Int, gcm: AESGCM,
         scratch: UnsafeMutableRawBufferPointer, into dest: UnsafeMutableRawBufferPointer
     ) throws {
         let plainLen = dest.count

@@ -1,6 +1,6 @@
 import AssetPackCore
 import CZlib
-import Crypto
+import AssetPackCrypto
 import Foundation
 
 /// Writes AssetPack container packs (chunked AES-256-GCM, see `docs/FORMAT.md`).
@@ -52,7 +52,7 @@ public struct ContainerPackWriter: PackWriter {
 
         var header = ContainerHeader(
             kdf: .none, chunkShift: UInt8(cs.trailingZeroBitCount), params: [0, 0, 0],
-            salt: fixedSalt ?? SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) },
+            salt: fixedSalt ?? secureRandomBytes(32),
             indexOffset: 0, indexLength: 0)
         switch credential {
         case .key(let key):
@@ -92,15 +92,15 @@ public struct ContainerPackWriter: PackWriter {
         header.indexLength = UInt64(index.count + ContainerFormat.tagSize)
         let committed = header.committedBytes()
         let headerBytes = committed + keys.commitment(committed)
-        let box = try AES.GCM.seal(index, using: keys.indexKey, nonce: indexNonce, authenticating: headerBytes)
-        try pwriteAll(out.fd, Array(box.ciphertext) + Array(box.tag), at: pos)
+        let sealedIndex = AESGCM().seal(index, nonce: indexNonce, key: keys.indexKey, authenticating: headerBytes)
+        try pwriteAll(out.fd, sealedIndex, at: pos)
         try pwriteAll(out.fd, headerBytes, at: 0)
         try out.commit()
     }
 
     /// Appends one entry's sealed chunks at `pos`; returns its index record.
     private func writeEntry(
-        _ file: SourceFile, id: UInt32, key: SymmetricKey, deflate: Bool, buffers: Buffers,
+        _ file: SourceFile, id: UInt32, key: [UInt8], deflate: Bool, buffers: Buffers,
         to fd: Int32, at pos: inout UInt64
     ) throws -> IndexRecord {
         let src = open(file.url.path, O_RDONLY | O_CLOEXEC)
@@ -135,15 +135,19 @@ public struct ContainerPackWriter: PackWriter {
                         if z.count < plain.count { packed = z }
                     }
                     let nonce = chunkNonce(entry: id, chunk: UInt32(c), final: c == chunks - 1, deflated: packed != nil)
-                    let box =
-                        try packed.map { try AES.GCM.seal($0, using: key, nonce: nonce) }
-                        ?? AES.GCM.seal(plain, using: key, nonce: nonce)
+                    // Copy the payload into its slot and seal it there, tag right after it.
                     let dest = buffers.sealed.baseAddress! + j * slot
-                    let ct = box.ciphertext
-                    ct.copyBytes(to: dest.assumingMemoryBound(to: UInt8.self), count: ct.count)
-                    box.tag.copyBytes(
-                        to: (dest + ct.count).assumingMemoryBound(to: UInt8.self), count: ContainerFormat.tagSize)
-                    buffers.lengths[j] = UInt32(ct.count) | (packed == nil ? 0 : ContainerIndex.deflatedBit)
+                    let count = packed?.count ?? plain.count
+                    if let packed {
+                        packed.withUnsafeBytes { dest.copyMemory(from: $0.baseAddress!, byteCount: count) }
+                    } else if count > 0 {
+                        dest.copyMemory(from: plain.baseAddress!, byteCount: count)
+                    }
+                    buffers.gcm(task).seal(
+                        UnsafeMutableRawBufferPointer(start: dest, count: count),
+                        tag: UnsafeMutableRawBufferPointer(start: dest + count, count: ContainerFormat.tagSize),
+                        nonce: nonce, key: key)
+                    buffers.lengths[j] = UInt32(count) | (packed == nil ? 0 : ContainerIndex.deflatedBit)
                 }
             }
             var w = 0
@@ -192,6 +196,8 @@ private final class Buffers {
     let sealed: UnsafeMutableRawBufferPointer
     let crcs: UnsafeMutableBufferPointer<UInt32>
     let lengths: UnsafeMutableBufferPointer<UInt32>
+    /// One AES-GCM context per concurrent task (a context serves one thread at a time).
+    private let ciphers: [AESGCM]
 
     init(chunkShift: Int) {
         self.chunkShift = chunkShift
@@ -200,7 +206,11 @@ private final class Buffers {
         sealed = .allocate(byteCount: batch * ((1 << chunkShift) + ContainerFormat.tagSize), alignment: 64)
         crcs = .allocate(capacity: batch)
         lengths = .allocate(capacity: batch)
+        ciphers = (0..<max(1, ContainerPackReader.cores * 4)).map { _ in AESGCM() }
     }
+
+    /// The cipher context of concurrent task `task`.
+    func gcm(_ task: Int) -> AESGCM { ciphers[task] }
 
     func free() {
         plain.deallocate()

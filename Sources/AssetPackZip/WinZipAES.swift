@@ -1,5 +1,5 @@
 import AssetPackCore
-internal import CLibcrypto
+import AssetPackCrypto
 internal import CLibzip
 
 /// WinZip AES key strength, as named by the `0x9901` extra field and by libzip.
@@ -83,20 +83,21 @@ package struct WinZipAESDecryptor {
             throw AssetPackError(.integrityFailure, "WinZip AES header has the wrong length")
         }
         let keyLength = strength.keyLength
-        var derived = [UInt8](repeating: 0, count: 2 * keyLength + WinZipAES.verifierLength)
-        defer { derived.withUnsafeMutableBytes { OPENSSL_cleanse($0.baseAddress, $0.count) } }
-        let ok = (password + [0]).withUnsafeBufferPointer { pw in
-            pw.withMemoryRebound(to: CChar.self) { pwc in
-                PKCS5_PBKDF2_HMAC_SHA1(
-                    pwc.baseAddress, Int32(password.count), salt, Int32(salt.count),
-                    WinZipAES.iterations, Int32(derived.count), &derived)
+        var derived: [UInt8]
+        do {
+            derived = try KeyDerivation.pbkdf2SHA1(
+                password: password, salt: salt, iterations: Int(WinZipAES.iterations),
+                count: 2 * keyLength + WinZipAES.verifierLength)
+        } catch {
+            throw AssetPackError(.unsupportedFormat, "OpenSSL PBKDF2-HMAC-SHA1 failed")
+        }
+        defer { derived.withUnsafeMutableBytes { cleanse($0) } }
+        let check = derived.withUnsafeBytes { d in
+            verifier.withUnsafeBytes {
+                constantTimeEqual(UnsafeRawBufferPointer(rebasing: d[(2 * keyLength)...]), $0, count: 2)
             }
         }
-        guard ok == 1 else { throw AssetPackError(.unsupportedFormat, "OpenSSL PBKDF2-HMAC-SHA1 failed") }
-        let check = derived.withUnsafeBytes { d in
-            verifier.withUnsafeBytes { CRYPTO_memcmp(d.baseAddress! + 2 * keyLength, $0.baseAddress, 2) }
-        }
-        guard check == 0 else { throw AssetPackError(.wrongPassword, "wrong password") }
+        guard check else { throw AssetPackError(.wrongPassword, "wrong password") }
         (keystream, authenticator) = try derived.withUnsafeBytes { d in
             (
                 try WinZipAESKeystream(strength: strength, key: UnsafeRawBufferPointer(rebasing: d[0..<keyLength])),
@@ -131,39 +132,25 @@ package struct WinZipAESDecryptor {
     }
 }
 
-// Algorithm objects fetched once per process; OpenSSL reference-counts them and they are immutable.
-nonisolated(unsafe) private let hmacAlgorithm = EVP_MAC_fetch(nil, "HMAC", nil)
-nonisolated(unsafe) private let ecbCiphers: [OpaquePointer?] = [
-    EVP_CIPHER_fetch(nil, "AES-128-ECB", nil),
-    EVP_CIPHER_fetch(nil, "AES-192-ECB", nil),
-    EVP_CIPHER_fetch(nil, "AES-256-ECB", nil),
-]
-
 /// The decrypting half of a WinZip AES entry: an AES-ECB context and the counter-mode keystream.
 /// Not thread-safe: one thread at a time.
 package final class WinZipAESKeystream {
     /// Keystream generated per AES call: 1024 blocks.
     static let batchBytes = 16 << 10
 
-    private let cipher: OpaquePointer  // EVP_CIPHER_CTX
+    private let cipher: AESBlockEncryptor
     private let keystream = UnsafeMutableRawPointer.allocate(byteCount: batchBytes, alignment: 64)
     private var counter: UInt64 = 0  // last counter block used
     private var position = 0  // next unused keystream byte
     private var available = 0  // keystream bytes generated
 
     init(strength: WinZipAESKeyStrength, key: UnsafeRawBufferPointer) throws {
-        guard let c = EVP_CIPHER_CTX_new() else { allocationFailed("EVP_CIPHER_CTX_new") }
-        cipher = c
-        guard
-            EVP_EncryptInit_ex2(
-                c, ecbCiphers[Int(strength.rawValue) - 1], key.bindMemory(to: UInt8.self).baseAddress, nil, nil) == 1,
-            EVP_CIPHER_CTX_set_padding(c, 0) == 1
-        else { throw AssetPackError(.unsupportedFormat, "OpenSSL: cannot set up AES-\(strength.keyLength * 8)-ECB") }
+        precondition(key.count == strength.keyLength)
+        cipher = try AESBlockEncryptor(key: key)
     }
 
     deinit {
-        EVP_CIPHER_CTX_free(cipher)
-        OPENSSL_cleanse(keystream, Self.batchBytes)
+        cleanse(UnsafeMutableRawBufferPointer(start: keystream, count: Self.batchBytes))
         keystream.deallocate()
     }
 
@@ -188,10 +175,7 @@ package final class WinZipAESKeystream {
             keystream.storeBytes(of: counter.littleEndian, toByteOffset: 16 * i, as: UInt64.self)
             keystream.storeBytes(of: 0, toByteOffset: 16 * i + 8, as: UInt64.self)
         }
-        let bytes = keystream.assumingMemoryBound(to: UInt8.self)
-        var written: Int32 = 0
-        let ok = EVP_EncryptUpdate(cipher, bytes, &written, bytes, Int32(16 * blocks))
-        precondition(ok == 1 && written == Int32(16 * blocks), "OpenSSL AES-ECB failed")
+        cipher.encryptBlocks(UnsafeMutableRawBufferPointer(start: keystream, count: 16 * blocks))
         position = 0
         available = 16 * blocks
     }
@@ -200,40 +184,31 @@ package final class WinZipAESKeystream {
 /// The authenticating half of a WinZip AES entry: HMAC-SHA1 over the ciphertext.
 /// Not thread-safe: one thread at a time.
 package final class WinZipAESAuthenticator {
-    private let mac: OpaquePointer  // EVP_MAC_CTX
+    private let mac: HMACSHA1Stream
     private var tag: [UInt8]?
 
     init(key: UnsafeRawBufferPointer) throws {
-        guard let m = EVP_MAC_CTX_new(hmacAlgorithm) else { allocationFailed("EVP_MAC_CTX_new") }
-        mac = m
-        var name = Array("digest".utf8CString)
-        var digest = Array("SHA1".utf8CString)
-        let ok = name.withUnsafeMutableBufferPointer { k in
-            digest.withUnsafeMutableBufferPointer { d in
-                let params = [
-                    OSSL_PARAM_construct_utf8_string(k.baseAddress, d.baseAddress, 0),
-                    OSSL_PARAM_construct_end(),
-                ]
-                return EVP_MAC_init(m, key.bindMemory(to: UInt8.self).baseAddress, key.count, params)
-            }
-        }
-        guard ok == 1 else { throw AssetPackError(.unsupportedFormat, "OpenSSL: cannot set up HMAC-SHA1") }
+        mac = try HMACSHA1Stream(key: key)
     }
-
-    deinit { EVP_MAC_CTX_free(mac) }
 
     /// Feeds ciphertext to the MAC.
     package func authenticate(_ buffer: UnsafeRawBufferPointer) {
         guard let p = buffer.baseAddress, buffer.count > 0 else { return }
         precondition(tag == nil, "WinZip AES: data fed after the MAC was finalised")
-        EVP_MAC_update(mac, p.assumingMemoryBound(to: UInt8.self), buffer.count)
+        mac.update(UnsafeRawBufferPointer(start: p, count: buffer.count))
     }
 
     /// Checks the stored 10-byte MAC against the HMAC-SHA1 of all ciphertext seen so far.
     /// - Throws: `.integrityFailure` when they differ.
     package func verify(mac stored: [UInt8]) throws {
         let computed = finalMAC()
-        guard stored.count == WinZipAES.macLength, CRYPTO_memcmp(computed, stored, WinZipAES.macLength) == 0 else {
+        // The count first: constantTimeEqual requires both buffers to hold `count` bytes.
+        let equal =
+            stored.count == WinZipAES.macLength
+            && computed.withUnsafeBytes { c in
+                stored.withUnsafeBytes { constantTimeEqual(c, $0, count: WinZipAES.macLength) }
+            }
+        guard equal else {
             throw AssetPackError(
                 .integrityFailure, "HMAC mismatch: the entry's encrypted data is corrupt or was modified")
         }
@@ -242,10 +217,7 @@ package final class WinZipAESAuthenticator {
     /// The full 20-byte HMAC-SHA1, computed on first use.
     private func finalMAC() -> [UInt8] {
         if let tag { return tag }
-        var out = [UInt8](repeating: 0, count: 20)
-        var length = 0
-        let ok = EVP_MAC_final(mac, &out, &length, out.count)
-        precondition(ok == 1 && length == 20, "OpenSSL HMAC-SHA1 final failed")
+        let out = mac.finalize()
         tag = out
         return out
     }

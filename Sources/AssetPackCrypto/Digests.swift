@@ -1,0 +1,65 @@
+import AssetPackCore
+internal import CLibcrypto
+
+/// SHA-256, fed in pieces (one owner at a time).
+package final class SHA256Hasher {
+    private let context: OpaquePointer
+
+    package init() {
+        guard let ctx = EVP_MD_CTX_new() else { allocationFailed("EVP_MD_CTX_new") }
+        guard EVP_DigestInit_ex(ctx, EVP_sha256(), nil) == 1 else { allocationFailed("EVP_DigestInit_ex") }
+        context = ctx
+    }
+
+    deinit { EVP_MD_CTX_free(context) }
+
+    /// Adds `bytes` to the hash.
+    package func update(_ bytes: UnsafeRawBufferPointer) {
+        guard bytes.count > 0 else { return }
+        guard EVP_DigestUpdate(context, bytes.baseAddress, bytes.count) == 1 else {
+            allocationFailed("EVP_DigestUpdate")
+        }
+    }
+
+    /// Adds `bytes` to the hash.
+    package func update(_ bytes: [UInt8]) { bytes.withUnsafeBytes { update($0) } }
+
+    /// The 32-byte digest of everything added.
+    package func finalize() -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        guard EVP_DigestFinal_ex(context, &out, &length) == 1, length == 32 else {
+            allocationFailed("EVP_DigestFinal_ex")
+        }
+        return out
+    }
+}
+
+/// HMAC-SHA-256 and a constant-time comparison.
+package enum HMACSHA256 {
+    /// The 32-byte HMAC-SHA-256 of `data` under `key`.
+    package static func authenticationCode(_ data: [UInt8], key: [UInt8]) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        let done = HMAC(EVP_sha256(), key, Int32(key.count), data, data.count, &out, &length)
+        guard done != nil, length == 32 else { allocationFailed("HMAC-SHA-256") }
+        return out
+    }
+
+    /// Whether `code` is the HMAC-SHA-256 of `data` under `key`, compared in constant time.
+    package static func isValid(_ code: [UInt8], for data: [UInt8], key: [UInt8]) -> Bool {
+        constantTimeEqual(code, authenticationCode(data, key: key))
+    }
+}
+
+/// Whether `a` and `b` are equal, in time that depends on their length only (CRYPTO_memcmp).
+package func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    a.count == b.count && (a.isEmpty || CRYPTO_memcmp(a, b, a.count) == 0)
+}
+
+/// Cryptographically secure random bytes from OpenSSL's DRBG.
+package func secureRandomBytes(_ count: Int) -> [UInt8] {
+    var out = [UInt8](repeating: 0, count: count)
+    guard RAND_bytes(&out, Int32(count)) == 1 else { fatalError("RAND_bytes failed: the system has no entropy source") }
+    return out
+}

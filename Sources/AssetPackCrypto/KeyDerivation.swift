@@ -1,0 +1,99 @@
+import AssetPackCore
+internal import CLibcrypto
+
+/// Key derivation through OpenSSL 3: HKDF-SHA-256 (RFC 5869), scrypt (RFC 7914) and PBKDF2.
+package enum KeyDerivation {
+    /// Why a password KDF refused its parameters (memory, cost, or OpenSSL's own limits).
+    package struct Refused: Error {}
+
+    /// HKDF-Extract with SHA-256: the 32-byte pseudorandom key.
+    package static func hkdfExtract(inputKeyMaterial ikm: [UInt8], salt: [UInt8]) -> [UInt8] {
+        hkdf(mode: EVP_KDF_HKDF_MODE_EXTRACT_ONLY, key: ikm, salt: salt, info: [], count: 32)
+    }
+
+    /// HKDF-Expand with SHA-256: `count` bytes of output keying material.
+    package static func hkdfExpand(pseudoRandomKey prk: [UInt8], info: [UInt8], count: Int) -> [UInt8] {
+        hkdf(mode: EVP_KDF_HKDF_MODE_EXPAND_ONLY, key: prk, salt: [], info: info, count: count)
+    }
+
+    /// scrypt with N = `n`, block size `r`, parallelism `p`; OpenSSL may use up to `maxMemory` bytes.
+    package static func scrypt(
+        password: [UInt8], salt: [UInt8], n: UInt64, r: UInt64, p: UInt64, maxMemory: UInt64, count: Int
+    ) throws -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: count)
+        let ok = EVP_PBE_scrypt(
+            password.withUnsafeBytes { $0.baseAddress?.assumingMemoryBound(to: CChar.self) }, password.count,
+            salt, salt.count, n, r, p, maxMemory, &out, count)
+        guard ok == 1 else { throw Refused() }
+        return out
+    }
+
+    /// PBKDF2 with HMAC-SHA-256.
+    package static func pbkdf2SHA256(password: [UInt8], salt: [UInt8], iterations: Int, count: Int) throws -> [UInt8] {
+        try pbkdf2(EVP_sha256(), password: password, salt: salt, iterations: iterations, count: count)
+    }
+
+    /// PBKDF2 with HMAC-SHA-1 (WinZip AES's KDF, fixed by that format).
+    package static func pbkdf2SHA1(password: [UInt8], salt: [UInt8], iterations: Int, count: Int) throws -> [UInt8] {
+        try pbkdf2(EVP_sha1(), password: password, salt: salt, iterations: iterations, count: count)
+    }
+
+    private static func pbkdf2(
+        _ digest: OpaquePointer?, password: [UInt8], salt: [UInt8], iterations: Int, count: Int
+    ) throws -> [UInt8] {
+        guard iterations > 0, iterations <= Int(Int32.max) else { throw Refused() }
+        var out = [UInt8](repeating: 0, count: count)
+        let ok = password.withUnsafeBytes { pw in
+            PKCS5_PBKDF2_HMAC(
+                pw.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(pw.count), salt, Int32(salt.count),
+                Int32(iterations), digest, Int32(count), &out)
+        }
+        guard ok == 1 else { throw Refused() }
+        return out
+    }
+
+    nonisolated(unsafe) private static let hkdfAlgorithm = EVP_KDF_fetch(nil, "HKDF", nil)
+
+    /// One HKDF call through EVP_KDF with OSSL_PARAMs; the parameter names are static strings,
+    /// so the pointers OpenSSL keeps in the parameter array stay valid.
+    private static func hkdf(mode: Int32, key: [UInt8], salt: [UInt8], info: [UInt8], count: Int) -> [UInt8] {
+        guard let algorithm = hkdfAlgorithm, let ctx = EVP_KDF_CTX_new(algorithm) else {
+            allocationFailed("EVP_KDF_CTX_new(HKDF)")
+        }
+        defer { EVP_KDF_CTX_free(ctx) }
+        var out = [UInt8](repeating: 0, count: count)
+        var mode = mode
+        var key = key, salt = salt, info = info
+        var digest = Array("SHA256".utf8CString)
+        let ok = withUnsafeMutablePointer(to: &mode) { modePointer in
+            key.withUnsafeMutableBytes { k in
+                salt.withUnsafeMutableBytes { s in
+                    info.withUnsafeMutableBytes { i in
+                        digest.withUnsafeMutableBufferPointer { d in
+                            var params: [OSSL_PARAM] = [
+                                OSSL_PARAM_construct_utf8_string(name("digest"), d.baseAddress, 0),
+                                OSSL_PARAM_construct_int(name("mode"), modePointer),
+                                OSSL_PARAM_construct_octet_string(name("key"), k.baseAddress, k.count),
+                            ]
+                            if s.count > 0 {
+                                params.append(OSSL_PARAM_construct_octet_string(name("salt"), s.baseAddress, s.count))
+                            }
+                            if i.count > 0 {
+                                params.append(OSSL_PARAM_construct_octet_string(name("info"), i.baseAddress, i.count))
+                            }
+                            params.append(OSSL_PARAM_construct_end())
+                            return EVP_KDF_derive(ctx, &out, count, &params)
+                        }
+                    }
+                }
+            }
+        }
+        guard ok == 1 else { allocationFailed("EVP_KDF_derive(HKDF)") }
+        return out
+    }
+
+    /// A C string that lives for the whole process.
+    private static func name(_ text: StaticString) -> UnsafePointer<CChar> {
+        UnsafeRawPointer(text.utf8Start).assumingMemoryBound(to: CChar.self)
+    }
+}
