@@ -16,7 +16,8 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
-        // C libraries, each owned by exactly one Swift module.
+        // C libraries, each imported by exactly one Swift module: libzip by AssetPackZip, libcrypto
+        // (OpenSSL 3) by AssetPackCrypto, zlib and libdeflate by AssetPackCore.
         .systemLibrary(
             name: "CLibzip", pkgConfig: "libzip",
             providers: [.apt(["libzip-dev"]), .brew(["libzip"])]),
@@ -38,9 +39,9 @@ let package = Package(
         // Zip backend over libzip.
         .target(
             name: "AssetPackZip",
-            dependencies: ["AssetPackCore", "AssetPackCrypto", "CLibzip", "CZlib"]),
+            dependencies: ["AssetPackCore", "AssetPackCrypto", "CLibzip"]),
         // Chunked AES-256-GCM container.
-        .target(name: "AssetPackContainer", dependencies: ["AssetPackCore", "AssetPackCrypto", "CZlib"]),
+        .target(name: "AssetPackContainer", dependencies: ["AssetPackCore", "AssetPackCrypto"]),
         // Public face: open (format sniffing), pack, install.
         .target(
             name: "AssetPack", dependencies: ["AssetPackCore", "AssetPackZip", "AssetPackContainer", "AssetPackCrypto"]),

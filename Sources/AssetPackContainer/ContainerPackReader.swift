@@ -1,5 +1,4 @@
 import AssetPackCore
-import CZlib
 import AssetPackCrypto
 import Dispatch
 import Foundation
@@ -128,7 +127,7 @@ public final class ContainerPackReader: PackReader {
     /// Reads a whole entry, authenticated chunk by chunk and CRC-checked, with its timing.
     ///
     /// Chunks are decrypted in parallel straight into the returned buffer; each chunk's CRC-32
-    /// is computed while it is hot and the pieces are joined with `crc32_combine`. The
+    /// is computed while it is hot and the pieces are joined with `CRC32.combine`. The
     /// `decrypt` and `crc` times split the wall time of that parallel phase in proportion to
     /// the CPU time each part took.
     /// - Throws: `.entryNotFound`, `.integrityFailure` (tag, inflate or CRC), `.io`.
@@ -155,11 +154,11 @@ public final class ContainerPackReader: PackReader {
         t.decrypt = wall * share
         t.crc = wall * (1 - share)
         let crc = Stopwatch.time(&t.crc) {
-            var crc: UInt = 0
+            var crc: UInt32 = 0
             for c in 0..<e.chunkCount {
-                crc = crc32_combine(crc, UInt(crcs[c]), Int(plainLength(e, c)))
+                crc = CRC32.combine(crc, crcs[c], secondLength: Int(plainLength(e, c)))
             }
-            return UInt32(truncatingIfNeeded: crc)
+            return crc
         }
         guard crc == e.info.crc32 else {
             throw AssetPackError(.integrityFailure, "CRC-32 mismatch", path: e.info.path)
@@ -190,7 +189,7 @@ public final class ContainerPackReader: PackReader {
         defer { buffer.deallocate() }
         let crcs = UnsafeMutableBufferPointer<UInt32>.allocate(capacity: group)
         defer { crcs.deallocate() }
-        var crc: UInt = 0
+        var crc: UInt32 = 0
         var first = 0
         while first < e.chunkCount {
             let last = min(first + group, e.chunkCount)
@@ -206,13 +205,13 @@ public final class ContainerPackReader: PackReader {
             var at = 0
             for c in first..<last {
                 let len = plainLength(e, c)
-                crc = crc32_combine(crc, UInt(crcs[c - first]), len)
+                crc = CRC32.combine(crc, crcs[c - first], secondLength: len)
                 if len > 0 { try body(UnsafeRawBufferPointer(rebasing: out[at..<at + len])) }
                 at += len
             }
             first = last
         }
-        guard UInt32(truncatingIfNeeded: crc) == e.info.crc32 else {
+        guard crc == e.info.crc32 else {
             throw AssetPackError(.integrityFailure, "CRC-32 mismatch", path: e.info.path)
         }
         t.crcChecked = true

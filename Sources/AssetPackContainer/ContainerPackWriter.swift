@@ -1,5 +1,4 @@
 import AssetPackCore
-import CZlib
 import AssetPackCrypto
 import Foundation
 
@@ -116,7 +115,7 @@ public struct ContainerPackWriter: PackWriter {
         }
         var lengths: [UInt32] = []
         lengths.reserveCapacity(chunks)
-        var crc: UInt = 0
+        var crc: UInt32 = 0
         var first = 0
         while first < chunks {
             let n = min(buffers.batch, chunks - first)
@@ -157,7 +156,7 @@ public struct ContainerPackWriter: PackWriter {
                     memmove(buffers.sealed.baseAddress! + w, buffers.sealed.baseAddress! + j * slot, stored)
                 }
                 w += stored
-                crc = crc32_combine(crc, UInt(buffers.crcs[j]), min(cs, bytes - j * cs))
+                crc = CRC32.combine(crc, buffers.crcs[j], secondLength: min(cs, bytes - j * cs))
                 lengths.append(buffers.lengths[j])
             }
             try pwriteAll(fd, UnsafeRawBufferPointer(rebasing: buffers.sealed[0..<w]), at: pos)
@@ -170,7 +169,7 @@ public struct ContainerPackWriter: PackWriter {
         }
         let anyDeflated = lengths.contains { $0 & ContainerIndex.deflatedBit != 0 }
         return IndexRecord(
-            path: file.path, size: size, crc: UInt32(truncatingIfNeeded: crc), chunkLengths: anyDeflated ? lengths : nil
+            path: file.path, size: size, crc: crc, chunkLengths: anyDeflated ? lengths : nil
         )
     }
 

@@ -1,4 +1,5 @@
 internal import CLibdeflate
+internal import CZlib
 
 /// CRC-32 (ISO-HDLC, as in zip and gzip), computed by libdeflate.
 ///
@@ -28,6 +29,12 @@ public struct CRC32: Sendable {
         var c = CRC32()
         c.update(bytes)
         return c.value
+    }
+
+    /// The checksum of two pieces joined, from the checksum of each and the second's length
+    /// (zlib's `crc32_combine`): chunks checked in parallel give the whole entry's CRC.
+    package static func combine(_ first: UInt32, _ second: UInt32, secondLength: Int) -> UInt32 {
+        UInt32(truncatingIfNeeded: crc32_combine(UInt(first), UInt(second), secondLength))
     }
 
     /// The checksum of `bytes`.

@@ -1,4 +1,4 @@
-import CZlib
+internal import CZlib
 internal import CLibdeflate
 
 /// Raw deflate (RFC 1951, no zlib or gzip header): zlib for compression and streaming inflate,
