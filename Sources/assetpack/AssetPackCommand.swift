@@ -14,6 +14,7 @@ struct AssetPackCommand: ParsableCommand {
             Exit codes: 0 success, 1 other error, 2 missing or wrong password, 3 entry not found, \
             4 integrity failure (CRC, MAC, corrupt or truncated pack), 64 usage.
             """,
+        version: assetpackVersion,
         subcommands: [Pack.self, List.self, Cat.self, Extract.self, Verify.self, Install.self, Perf.self])
 
     static func main() {
@@ -24,6 +25,9 @@ struct AssetPackCommand: ParsableCommand {
         main(nil)
     }
 }
+
+/// The version `assetpack --version` prints (the package's release; pack formats carry their own versions).
+let assetpackVersion = "0.2.0"
 
 /// Runs a command body, turning `AssetPackError` into one line on stderr and the contract's exit code.
 func reporting(_ body: () throws -> Void) throws {

@@ -197,6 +197,12 @@ import Testing
         #expect(runs >= 20)
     }
 
+    @Test func versionPrintsOneLine() throws {
+        let run = try CLI.run(["--version"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.text.range(of: #"^\d+\.\d+\.\d+\n$"#, options: .regularExpression) != nil, "\(run.text)")
+    }
+
     @Test func chunkKiBIsSpelledAsDocumented() throws {
         let dir = TemporaryDirectory("contract")
         let source = try dir.write(["a.txt": [1, 2, 3]], under: "src")
