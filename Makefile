@@ -19,8 +19,9 @@ deps:
 build: deps
 	$(SWIFT) build
 
+## release: the assetpack binary only (what demo runs; not the fuzz stubs or test helpers).
 release: deps
-	$(SWIFT) build -c release
+	$(SWIFT) build -c release --product assetpack
 
 ## test: the whole suite, including end-to-end tests that run the built assetpack binary.
 test: deps
