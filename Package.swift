@@ -45,10 +45,15 @@ let package = Package(
         // Public face: open (format sniffing), pack, install.
         .target(
             name: "AssetPack", dependencies: ["AssetPackCore", "AssetPackZip", "AssetPackContainer", "AssetPackCrypto"]),
+        // `assetpack perf`: the zip-vs-container report. Not part of the AssetPack product: an app
+        // never links it (as swift-nio keeps NIOPerformanceTester apart).
+        .target(name: "AssetPackPerf", dependencies: ["AssetPack"]),
         // The CLI: parse, call the libraries, print.
         .executableTarget(
             name: "assetpack",
-            dependencies: ["AssetPack", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+            dependencies: [
+                "AssetPack", "AssetPackPerf", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
         // Runs `assetpack pack` over a target's asset folder at build time (see Plugins/PackAssets).
         .plugin(name: "PackAssets", capability: .buildTool(), dependencies: ["assetpack"]),
 
@@ -70,6 +75,7 @@ let package = Package(
             dependencies: ["AssetPackContainer", "AssetPackCore", "AssetPackTestSupport"],
             resources: [.copy("Vectors")]),
         .testTarget(name: "AssetPackTests", dependencies: ["AssetPack", "AssetPackTestSupport"]),
-        .testTarget(name: "AssetPackCLITests", dependencies: ["AssetPack", "AssetPackTestSupport"]),
+        .testTarget(name: "AssetPackPerfTests", dependencies: ["AssetPackPerf", "AssetPackTestSupport"]),
+        .testTarget(name: "AssetPackCLITests", dependencies: ["AssetPack", "AssetPackPerf", "AssetPackTestSupport"]),
     ]
 )

@@ -8,13 +8,13 @@ import Foundation
 /// let library = try AssetLibrary.openInstalling(
 ///     bundled: Bundle.module.url(forResource: "assets", withExtension: "pack")!,
 ///     appID: "com.example.game", credential: .password(secret))
-/// let level = try library.data("levels/level1.json")          // verified bytes
-/// let music = try await library.data("audio/music.ogg")       // the same, off the caller's executor
+/// let level = try library.readData("levels/level1.json")      // verified bytes
+/// let music = try await library.load("audio/music.ogg")       // the same, off the caller's executor
 /// ```
 ///
 /// `openInstalling(bundled:appID:credential:limits:)` copies the bundled pack into the app's
 /// private directory with ``PrivateInstaller`` when it is missing or changed (and copies nothing
-/// otherwise), then opens the installed copy with ``AssetPack/open(_:credential:limits:)``.
+/// otherwise), then opens the installed copy with ``AssetPacks/open(_:credential:limits:)``.
 ///
 /// A library is `Sendable`: the reader behind it is safe to use from many threads at once, so
 /// one library can serve a whole app. Every read verifies the entry (CRC-32, and the MAC or
@@ -29,14 +29,14 @@ public final class AssetLibrary: Sendable {
     /// The pack's file (the installed copy when the library was opened by installing).
     public let url: URL
     /// What the install did, when the library was opened with `openInstalling`; `nil` otherwise.
-    public let installation: PrivateInstaller.Result?
+    public let installation: PrivateInstaller.Installation?
 
     /// Wraps a reader that is already open.
     /// - Parameters:
     ///   - reader: The open pack.
     ///   - url: The pack's file.
     ///   - installation: What installing it did, if it was installed.
-    public init(reader: any PackReader, url: URL, installation: PrivateInstaller.Result? = nil) {
+    public init(reader: any PackReader, url: URL, installation: PrivateInstaller.Installation? = nil) {
         self.reader = reader
         self.url = url
         self.installation = installation
@@ -49,7 +49,7 @@ public final class AssetLibrary: Sendable {
     ///   - limits: Safety limits for damaged or hostile packs.
     /// - Throws: `AssetPackError` (`.io`, `.unsupportedFormat`, `.missingPassword`, `.wrongPassword`, …).
     public convenience init(contentsOf url: URL, credential: PackCredential?, limits: ReadLimits = .default) throws {
-        let reader = try AssetPack.open(url.path, credential: credential, limits: limits)
+        let reader = try AssetPacks.open(url.path, credential: credential, limits: limits)
         self.init(reader: reader, url: url)
     }
 
@@ -92,7 +92,7 @@ public final class AssetLibrary: Sendable {
             throw AssetPackError(.io, "no bundled pack at \(bundled.path)")
         }
         let installed = try installer.install(bundled, as: name)
-        let reader = try AssetPack.open(installed.path.path, credential: credential, limits: limits)
+        let reader = try AssetPacks.open(installed.path.path, credential: credential, limits: limits)
         return AssetLibrary(reader: reader, url: installed.path, installation: installed)
     }
 
@@ -137,7 +137,7 @@ public final class AssetLibrary: Sendable {
     /// - Parameter path: The entry path.
     /// - Returns: The entry's bytes.
     /// - Throws: `AssetPackError` (`.entryNotFound`, `.wrongPassword`, `.integrityFailure`, …) naming the entry.
-    public func data(_ path: String) throws -> Data {
+    public func readData(_ path: String) throws -> Data {
         Data(try reader.readTimed(path).bytes)
     }
 
@@ -145,7 +145,7 @@ public final class AssetLibrary: Sendable {
     /// - Parameter path: The entry path.
     /// - Returns: The entry's bytes.
     /// - Throws: `AssetPackError` naming the entry.
-    public func bytes(_ path: String) throws -> [UInt8] {
+    public func read(_ path: String) throws -> [UInt8] {
         try reader.readTimed(path).bytes
     }
 
@@ -153,7 +153,7 @@ public final class AssetLibrary: Sendable {
     /// - Parameter path: The entry path.
     /// - Returns: The entry's bytes and its `EntryTiming`.
     /// - Throws: `AssetPackError` naming the entry.
-    public func timed(_ path: String) throws -> (bytes: [UInt8], timing: EntryTiming) {
+    public func readTimed(_ path: String) throws -> (bytes: [UInt8], timing: EntryTiming) {
         try reader.readTimed(path)
     }
 
@@ -167,7 +167,7 @@ public final class AssetLibrary: Sendable {
     public func decode<T: Decodable>(_ type: T.Type, from path: String, using decoder: JSONDecoder = JSONDecoder())
         throws -> T
     {
-        try decoder.decode(type, from: data(path))
+        try decoder.decode(type, from: readData(path))
     }
 
     /// Streams an entry in chunks, for entries too large to hold at once.
@@ -185,12 +185,16 @@ public final class AssetLibrary: Sendable {
 
     // MARK: - Reading without blocking the caller
 
+    // The async reads have names of their own (`load…`), not async overloads of the `read…`
+    // methods: in top-level code `try await library.readData(…)` would silently pick the
+    // synchronous overload, blocking the caller.
+
     /// Reads a whole entry, verified, on a global Dispatch queue rather than the caller's executor.
     /// - Parameter path: The entry path.
     /// - Returns: The entry's bytes.
     /// - Throws: `AssetPackError` naming the entry, or `CancellationError` if the task was
     ///   cancelled before the read started.
-    public func data(_ path: String) async throws -> Data {
+    public func load(_ path: String) async throws -> Data {
         try await Self.offExecutor { [reader] in Data(try reader.readTimed(path).bytes) }
     }
 
@@ -198,7 +202,7 @@ public final class AssetLibrary: Sendable {
     /// - Parameter path: The entry path.
     /// - Returns: The entry's bytes.
     /// - Throws: `AssetPackError` naming the entry, or `CancellationError`.
-    public func bytes(_ path: String) async throws -> [UInt8] {
+    public func loadBytes(_ path: String) async throws -> [UInt8] {
         try await Self.offExecutor { [reader] in try reader.readTimed(path).bytes }
     }
 
@@ -206,7 +210,7 @@ public final class AssetLibrary: Sendable {
     /// - Parameter path: The entry path.
     /// - Returns: The entry's bytes and its `EntryTiming`.
     /// - Throws: `AssetPackError` naming the entry, or `CancellationError`.
-    public func timed(_ path: String) async throws -> (bytes: [UInt8], timing: EntryTiming) {
+    public func loadTimed(_ path: String) async throws -> (bytes: [UInt8], timing: EntryTiming) {
         try await Self.offExecutor { [reader] in try reader.readTimed(path) }
     }
 

@@ -4,7 +4,7 @@
 import Foundation
 
 /// The public face of AssetPack: open a pack of either format, pack a directory.
-public enum AssetPack {
+public enum AssetPacks {
     /// Recognises a pack's format from its first bytes (never from its file extension).
     /// - Parameter path: The pack's path.
     /// - Returns: `.container` or `.zip`.

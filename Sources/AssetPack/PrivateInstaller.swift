@@ -21,7 +21,7 @@ public struct PrivateInstaller: Sendable {
     public let directory: URL
 
     /// The outcome of an install.
-    public struct Result: Sendable, Equatable {
+    public struct Installation: Sendable, Equatable {
         /// Where the pack is installed.
         public var path: URL
         /// Whether bytes were copied (`false` when the installed pack was already current).
@@ -67,7 +67,7 @@ public struct PrivateInstaller: Sendable {
     /// - Throws: `.io` for file-system failures (the previous pack stays in place),
     ///   `.integrityFailure` if the copy does not read back identical.
     @discardableResult
-    public func install(_ pack: URL, as name: String? = nil) throws -> Result {
+    public func install(_ pack: URL, as name: String? = nil) throws -> Installation {
         let name = name ?? pack.lastPathComponent
         guard !name.isEmpty, !name.hasPrefix("."), !name.contains("/") else {
             throw AssetPackError(.invalidArgument, "installed name '\(name)' must be a plain file name")
@@ -93,18 +93,18 @@ public struct PrivateInstaller: Sendable {
             if recorded.sourceSize == source.size && recorded.sourceModified == source.modified
                 && recorded.sourceFingerprint == fingerprint
             {
-                return Result(path: destination, copied: false, sha256: recorded.sha256)
+                return Installation(path: destination, copied: false, sha256: recorded.sha256)
             }
             let digest = try Self.sha256(of: pack.path)
             if digest == recorded.sha256 {
                 try record(digest).save(manifestURL, directory: directory)
-                return Result(path: destination, copied: false, sha256: digest)
+                return Installation(path: destination, copied: false, sha256: digest)
             }
         }
 
         let digest = try copyVerified(from: pack.path, to: destination)
         try record(digest).save(manifestURL, directory: directory)
-        return Result(path: destination, copied: true, sha256: digest)
+        return Installation(path: destination, copied: true, sha256: digest)
     }
 
     // MARK: - Steps

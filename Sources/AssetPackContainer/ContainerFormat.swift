@@ -3,7 +3,7 @@ import AssetPackCrypto
 import Foundation
 
 /// Constants of the AssetPack container format. The full layout is in `docs/FORMAT.md`.
-public enum ContainerFormat {
+package enum ContainerFormat {
     /// The eight bytes every container pack starts with: `"APACK\0\r\n"`.
     public static let magic: [UInt8] = [0x41, 0x50, 0x41, 0x43, 0x4B, 0x00, 0x0D, 0x0A]
     /// The format version this build writes and reads.

@@ -8,18 +8,18 @@ import Foundation
 /// are deflated (where the policy asks and it pays) and sealed in parallel, then appended to
 /// a temporary file next to the output. The encrypted index and the header are written last;
 /// the file is synced and renamed into place.
-public struct ContainerPackWriter: PackWriter {
+package struct ContainerPackWriter: PackWriter {
     /// The key derivation for `.password` credentials; `.key` credentials use none.
-    public var kdf: ContainerKDF = .default
+    package var kdf: ContainerKDF = .default
     /// Test hook: a fixed per-pack salt makes the output deterministic. Never reuse a salt
     /// for different content: keys and nonces derive from it.
     var fixedSalt: [UInt8]?
 
     /// A writer with the default KDF (scrypt N = 2^15, r = 8, p = 1).
-    public init() {}
+    package init() {}
 
     /// A writer that derives password keys with `kdf`.
-    public init(kdf: ContainerKDF) { self.kdf = kdf }
+    package init(kdf: ContainerKDF) { self.kdf = kdf }
 
     /// Writes `files` as a container pack at `output`, atomically.
     ///
@@ -29,7 +29,7 @@ public struct ContainerPackWriter: PackWriter {
     /// - Throws: `.missingPassword` without a credential; `.invalidArgument` for a bad key,
     ///   empty password, chunk size, KDF parameters or entry path; `.io` for file errors
     ///   (including a source file that changes size while it is packed).
-    public func write(_ files: [SourceFile], to output: String, options: PackOptions) throws {
+    package func write(_ files: [SourceFile], to output: String, options: PackOptions) throws {
         guard let credential = options.credential else {
             throw AssetPackError(.missingPassword, "a container pack needs a password or key")
         }

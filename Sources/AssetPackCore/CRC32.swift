@@ -6,26 +6,26 @@ internal import CZlib
 /// libdeflate's CRC-32 uses carry-less multiplication (PCLMULQDQ) where the CPU has it:
 /// ~14 GB/s here against zlib 1.2.13's ~6 GB/s, which matters because every whole-entry
 /// read is CRC-checked. Values are identical to zlib's `crc32` (and combine with `crc32_combine`).
-public struct CRC32: Sendable {
+package struct CRC32: Sendable {
     /// The running checksum.
-    public private(set) var value: UInt32 = 0
+    package private(set) var value: UInt32 = 0
 
     /// Starts a new checksum.
-    public init() {}
+    package init() {}
 
     /// Feeds `bytes` into the checksum.
-    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
+    package mutating func update(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
         value = libdeflate_crc32(value, base, bytes.count)
     }
 
     /// Feeds `bytes` into the checksum.
-    public mutating func update(_ bytes: [UInt8]) {
+    package mutating func update(_ bytes: [UInt8]) {
         bytes.withUnsafeBytes { update($0) }
     }
 
     /// The checksum of `bytes`.
-    public static func checksum(_ bytes: [UInt8]) -> UInt32 {
+    package static func checksum(_ bytes: [UInt8]) -> UInt32 {
         var c = CRC32()
         c.update(bytes)
         return c.value
@@ -38,7 +38,7 @@ public struct CRC32: Sendable {
     }
 
     /// The checksum of `bytes`.
-    public static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
+    package static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
         var c = CRC32()
         c.update(bytes)
         return c.value

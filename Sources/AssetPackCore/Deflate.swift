@@ -3,13 +3,13 @@ internal import CLibdeflate
 
 /// Raw deflate (RFC 1951, no zlib or gzip header): zlib for compression and streaming inflate,
 /// libdeflate for whole-buffer inflate.
-public enum RawDeflate {
+package enum RawDeflate {
     /// Compresses `input` in one call.
     /// - Parameters:
     ///   - input: The bytes to compress.
     ///   - level: zlib level 0–9 (6 is zlib's default).
     /// - Returns: The raw deflate stream.
-    public static func compress(_ input: UnsafeRawBufferPointer, level: Int32 = 6) -> [UInt8] {
+    package static func compress(_ input: UnsafeRawBufferPointer, level: Int32 = 6) -> [UInt8] {
         let stream = ZStream(deflateLevel: level)
         defer { stream.end() }
         let bound = Int(deflateBound(stream.pointer, UInt(input.count)))
@@ -38,7 +38,7 @@ public enum RawDeflate {
     ///   - output: Where to write; its size is the exact expected uncompressed size.
     /// - Throws: `AssetPackError.integrityFailure` if the stream is corrupt, ends early,
     ///   has trailing data, or inflates to a different size.
-    public static func decompress(
+    package static func decompress(
         _ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer
     ) throws {
         guard let decompressor = libdeflate_alloc_decompressor() else {
@@ -109,24 +109,24 @@ final class ZStream {
 ///
 /// Either way, data after the end of the deflate stream, a corrupt stream, and output past
 /// the bound throw `.integrityFailure`.
-public final class Inflater {
+package final class Inflater {
     private let stream = ZStream(inflate: ())
     private var ended = false
     private let chunkSize: Int
     private var chunk: UnsafeMutableRawBufferPointer?
     /// Whether the deflate stream's final block has been decoded.
-    public private(set) var isFinished = false
+    package private(set) var isFinished = false
     /// Total bytes produced so far.
-    public private(set) var totalOut: UInt64 = 0
+    package private(set) var totalOut: UInt64 = 0
 
     /// Creates an inflater for a raw deflate stream.
     /// - Parameter chunkSize: Streaming mode only: the most bytes handed out per callback.
-    public init(chunkSize: Int = 256 << 10) {
+    package init(chunkSize: Int = 256 << 10) {
         self.chunkSize = max(1, chunkSize)
     }
 
     /// Releases zlib's state. Safe to call more than once.
-    public func end() {
+    package func end() {
         if !ended {
             stream.end()
             ended = true
@@ -142,7 +142,7 @@ public final class Inflater {
     /// - Returns: The new offset (bytes written so far into `output`).
     /// - Throws: `.integrityFailure` on a corrupt stream, data after the end, or output that
     ///   would exceed `output` (a stream that inflates to more than declared).
-    public func inflate(
+    package func inflate(
         _ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer, at offset: Int
     ) throws -> Int {
         var offset = offset
@@ -168,7 +168,7 @@ public final class Inflater {
     ///   - seconds: zlib's time is added here (the time spent in `emit` is not).
     ///   - emit: Receives each decoded piece; the buffer is valid only during the call.
     /// - Throws: `.integrityFailure` as for the exact mode, or what `emit` throws.
-    public func inflate(
+    package func inflate(
         _ input: UnsafeRawBufferPointer, limit: UInt64, seconds: inout Double,
         emit: (UnsafeRawBufferPointer) throws -> Void
     ) throws {
@@ -228,18 +228,18 @@ public final class Inflater {
 
 extension RawDeflate {
     /// Counts the raw deflate size of a stream of buffers without keeping the output.
-    public final class SizeEstimator {
+    package final class SizeEstimator {
         private let stream = ZStream(deflateLevel: 6)
         private var scratch = [UInt8](repeating: 0, count: 64 << 10)
         /// Compressed bytes produced so far.
-        public private(set) var compressedSize: UInt64 = 0
+        package private(set) var compressedSize: UInt64 = 0
 
         /// Creates an estimator at zlib level 6.
-        public init() {}
+        package init() {}
         deinit { stream.end() }
 
         /// Feeds more input; pass `finish: true` with the last piece.
-        public func feed(_ input: UnsafeRawBufferPointer, finish: Bool) {
+        package func feed(_ input: UnsafeRawBufferPointer, finish: Bool) {
             let s = stream.pointer
             s.pointee.next_in = UnsafeMutablePointer(mutating: input.baseAddress?.assumingMemoryBound(to: UInt8.self))
             s.pointee.avail_in = UInt32(input.count)

@@ -30,19 +30,19 @@ public struct EntryTiming: Sendable, Hashable, Codable {
 }
 
 /// A monotonic stopwatch.
-public struct Stopwatch: Sendable {
+package struct Stopwatch: Sendable {
     private let start: ContinuousClock.Instant
     /// Starts timing now.
-    public init() { start = .now }
+    package init() { start = .now }
     /// Seconds since the stopwatch started.
-    public var elapsed: Double {
+    package var elapsed: Double {
         let d = ContinuousClock.now - start
         return Double(d.components.seconds) + Double(d.components.attoseconds) * 1e-18
     }
 
     /// Runs `body` and adds its duration to `accumulator`.
     @inlinable
-    public static func time<T>(_ accumulator: inout Double, _ body: () throws -> T) rethrows -> T {
+    package static func time<T>(_ accumulator: inout Double, _ body: () throws -> T) rethrows -> T {
         let watch = Stopwatch()
         defer { accumulator += watch.elapsed }
         return try body()

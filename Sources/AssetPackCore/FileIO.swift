@@ -1,10 +1,10 @@
 import Foundation
 
 /// Reads a file in fixed-size chunks without loading it whole.
-public enum FileChunks {
+package enum FileChunks {
     /// Calls `body` with each chunk of the file at `url`.
     /// - Throws: `.io` if the file cannot be opened or read.
-    public static func forEach(
+    package static func forEach(
         _ url: URL, chunkSize: Int, _ body: (UnsafeRawBufferPointer) throws -> Void
     ) throws {
         let fd = open(url.path, O_RDONLY | O_CLOEXEC)
@@ -28,16 +28,16 @@ public enum FileChunks {
 }
 
 /// Small write-side helpers shared by the installer, the extractor and the CLI.
-public enum FileOutput {
+package enum FileOutput {
     /// An `.io` error for the last failed system call, naming what was attempted.
-    public static func error(_ what: String) -> AssetPackError {
+    package static func error(_ what: String) -> AssetPackError {
         let e = errno
         return AssetPackError(.io, "\(what): \(String(cString: strerror(e)))", underlying: e)
     }
 
     /// Writes all of `bytes` to `fd`, retrying short writes and `EINTR`.
     /// - Throws: `.io` naming `path` (e.g. `ENOSPC`, `EFBIG`, `EPIPE`).
-    public static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws {
+    package static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws {
         var offset = 0
         while offset < bytes.count {
             let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)

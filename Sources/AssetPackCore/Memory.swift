@@ -3,7 +3,7 @@ import Foundation
 /// Asks Linux to back a large, not yet touched output buffer with 2 MiB pages: 32 page faults
 /// instead of 16,384 for 64 MiB, which otherwise cost about as much as decrypting the data.
 /// Advisory only; a no-op for buffers under 4 MiB and on other systems.
-public func adviseHugePages(_ buffer: UnsafeMutableRawBufferPointer) {
+package func adviseHugePages(_ buffer: UnsafeMutableRawBufferPointer) {
     #if os(Linux)
         let huge = 2 << 20
         guard buffer.count >= 2 * huge, let base = buffer.baseAddress else { return }

@@ -47,7 +47,7 @@ public struct PackOptions: Sendable {
 }
 
 /// Writes a pack from a list of source files. One conformance per format.
-public protocol PackWriter {
+package protocol PackWriter {
     /// Writes `files` as a pack at `output`, atomically (temporary file, then rename).
     /// - Throws: `AssetPackError`.
     func write(_ files: [SourceFile], to output: String, options: PackOptions) throws

@@ -65,33 +65,33 @@ extension PackReader {
 }
 
 /// A path → entry index built once when a pack opens: lookups are a hash, not a scan.
-public struct EntryIndex<Value: Sendable>: Sendable {
+package struct EntryIndex<Value: Sendable>: Sendable {
     private var table: [String: Value] = [:]
 
     /// Creates an empty index.
-    public init() {}
+    package init() {}
 
     /// Creates an empty index with room for `capacity` paths (no rehashing while it fills).
-    public init(capacity: Int) { table.reserveCapacity(capacity) }
+    package init(capacity: Int) { table.reserveCapacity(capacity) }
 
     /// Adds `value` under `path` (already normalised by the caller).
     /// - Returns: `false` if the path was already present (the first one is kept).
     @discardableResult
-    public mutating func insert(_ path: String, _ value: Value) -> Bool {
+    package mutating func insert(_ path: String, _ value: Value) -> Bool {
         if table[path] != nil { return false }
         table[path] = value
         return true
     }
 
     /// Finds a value by path, normalising it first.
-    public func lookup(_ path: String) -> Value? {
+    package func lookup(_ path: String) -> Value? {
         if let v = table[path] { return v }
         let normalized = EntryPath.normalize(path)
         return normalized == path ? nil : table[normalized]
     }
 
     /// Number of paths in the index.
-    public var count: Int { table.count }
+    package var count: Int { table.count }
 }
 
 extension EntryIndex where Value == Int {
@@ -99,7 +99,7 @@ extension EntryIndex where Value == Int {
     /// positions so that opening a pack with many entries stays fast.
     /// - Parameter paths: The paths, already normalised by the caller.
     /// - Returns: `nil` if two paths are equal as strings (canonically equivalent).
-    public init?(positionsOf paths: [String]) {
+    package init?(positionsOf paths: [String]) {
         self.init()
         table.reserveCapacity(paths.count)
         for (i, path) in paths.enumerated() where table.updateValue(i, forKey: path) != nil {

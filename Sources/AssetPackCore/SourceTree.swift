@@ -32,7 +32,7 @@ public struct SkippedFile: Sendable, Hashable {
 /// - Symbolic links are followed only when they resolve inside the source directory;
 ///   a link that leaves it is an error, never silently packed or skipped.
 /// - Two names that normalise to the same NFC path are an error.
-public enum SourceTree {
+package enum SourceTree {
     /// Lists the files below `root`.
     /// - Parameters:
     ///   - root: The source directory.
@@ -41,13 +41,13 @@ public enum SourceTree {
     /// - Returns: The files, sorted by path.
     /// - Throws: `.invalidArgument` for a missing, empty or non-directory source, a symlink
     ///   leaving the tree, or colliding names; `.io` for unreadable files or directories.
-    public static func scan(root: URL, includeHidden: Bool, excluding: URL? = nil) throws -> [SourceFile] {
+    package static func scan(root: URL, includeHidden: Bool, excluding: URL? = nil) throws -> [SourceFile] {
         try scanReporting(root: root, includeHidden: includeHidden, excluding: excluding).files
     }
 
     /// Lists the files below `root`, and the special files (FIFOs, sockets, devices) it skipped,
     /// so that a caller can say so. Throws what ``scan(root:includeHidden:excluding:)`` throws.
-    public static func scanReporting(root: URL, includeHidden: Bool, excluding: URL? = nil) throws
+    package static func scanReporting(root: URL, includeHidden: Bool, excluding: URL? = nil) throws
         -> (files: [SourceFile], skipped: [SkippedFile])
     {
         let rootPath = root.path

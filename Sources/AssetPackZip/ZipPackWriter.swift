@@ -7,14 +7,14 @@ import Foundation
 ///
 /// libzip writes to a temporary file beside the output and renames it into place when the
 /// archive closes, so a failed pack never leaves a torn file under the output name.
-public struct ZipPackWriter: PackWriter {
+package struct ZipPackWriter: PackWriter {
     /// Creates a writer.
-    public init() {}
+    package init() {}
 
     /// Writes `files` as a zip pack at `output`.
     /// - Throws: `.missingPassword` when encryption is requested without a password,
     ///   `.invalidArgument` for a raw key, `.io` when writing fails.
-    public func write(_ files: [SourceFile], to output: String, options: PackOptions) throws {
+    package func write(_ files: [SourceFile], to output: String, options: PackOptions) throws {
         let password: String?
         switch (options.encryption, options.credential) {
         case (.none, _): password = nil

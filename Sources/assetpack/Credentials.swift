@@ -71,14 +71,14 @@ struct CredentialOptions: ParsableArguments {
 
     /// Opens a pack, asking for a password on a terminal only if the pack needs one for `forData`.
     func open(_ path: String, forData: Bool) throws -> any PackReader {
-        if let credential = try given() { return try AssetPack.open(path, credential: credential) }
-        if try AssetPack.sniff(path) == .container {
-            return try AssetPack.open(path, credential: try resolve(needed: true))
+        if let credential = try given() { return try AssetPacks.open(path, credential: credential) }
+        if try AssetPacks.sniff(path) == .container {
+            return try AssetPacks.open(path, credential: try resolve(needed: true))
         }
-        let plain = try AssetPack.open(path, credential: nil)
+        let plain = try AssetPacks.open(path, credential: nil)
         let encrypted = plain.entries.contains { $0.encryption != .none }
         guard forData && encrypted && isatty(STDIN_FILENO) == 1 else { return plain }
-        return try AssetPack.open(path, credential: try resolve(needed: true))
+        return try AssetPacks.open(path, credential: try resolve(needed: true))
     }
 
     static func readKey(_ path: String) throws -> [UInt8] {

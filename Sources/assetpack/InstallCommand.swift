@@ -20,7 +20,7 @@ struct Install: ParsableCommand {
 
     func run() throws {
         try reporting {
-            _ = try AssetPack.sniff(pack)  // refuse to install something that is not a pack
+            _ = try AssetPacks.sniff(pack)  // refuse to install something that is not a pack
             let installer =
                 if let into { PrivateInstaller(directory: URL(fileURLWithPath: into)) } else {
                     try PrivateInstaller(appID: appId!)

@@ -48,7 +48,7 @@ struct Pack: ParsableCommand {
             }
             let progress = ProgressLine(enabled: !quiet.quiet && isatty(STDERR_FILENO) == 1)
             options.progress = { progress.update(done: $0.done, total: $0.total, label: $0.path) }
-            let summary = try AssetPack.pack(
+            let summary = try AssetPacks.pack(
                 source: URL(fileURLWithPath: source), to: URL(fileURLWithPath: output), options: options)
             progress.finish()
             for skipped in summary.skipped {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import AssetPack
+import AssetPackPerf
 import Foundation
 
 struct Perf: ParsableCommand {
@@ -101,8 +102,8 @@ struct Perf: ParsableCommand {
 
     /// Whether reading `path` needs a password: containers always, zips with encrypted entries.
     private func needsCredential(_ path: String) throws -> Bool {
-        if try AssetPack.sniff(path) == .container { return true }
-        return try AssetPack.open(path, credential: nil).entries.contains { $0.encryption != .none }
+        if try AssetPacks.sniff(path) == .container { return true }
+        return try AssetPacks.open(path, credential: nil).entries.contains { $0.encryption != .none }
     }
 
     private func write(_ data: Data, to path: String) throws {

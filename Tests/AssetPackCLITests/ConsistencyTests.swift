@@ -71,7 +71,7 @@ import Testing
         options.credential = .password(Self.password)
         // The source is missing too: the output's problem is reported first, before any work.
         let error = #expect(throws: AssetPackError.self) {
-            try AssetPack.pack(source: dir.appending("nosource"), to: dir.appending("missing/p.zip"), options: options)
+            try AssetPacks.pack(source: dir.appending("nosource"), to: dir.appending("missing/p.zip"), options: options)
         }
         let folder = String(dir.appending("missing/p.zip").path.dropLast("/p.zip".count))
         #expect(error?.message.contains("folder \(folder) does not exist") == true, "\(String(describing: error))")

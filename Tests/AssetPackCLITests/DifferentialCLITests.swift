@@ -38,7 +38,7 @@ import Testing
         let dir = TemporaryDirectory("assetpack-differential-cli")
         let source = try dir.write(tree.files, under: "src")
         let pack = dir.appending(c.combination.format == .zip ? "pack.zip" : "pack.apack")
-        try AssetPack.pack(source: source, to: pack, options: c.combination.options(password: Self.password))
+        try AssetPacks.pack(source: source, to: pack, options: c.combination.options(password: Self.password))
         let password = c.combination.encrypted ? Self.password : nil
 
         // cat: every entry, byte for byte on stdout.

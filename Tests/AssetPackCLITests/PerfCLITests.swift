@@ -1,4 +1,5 @@
 import AssetPack
+import AssetPackPerf
 import AssetPackTestSupport
 import Foundation
 import Testing

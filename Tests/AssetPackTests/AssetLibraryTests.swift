@@ -18,7 +18,7 @@ import Testing
         options.credential = credential
         let pack = dir.appending("bundle/\(name)")
         try FileManager.default.createDirectory(at: pack.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try AssetPack.pack(source: source, to: pack, options: options)
+        try AssetPacks.pack(source: source, to: pack, options: options)
         return pack
     }
 
@@ -36,9 +36,9 @@ import Testing
         #expect(first.url.path == dir.appending("private/com.example.app/assets.pack").path)
         #expect(first.format == format)
         for (path, expected) in sampleTree() {
-            #expect(try first.bytes(path) == expected)
-            #expect(try first.data(path) == Data(expected))
-            let (bytes, timing) = try first.timed(path)
+            #expect(try first.read(path) == expected)
+            #expect(try first.readData(path) == Data(expected))
+            let (bytes, timing) = try first.readTimed(path)
             #expect(bytes == expected)
             #expect(timing.bytesOut == UInt64(expected.count))
             #expect(first.entry(path)?.size == UInt64(expected.count))
@@ -49,7 +49,7 @@ import Testing
         let second = try AssetLibrary.openInstalling(bundled: bundled, installer: installer, credential: credential)
         #expect(second.installation?.copied == false)
         #expect(second.installation?.sha256 == first.installation?.sha256)
-        #expect(try second.data("twenty.txt") == Data("twenty bytes here!!!".utf8))
+        #expect(try second.readData("twenty.txt") == Data("twenty bytes here!!!".utf8))
     }
 
     @Test func installsUnderAnotherName() throws {
@@ -59,7 +59,7 @@ import Testing
             bundled: bundled, installer: PrivateInstaller(directory: dir.appending("p")), as: "v2.pack",
             credential: .password("pw"))
         #expect(library.url.lastPathComponent == "v2.pack")
-        #expect(try library.bytes("one.bin") == [0x42])
+        #expect(try library.read("one.bin") == [0x42])
     }
 
     @Test func opensInPlaceWithoutInstalling() throws {
@@ -68,7 +68,7 @@ import Testing
         let library = try AssetLibrary(contentsOf: bundled, credential: .key(Self.key))
         #expect(library.installation == nil)
         #expect(library.url == bundled)
-        #expect(try library.bytes("a/b/c/d/deep.txt") == Array("deep\n".utf8))
+        #expect(try library.read("a/b/c/d/deep.txt") == Array("deep\n".utf8))
     }
 
     @Test func decodesJSONEntries() throws {
@@ -99,14 +99,14 @@ import Testing
         let library = try AssetLibrary.openInstalling(
             bundled: bundled, installer: installer, credential: .password("right"))
 
-        let missing = #expect(throws: AssetPackError.self) { try library.data("no/such.txt") }
+        let missing = #expect(throws: AssetPackError.self) { try library.readData("no/such.txt") }
         #expect(missing?.code == .entryNotFound)
         #expect(missing?.path == "no/such.txt")
 
         // Zip checks the password per entry, on read.
         let wrong = try AssetLibrary.openInstalling(
             bundled: bundled, installer: installer, credential: .password("wrong"))
-        let denied = #expect(throws: AssetPackError.self) { try wrong.data("twenty.txt") }
+        let denied = #expect(throws: AssetPackError.self) { try wrong.readData("twenty.txt") }
         #expect(denied?.code == .wrongPassword)
 
         let noBundle = #expect(throws: AssetPackError.self) {
@@ -141,9 +141,9 @@ import Testing
             for round in 0..<4 {
                 for path in tree.keys.sorted() {
                     group.addTask {
-                        let bytes = try await shared.bytes(path)
-                        let data = try await shared.data(path)
-                        let timed = try await shared.timed(path)
+                        let bytes = try await shared.loadBytes(path)
+                        let data = try await shared.load(path)
+                        let timed = try await shared.loadTimed(path)
                         _ = round
                         #expect(timed.bytes == bytes)
                         return (path, bytes, data, timed.timing)
@@ -159,7 +159,7 @@ import Testing
             }
             #expect(reads == tree.count * 4)
         }
-        let missing = await #expect(throws: AssetPackError.self) { try await shared.data("nope") }
+        let missing = await #expect(throws: AssetPackError.self) { try await shared.load("nope") }
         #expect(missing?.code == .entryNotFound)
     }
 
@@ -176,7 +176,7 @@ import Testing
         let library = try AssetLibrary.openInstalling(
             bundled: bundled, installer: PrivateInstaller(directory: dir.appending("p")), credential: .password("pw"))
         // A library is Sendable: hand it to a detached task and read there.
-        let viaDetached = try await Task.detached { try await library.data("nineteen.txt") }.value
+        let viaDetached = try await Task.detached { try await library.load("nineteen.txt") }.value
         #expect(viaDetached == Data("nineteen bytes here".utf8))
     }
 
@@ -186,7 +186,7 @@ import Testing
         let library = try AssetLibrary(contentsOf: bundled, credential: .password("pw"))
         let task = Task {
             withUnsafeCurrentTask { $0?.cancel() }
-            return try await library.data("twenty.txt")
+            return try await library.load("twenty.txt")
         }
         await #expect(throws: CancellationError.self) { try await task.value }
     }

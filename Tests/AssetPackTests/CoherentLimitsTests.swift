@@ -21,7 +21,7 @@ import Testing
         options.credential = .password("pw")
         let output = dir.appending("out.pack")
         let error = #expect(throws: AssetPackError.self) {
-            try AssetPack.pack(source: dir.appending("src"), to: output, options: options)
+            try AssetPacks.pack(source: dir.appending("src"), to: output, options: options)
         }
         #expect(error?.code == .limitExceeded)
         #expect(error?.message.contains("ReadLimits.maxEntrySize") == true, "\(String(describing: error))")
@@ -36,10 +36,10 @@ import Testing
         var options = PackOptions()
         options.credential = .password("pw")
         let pack = dir.appending("p.zip")
-        try AssetPack.pack(source: dir.appending("src"), to: pack, options: options)
+        try AssetPacks.pack(source: dir.appending("src"), to: pack, options: options)
         var limits = ReadLimits()
         limits.maxEntrySize = 4999
-        let reader = try AssetPack.open(pack.path, credential: .password("pw"), limits: limits)
+        let reader = try AssetPacks.open(pack.path, credential: .password("pw"), limits: limits)
         #expect(reader.entries.count == 2)
         #expect(throws: AssetPackError.self) { try reader.read("big.txt") }
         #expect(try reader.read("small.bin") == [1, 2, 3])

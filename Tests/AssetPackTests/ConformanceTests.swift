@@ -15,7 +15,7 @@ import Testing
         options.format = format
         options.credential = .password(password)
         let output = dir.appending("pack.\(format.rawValue)")
-        try AssetPack.pack(source: source, to: output, options: options)
+        try AssetPacks.pack(source: source, to: output, options: options)
         return output.path
     }
 
@@ -25,15 +25,15 @@ import Testing
         let pack = try Self.makePack(format, in: dir)
         let renamed = dir.appending("misleading.txt").path
         try FileManager.default.copyItem(atPath: pack, toPath: renamed)
-        #expect(try AssetPack.sniff(renamed) == format)
-        #expect(try AssetPack.open(renamed, credential: .password(Self.password)).format == format)
+        #expect(try AssetPacks.sniff(renamed) == format)
+        #expect(try AssetPacks.open(renamed, credential: .password(Self.password)).format == format)
     }
 
     @Test(arguments: PackFormat.allCases)
     func everyEntryReadsBackIdentical(format: PackFormat) throws {
         let dir = TemporaryDirectory()
         let tree = sampleTree()
-        let reader = try AssetPack.open(Self.makePack(format, tree, in: dir), credential: .password(Self.password))
+        let reader = try AssetPacks.open(Self.makePack(format, tree, in: dir), credential: .password(Self.password))
         #expect(reader.entries.count == tree.count)
         #expect(
             reader.entries.map(\.path)
@@ -58,7 +58,7 @@ import Testing
         let dir = TemporaryDirectory()
         let pack = try Self.makePack(format, in: dir)
         let error = #expect(throws: AssetPackError.self) {
-            let reader = try AssetPack.open(pack, credential: .password("wrong"))
+            let reader = try AssetPacks.open(pack, credential: .password("wrong"))
             _ = try reader.read("big/text.json")
         }
         #expect(error?.code == .wrongPassword)
@@ -69,7 +69,7 @@ import Testing
         let dir = TemporaryDirectory()
         let pack = try Self.makePack(format, in: dir)
         let error = #expect(throws: AssetPackError.self) {
-            let reader = try AssetPack.open(pack, credential: nil)
+            let reader = try AssetPacks.open(pack, credential: nil)
             _ = try reader.read("big/text.json")
         }
         #expect(error?.code == .missingPassword)
@@ -78,7 +78,7 @@ import Testing
     @Test(arguments: PackFormat.allCases)
     func missingEntryIsEntryNotFound(format: PackFormat) throws {
         let dir = TemporaryDirectory()
-        let reader = try AssetPack.open(Self.makePack(format, in: dir), credential: .password(Self.password))
+        let reader = try AssetPacks.open(Self.makePack(format, in: dir), credential: .password(Self.password))
         let error = #expect(throws: AssetPackError.self) { try reader.read("nope.txt") }
         #expect(error?.code == .entryNotFound)
         #expect(reader.entry("nope.txt") == nil)
@@ -87,7 +87,7 @@ import Testing
     @Test(arguments: PackFormat.allCases)
     func lookupNormalisesPaths(format: PackFormat) throws {
         let dir = TemporaryDirectory()
-        let reader = try AssetPack.open(Self.makePack(format, in: dir), credential: .password(Self.password))
+        let reader = try AssetPacks.open(Self.makePack(format, in: dir), credential: .password(Self.password))
         #expect(try reader.read("nai\u{308}ve cafe\u{301}/日本語.txt") == Array("non-ASCII name\n".utf8))
         #expect(try reader.read("a\\b\\c\\d\\deep.txt") == Array("deep\n".utf8))
     }
@@ -96,7 +96,7 @@ import Testing
     func concurrentReadsReturnTheRightBytes(format: PackFormat) throws {
         let dir = TemporaryDirectory()
         let tree = sampleTree()
-        let reader = try AssetPack.open(Self.makePack(format, tree, in: dir), credential: .password(Self.password))
+        let reader = try AssetPacks.open(Self.makePack(format, tree, in: dir), credential: .password(Self.password))
         let paths = tree.keys.sorted()
         let failures = Counter()
         DispatchQueue.concurrentPerform(iterations: 200) { i in

@@ -90,7 +90,7 @@ import Testing
     {
         let source = try dir.write(tree.files, under: "src")
         let output = dir.appending(combination.format == .zip ? "pack.zip" : "pack.apack")
-        try AssetPack.pack(source: source, to: output, options: combination.options(password: password))
+        try AssetPacks.pack(source: source, to: output, options: combination.options(password: password))
         return output
     }
 
@@ -101,17 +101,17 @@ import Testing
         let dir = TemporaryDirectory("assetpack-differential")
         let pack: URL
         do { pack = try Self.makePack(tree, c.combination, in: dir) } catch {
-            ctx.fail(nil, "AssetPack.pack", "packing threw: \(error)")
+            ctx.fail(nil, "AssetPacks.pack", "packing threw: \(error)")
             return
         }
         let credential: PackCredential? = c.combination.encrypted ? .password(Self.password) : nil
         let reader: any PackReader
         let library: AssetLibrary
         do {
-            reader = try AssetPack.open(pack.path, credential: credential)
+            reader = try AssetPacks.open(pack.path, credential: credential)
             library = try AssetLibrary(contentsOf: pack, credential: credential)
         } catch {
-            ctx.fail(nil, "AssetPack.open / AssetLibrary(contentsOf:)", "opening threw: \(error)")
+            ctx.fail(nil, "AssetPacks.open / AssetLibrary(contentsOf:)", "opening threw: \(error)")
             return
         }
         #expect(reader.format == c.combination.format, "\(ctx.describe(nil, "format"))")
@@ -183,10 +183,12 @@ import Testing
                 try reader.stream(p) { sink.append($0) }
                 ctx.compare(sink.data, entry, "PackReader.stream")
             }
-            ctx.attempt(entry, "AssetLibrary.bytes") { ctx.compare(try library.bytes(p), entry, "AssetLibrary.bytes") }
-            ctx.attempt(entry, "AssetLibrary.data") { ctx.compare(try library.data(p), entry, "AssetLibrary.data") }
-            ctx.attempt(entry, "AssetLibrary.timed") {
-                ctx.compare(try library.timed(p).bytes, entry, "AssetLibrary.timed")
+            ctx.attempt(entry, "AssetLibrary.read") { ctx.compare(try library.read(p), entry, "AssetLibrary.read") }
+            ctx.attempt(entry, "AssetLibrary.readData") {
+                ctx.compare(try library.readData(p), entry, "AssetLibrary.readData")
+            }
+            ctx.attempt(entry, "AssetLibrary.readTimed") {
+                ctx.compare(try library.readTimed(p).bytes, entry, "AssetLibrary.readTimed")
             }
             ctx.attempt(entry, "AssetLibrary.stream") {
                 var sink = ByteSink(capacity: entry.bytes.count)
@@ -196,31 +198,31 @@ import Testing
         }
     }
 
-    /// The `async` overloads. In an `async` function a call marked `await` resolves to the `async`
-    /// overload (SE-0296); the cancellation probe below proves it at run time, since only the
-    /// `async` variants check for cancellation.
+    /// The `async` reads (`load…`, distinct names, so no call can silently pick a synchronous
+    /// overload); the cancellation probe below checks they run as async functions, since only
+    /// they check for cancellation.
     static func readEverythingAsynchronously(_ library: AssetLibrary, _ tree: GeneratedTree, _ ctx: Context) async {
         for entry in tree.entries {
             let p = entry.path
-            await ctx.attemptAsync(entry, "async AssetLibrary.data") {
-                let data: Data = try await library.data(p)
-                ctx.compare(data, entry, "async AssetLibrary.data")
+            await ctx.attemptAsync(entry, "AssetLibrary.load") {
+                let data: Data = try await library.load(p)
+                ctx.compare(data, entry, "AssetLibrary.load")
             }
-            await ctx.attemptAsync(entry, "async AssetLibrary.bytes") {
-                let bytes: [UInt8] = try await library.bytes(p)
-                ctx.compare(bytes, entry, "async AssetLibrary.bytes")
+            await ctx.attemptAsync(entry, "AssetLibrary.loadBytes") {
+                let bytes: [UInt8] = try await library.loadBytes(p)
+                ctx.compare(bytes, entry, "AssetLibrary.loadBytes")
             }
-            await ctx.attemptAsync(entry, "async AssetLibrary.timed") {
-                let (bytes, _) = try await library.timed(p)
-                ctx.compare(bytes, entry, "async AssetLibrary.timed")
+            await ctx.attemptAsync(entry, "AssetLibrary.loadTimed") {
+                let (bytes, _) = try await library.loadTimed(p)
+                ctx.compare(bytes, entry, "AssetLibrary.loadTimed")
             }
         }
         if let first = tree.entries.first {
             let p = first.path
             let probes: [(String, @Sendable () async throws -> Void)] = [
-                ("data", { _ = try await library.data(p) }),
-                ("bytes", { _ = try await library.bytes(p) }),
-                ("timed", { _ = try await library.timed(p) }),
+                ("load", { _ = try await library.load(p) }),
+                ("loadBytes", { _ = try await library.loadBytes(p) }),
+                ("loadTimed", { _ = try await library.loadTimed(p) }),
             ]
             for (name, call) in probes {
                 let task = Task {
@@ -231,7 +233,7 @@ import Testing
                 guard case .failure(let error) = result, error is CancellationError else {
                     ctx.fail(
                         first, "async AssetLibrary.\(name) (cancelled task)",
-                        "a cancelled task's read did not throw CancellationError: the call did not reach the async overload"
+                        "a cancelled task's read did not throw CancellationError"
                     )
                     continue
                 }

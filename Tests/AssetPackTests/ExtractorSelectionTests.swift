@@ -8,7 +8,7 @@ import Testing
     @Test(arguments: PackFormat.allCases)
     func oneEntryNamedTwoWaysIsExtractedOnce(format: PackFormat) throws {
         let dir = TemporaryDirectory()
-        let reader = try AssetPack.open(
+        let reader = try AssetPacks.open(
             BackendConformanceTests.makePack(format, ["a.txt": [1, 2, 3], "b/c.txt": [4]], in: dir),
             credential: .password(BackendConformanceTests.password))
         let out = dir.appending("out")
@@ -24,7 +24,7 @@ import Testing
 
     @Test func theSameSpellingTwiceIsExtractedOnce() throws {
         let dir = TemporaryDirectory()
-        let reader = try AssetPack.open(
+        let reader = try AssetPacks.open(
             BackendConformanceTests.makePack(.zip, ["a.txt": [1]], in: dir),
             credential: .password(BackendConformanceTests.password))
         var count = 0
@@ -42,7 +42,7 @@ import Testing
     @Test(arguments: PackFormat.allCases)
     func totalSizeIsCappedBeforeAnythingIsWritten(format: PackFormat) throws {
         let dir = TemporaryDirectory()
-        let reader = try AssetPack.open(
+        let reader = try AssetPacks.open(
             BackendConformanceTests.makePack(
                 format, ["a.bin": testBytes(600), "b/c.bin": testBytes(600, seed: 2)], in: dir),
             credential: .password(BackendConformanceTests.password))
@@ -71,7 +71,7 @@ import Testing
             .joined(separator: "/")
         let zipPath = dir.appending("long.zip").path
         try Data(ZipBuilder([.init(name, Array("x".utf8))]).build()).write(to: URL(fileURLWithPath: zipPath))
-        let longReader = try AssetPack.open(zipPath, credential: nil)
+        let longReader = try AssetPacks.open(zipPath, credential: nil)
         // --into 1,000 bytes deep: the destination would be over 4,200 bytes.
         let into = dir.appending((0..<5).map { _ in String(repeating: "d", count: 199) }.joined(separator: "/"))
         let error = #expect(throws: AssetPackError.self) { try Extractor(directory: into).extract(from: longReader) }
@@ -92,7 +92,7 @@ import Testing
         bytes[at + 50] ^= 0x01
         let path = dir.appending("p.zip").path
         try Data(bytes).write(to: URL(fileURLWithPath: path))
-        let reader = try AssetPack.open(path, credential: nil)
+        let reader = try AssetPacks.open(path, credential: nil)
         let out = dir.appending("out")
         let error = #expect(throws: AssetPackError.self) { try Extractor(directory: out).extract(from: reader) }
         #expect(error?.code == .integrityFailure)

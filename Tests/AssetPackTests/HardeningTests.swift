@@ -35,7 +35,7 @@ import Testing
     static func readEverything(_ path: String, _ credential: PackCredential) -> Int {
         var failures = 0
         do {
-            let reader = try AssetPack.open(path, credential: credential)
+            let reader = try AssetPacks.open(path, credential: credential)
             for (name, expected) in tree {
                 do {
                     let got = try reader.read(name)

@@ -111,7 +111,7 @@ import Testing
     func extractsEverythingBelowTheDirectory(format: PackFormat) throws {
         let dir = TemporaryDirectory()
         let tree = sampleTree()
-        let reader = try AssetPack.open(
+        let reader = try AssetPacks.open(
             BackendConformanceTests.makePack(format, tree, in: dir),
             credential: .password(BackendConformanceTests.password))
         let out = dir.appending("out")
@@ -123,7 +123,7 @@ import Testing
 
     @Test func refusesToWriteThroughASymlinkedDirectory() throws {
         let dir = TemporaryDirectory()
-        let reader = try AssetPack.open(
+        let reader = try AssetPacks.open(
             BackendConformanceTests.makePack(.zip, ["a/b.txt": [1]], in: dir),
             credential: .password(BackendConformanceTests.password))
         let out = dir.appending("out")
@@ -149,7 +149,7 @@ import Testing
         options.credential = .password(password)
         let pack = dir.appending("\(name)/assets.pack")
         try FileManager.default.createDirectory(at: pack.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try AssetPack.pack(source: source, to: pack, options: options)
+        try AssetPacks.pack(source: source, to: pack, options: options)
         try FileManager.default.setAttributes(
             [.modificationDate: Date(timeIntervalSince1970: 1_577_836_800)], ofItemAtPath: pack.path)
         return pack

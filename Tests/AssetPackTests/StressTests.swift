@@ -14,7 +14,7 @@ import Testing
         files["big/chunked.bin"] = testBytes(3 << 20, seed: 99)  // several container chunks, decrypted in parallel
         let tree = files
         let pack = try BackendConformanceTests.makePack(format, tree, in: dir)
-        let reader = try AssetPack.open(pack, credential: .password(BackendConformanceTests.password))
+        let reader = try AssetPacks.open(pack, credential: .password(BackendConformanceTests.password))
         let paths = tree.keys.sorted()
         let failures = Counter()
         let threads = 8

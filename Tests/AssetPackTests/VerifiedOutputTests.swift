@@ -10,7 +10,7 @@ import Testing
         options.format = format
         options.credential = .password("pw")
         let url = dir.appending("p.\(format)")
-        try AssetPack.pack(source: source, to: url, options: options)
+        try AssetPacks.pack(source: source, to: url, options: options)
         return url
     }
 
@@ -30,7 +30,7 @@ import Testing
     func writesTheEntry(format: PackFormat, memoryLimit: UInt64) throws {
         let dir = TemporaryDirectory()
         let tree = ["big.bin": testBytes(700_000, seed: 4), "text.txt": textBytes(300_000), "empty": []]
-        let reader = try AssetPack.open(try Self.pack(tree, format: format, in: dir).path, credential: .password("pw"))
+        let reader = try AssetPacks.open(try Self.pack(tree, format: format, in: dir).path, credential: .password("pw"))
         for (path, bytes) in tree {
             let written = try Self.captured(in: dir) { fd in
                 try reader.writeVerified(path, to: fd, spoolDirectory: dir.path, memoryLimit: memoryLimit)
@@ -52,7 +52,7 @@ import Testing
         var bytes = [UInt8](try Data(contentsOf: url))
         bytes[150_000] ^= 0x40  // inside the entry's ciphertext
         try Data(bytes).write(to: url)
-        let reader = try AssetPack.open(url.path, credential: .password("pw"))
+        let reader = try AssetPacks.open(url.path, credential: .password("pw"))
         var thrown: AssetPackError?
         let written = Self.captured(in: dir) { fd in
             do { try reader.writeVerified("big.bin", to: fd, spoolDirectory: dir.path, memoryLimit: memoryLimit) } catch

@@ -26,7 +26,7 @@ var options = PackOptions()
 options.credential = .password(password)
 options.compression = .store
 let pack = dir.appendingPathComponent("big.zip")
-try AssetPack.pack(source: dir.appendingPathComponent("src"), to: pack, options: options)
+try AssetPacks.pack(source: dir.appendingPathComponent("src"), to: pack, options: options)
 
 let readers: [(String, ZipPackReader)] = try ZipPackReader.Decoder.allCases.map {
     ($0.rawValue, try ZipPackReader(path: pack.path, credential: .password(password), decoder: $0))

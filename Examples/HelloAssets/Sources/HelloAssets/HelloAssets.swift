@@ -46,8 +46,9 @@ struct HelloAssetsApp {
                 "path".padding(toLength: 22, withPad: " ", startingAt: 0)
                     + "  size  crc32     total ms  (lookup / key / decrypt / crc, ms)")
             for path in paths {
-                let (bytes, timing) = try await library.timed(path)
-                let crc = String(format: "%08x", CRC32.checksum(bytes))
+                let (bytes, timing) = try await library.loadTimed(path)
+                // The CRC the pack records (the read already checked the bytes against it).
+                let crc = library.entry(path)?.crc32.map { String(format: "%08x", $0) } ?? "-       "
                 print(
                     path.padding(toLength: 22, withPad: " ", startingAt: 0)
                         + String(format: "%6ld", bytes.count) + "  " + crc + "  " + leftPadded(ms(timing.total), 8)
@@ -57,7 +58,7 @@ struct HelloAssetsApp {
 
             let config = try library.decode(Config.self, from: "data/config.json")
             print("config: \"\(config.title)\", start at \(config.startLevel), \(config.lives) lives")
-            print(String(decoding: try await library.data("hello.txt"), as: UTF8.self), terminator: "")
+            print(String(decoding: try await library.load("hello.txt"), as: UTF8.self), terminator: "")
         } catch let error as AssetPackError {
             fail(
                 "\(error) [\(error.code)]", code: error.code == .wrongPassword || error.code == .missingPassword ? 2 : 1

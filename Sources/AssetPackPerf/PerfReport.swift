@@ -1,3 +1,4 @@
+import AssetPack
 import Foundation
 
 /// The result of one `assetpack perf` run: per-entry read timings for every backend measured,
@@ -171,13 +172,13 @@ public struct PerfPack: Codable, Sendable, Equatable {
     public var sizeBytes: UInt64
     /// Number of entries.
     public var entryCount: Int
-    /// Seconds `AssetPack.pack` took (scan, compress, encrypt, write); `nil` for `--pack`.
+    /// Seconds `AssetPacks.pack` took (scan, compress, encrypt, write); `nil` for `--pack`.
     public var packSeconds: Double?
     /// Seconds `PrivateInstaller.install` took; `nil` for `--pack`.
     public var installSeconds: Double?
     /// The reader's `openSeconds`: parsing, and for the container the password KDF.
     public var openSeconds: Double
-    /// Wall time of `AssetPack.open` (sniffing, reader construction), seconds.
+    /// Wall time of `AssetPacks.open` (sniffing, reader construction), seconds.
     public var openWallSeconds: Double
     /// Peak resident memory (VmHWM, bytes) during a solo pass reading every entry of this
     /// pack once, after resetting the high-water mark; `nil` where /proc is unavailable.

@@ -1,3 +1,4 @@
+import AssetPack
 import Foundation
 
 /// Synthetic, deterministic asset trees for `assetpack perf --corpus`.

@@ -1,3 +1,4 @@
+import AssetPack
 import Foundation
 
 // MARK: - CSV

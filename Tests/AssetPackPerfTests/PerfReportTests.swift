@@ -1,4 +1,5 @@
 import AssetPack
+import AssetPackPerf
 import AssetPackTestSupport
 import Foundation
 import Testing
@@ -150,9 +151,9 @@ import Testing
             ["a.txt": textBytes(10_000, seed: 5), "b.bin": testBytes(5_000, seed: 6)], under: "src")
         var options = PackOptions()
         options.credential = .password("pw")
-        try AssetPack.pack(source: source, to: dir.appending("p.zip"), options: options)
+        try AssetPacks.pack(source: source, to: dir.appending("p.zip"), options: options)
         options.format = .container
-        try AssetPack.pack(source: source, to: dir.appending("p.apack"), options: options)
+        try AssetPacks.pack(source: source, to: dir.appending("p.apack"), options: options)
         var configuration = PerfConfiguration(input: .packs([dir.appending("p.apack"), dir.appending("p.zip")]))
         configuration.iterations = 2
         configuration.credential = .password("pw")

@@ -1,3 +1,4 @@
+import AssetPack
 import Foundation
 
 /// What `PerfRunner` measures and how.
@@ -105,7 +106,7 @@ public enum PerfRunner {
             for (i, url) in urls.enumerated() {
                 report(configuration, "open \(url.lastPathComponent)", i, urls.count)
                 let watch = Stopwatch()
-                let reader = try AssetPack.open(url.path, credential: configuration.credential)
+                let reader = try AssetPacks.open(url.path, credential: configuration.credential)
                 let openWall = watch.elapsed
                 var label = reader.format.rawValue
                 var n = 2
@@ -168,14 +169,14 @@ public enum PerfRunner {
                 options.progress = { p in progress?(PerfProgress(phase: "pack \(label)", done: p.done, total: p.total))
                 }
                 let output = packDir.appendingPathComponent("perf.\(format == .zip ? "zip" : "apack")")
-                let summary = try AssetPack.pack(source: source, to: output, options: options)
+                let summary = try AssetPacks.pack(source: source, to: output, options: options)
                 report(configuration, "install \(label)", 0, 1)
                 let installWatch = Stopwatch()
                 let installed = try installer.install(output)
                 let installSeconds = installWatch.elapsed
                 try? FileManager.default.removeItem(at: output)
                 let watch = Stopwatch()
-                let reader = try AssetPack.open(installed.path.path, credential: credential)
+                let reader = try AssetPacks.open(installed.path.path, credential: credential)
                 let openWall = watch.elapsed
                 subjects.append(
                     subject(

@@ -1,3 +1,4 @@
+import AssetPack
 import Foundation
 
 /// Order statistics used by the perf report.
