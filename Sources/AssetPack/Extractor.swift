@@ -8,12 +8,12 @@ import Foundation
 /// is written, every selected name is checked: `EntryPath.safeComponents` (no absolute paths,
 /// `..`, backslashes, NUL, components over 255 bytes), the whole destination path against
 /// `PATH_MAX`, two entries that would land on one file, and the sum of the declared sizes
-/// against ``ReadLimits/maxExtractBytes``. No directory on the way may be a symbolic link, and
+/// against `ReadLimits.maxExtractBytes`. No directory on the way may be a symbolic link, and
 /// directories an extraction created are removed again if it fails and they are still empty.
 public struct Extractor: Sendable {
     /// The directory entries are written below.
     public let directory: URL
-    /// The limits; ``ReadLimits/maxExtractBytes`` caps one extraction.
+    /// The limits; `ReadLimits.maxExtractBytes` caps one extraction.
     public let limits: ReadLimits
 
     /// Longest path the kernel accepts (`PATH_MAX`, including the terminating NUL).
@@ -33,7 +33,7 @@ public struct Extractor: Sendable {
     ///   - each: Called after each entry is written, with its destination and timing.
     /// - Throws: `.entryNotFound`; `.invalidArgument` for unsafe names, a path too long, or
     ///   `--into` that is not a directory; `.integrityFailure` when two entries of the pack would
-    ///   be written to the same file; `.limitExceeded` over ``ReadLimits/maxExtractBytes``; any
+    ///   be written to the same file; `.limitExceeded` over `ReadLimits.maxExtractBytes`; any
     ///   read error naming the entry; `.io`. Entries written before a failure stay written.
     public func extract(
         from reader: any PackReader, paths: [String] = [], each: (URL, EntryTiming) -> Void = { _, _ in }

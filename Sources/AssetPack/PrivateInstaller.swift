@@ -11,7 +11,7 @@ import Foundation
 ///   A crash at any point leaves the previous pack or the new one under the final name,
 ///   never a torn file. Stale temporaries are removed by the next install.
 /// - Installing the same pack again copies nothing. An unchanged launch reads about 128 KiB:
-///   the source's size, mtime and ``fingerprint(of:)`` (what the pack itself carries that
+///   the source's size, mtime and `fingerprint(of:)` (what the pack itself carries that
 ///   differs between any two packs) must all equal what the install recorded. When any of
 ///   them differs, the source's SHA-256 decides; equal size and mtime alone never do, since
 ///   reproducible builds pin mtimes and same-shaped trees give same-sized packs.
@@ -275,7 +275,7 @@ struct InstallRecord: Codable, Equatable {
     var size: UInt64
     var sourceSize: UInt64
     var sourceModified: Int64
-    /// ``PrivateInstaller/fingerprint(of:)`` of the source; `nil` in records from before it existed.
+    /// `PrivateInstaller.fingerprint(of:)` of the source; `nil` in records from before it existed.
     var sourceFingerprint: String?
 
     static func load(_ url: URL) -> InstallRecord? {

@@ -8,7 +8,7 @@ extension PackReader {
     /// pass through the reader's streaming buffers (at most a few chunks) and are dropped.
     /// - Parameter path: The entry path.
     /// - Returns: The timing record of the read.
-    /// - Throws: What ``PackReader/readTimed(_:)`` throws.
+    /// - Throws: What `PackReader.readTimed(_:)` throws.
     @discardableResult
     public func verify(_ path: String) throws -> EntryTiming {
         try stream(path) { _ in }
@@ -29,6 +29,7 @@ extension PackReader {
     ///   - fd: Where to write (a pipe, a terminal, a file).
     ///   - spoolDirectory: Where a zip entry over `memoryLimit` is spooled (default `$TMPDIR` or `/tmp`).
     ///   - memoryLimit: The largest zip entry held in memory.
+    ///   - outputName: How to name `fd` in an error message (a path, or "standard output").
     /// - Throws: What reading throws, or `.io` naming `outputName` when writing fails.
     @discardableResult
     public func writeVerified(
