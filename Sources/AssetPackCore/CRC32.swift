@@ -44,3 +44,27 @@ package struct CRC32: Sendable {
         return c.value
     }
 }
+
+extension CRC32 {
+    /// The one CRC-32 check every reader makes at the end of an entry.
+    /// - Parameters:
+    ///   - computed: The CRC-32 of the bytes produced.
+    ///   - expected: The CRC-32 the pack records for the entry.
+    ///   - path: The entry, named in the error.
+    ///   - authenticated: Whether a MAC or AEAD tag already verified the stored bytes; a mismatch
+    ///     then means the entry was written wrong rather than damaged or tampered with.
+    /// - Throws: `.integrityFailure` naming the entry and both values.
+    package static func check(_ computed: UInt32, expected: UInt32, path: String, authenticated: Bool) throws {
+        guard computed != expected else { return }
+        let hex = { (v: UInt32) in String(v, radix: 16).leftPadded(to: 8) }
+        let why = authenticated ? "; the MAC or tag matched, so the entry was written wrong" : ""
+        throw AssetPackError(
+            .integrityFailure, "CRC-32 mismatch (expected \(hex(expected)), got \(hex(computed)))\(why)", path: path)
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        String(repeating: "0", count: max(0, width - count)) + self
+    }
+}

@@ -293,9 +293,7 @@ package struct BulkAESDecoder {
 
     private func check(crc: CRC32, timing: inout EntryTiming) throws {
         guard let expected = crc32 else { return }
-        guard crc.value == expected else {
-            throw AssetPackError(.integrityFailure, "CRC-32 mismatch (the MAC matched: the entry was written wrong)")
-        }
+        try CRC32.check(crc.value, expected: expected, path: timing.path, authenticated: true)
         timing.crcChecked = true
     }
 

@@ -136,8 +136,9 @@ final class PseudoTerminal {
         guard Self.libc("ptsname_r", NameFunction.self)(master, &name, name.count) == 0 else {
             throw AssetPackError(.io, "ptsname_r failed")
         }
-        slave = open(String(cString: name), O_RDWR | O_NOCTTY | O_CLOEXEC)
-        guard slave >= 0 else { throw AssetPackError(.io, "cannot open \(String(cString: name))") }
+        let path = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        slave = open(path, O_RDWR | O_NOCTTY | O_CLOEXEC)
+        guard slave >= 0 else { throw AssetPackError(.io, "cannot open \(path)") }
         _ = fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK)
     }
 

@@ -45,6 +45,20 @@ import Testing
 }
 
 @Suite struct ChecksumAndDeflateTests {
+    /// The one CRC check both backends use: one message, naming the entry and both values.
+    @Test func crcCheckNamesBothValuesAndWhatMatched() throws {
+        try CRC32.check(0x1234, expected: 0x1234, path: "a.txt", authenticated: false)
+        let plain = #expect(throws: AssetPackError.self) {
+            try CRC32.check(0xABC, expected: 0x1234_5678, path: "a.txt", authenticated: false)
+        }
+        #expect(plain?.code == .integrityFailure && plain?.path == "a.txt")
+        #expect(plain?.message == "CRC-32 mismatch (expected 12345678, got 00000abc)")
+        let sealed = #expect(throws: AssetPackError.self) {
+            try CRC32.check(1, expected: 2, path: "b.bin", authenticated: true)
+        }
+        #expect(sealed?.message.hasSuffix("the MAC or tag matched, so the entry was written wrong") == true)
+    }
+
     @Test func crc32MatchesTheStandardCheckValue() {
         #expect(CRC32.checksum(Array("123456789".utf8)) == 0xCBF4_3926)
         #expect(CRC32.checksum([]) == 0)
