@@ -69,7 +69,7 @@ public struct Extractor: Sendable {
                     try makeDirectory(dir, created: &created)
                 }
                 let destination = dir + "/" + item.parts.last!
-                let timing = try write(item.entry, from: reader, to: destination, in: dir)
+                let timing = try write(item.entry, from: reader, to: destination)
                 each(URL(fileURLWithPath: destination), timing)
             }
         } catch {
@@ -138,23 +138,14 @@ public struct Extractor: Sendable {
     }
 
     /// `/` + the temporary file's name (prefix + UUID).
-    private static let temporaryNameBytes = 1 + PrivateInstaller.temporaryPrefix.utf8.count + 36
+    private static let temporaryNameBytes = AtomicFile.temporaryNameBytes
 
-    private func write(_ entry: EntryInfo, from reader: any PackReader, to destination: String, in dir: String) throws
-        -> EntryTiming
-    {
-        let temporary = dir + "/" + PrivateInstaller.temporaryPrefix + UUID().uuidString
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw FileOutput.error("cannot create \(temporary)") }
-        var done = false
-        defer { if !done { unlink(temporary) } }
-        let timing: EntryTiming
-        do {
-            defer { close(fd) }
-            timing = try reader.stream(entry.path) { chunk in try FileOutput.writeAll(fd, chunk, path: temporary) }
+    /// Streams the entry into a temporary file beside `destination`, renamed into place after the
+    /// read verified. Not synced: an extraction is repeatable, and syncing every file of a large
+    /// tree would cost more than the extraction.
+    private func write(_ entry: EntryInfo, from reader: any PackReader, to destination: String) throws -> EntryTiming {
+        try AtomicFile.write(destination, mode: 0o644, durable: false) { fd in
+            try reader.stream(entry.path) { chunk in try FileOutput.writeAll(fd, chunk, path: destination) }
         }
-        guard rename(temporary, destination) == 0 else { throw FileOutput.error("cannot rename into \(destination)") }
-        done = true
-        return timing
     }
 }

@@ -109,7 +109,7 @@ public struct PrivateInstaller: Sendable {
 
     // MARK: - Steps
 
-    static let temporaryPrefix = ".assetpack-tmp-"
+    static let temporaryPrefix = AtomicFile.temporaryPrefix
 
     private func makePrivateDirectory() throws {
         let path = directory.path
@@ -140,33 +140,23 @@ public struct PrivateInstaller: Sendable {
     /// renames it over `destination` and fsyncs the directory.
     /// - Returns: The SHA-256 (hex) of the installed bytes.
     private func copyVerified(from source: String, to destination: URL) throws -> String {
-        let temporary = directory.appendingPathComponent(
-            Self.temporaryPrefix + destination.lastPathComponent + "-" + UUID().uuidString
-        ).path
-        let out = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard out >= 0 else { throw FileOutput.error("cannot create \(temporary)") }
-        var keep = false
-        defer { if !keep { unlink(temporary) } }
         let hasher = SHA256Hasher()
-        do {
-            defer { close(out) }
-            guard fchmod(out, 0o600) == 0 else { throw FileOutput.error("cannot chmod \(temporary)") }
-            try FileChunks.forEach(URL(fileURLWithPath: source), chunkSize: 1 << 20) { chunk in
-                hasher.update(chunk)
-                try FileOutput.writeAll(out, chunk, path: temporary)
-            }
-            guard fsync(out) == 0 else { throw FileOutput.error("cannot fsync \(temporary)") }
-        }
-        let sourceDigest = hex(hasher.finalize())
-        let copyDigest = try Self.sha256(of: temporary)
-        guard copyDigest == sourceDigest else {
-            throw AssetPackError(.integrityFailure, "the installed copy does not match the source (SHA-256 differs)")
-        }
-        guard rename(temporary, destination.path) == 0 else {
-            throw FileOutput.error("cannot rename into \(destination.path)")
-        }
-        keep = true
-        try syncDirectory(directory.path)
+        var sourceDigest = ""
+        try AtomicFile.write(
+            destination.path, mode: 0o600, exactMode: true,
+            { out in
+                try FileChunks.forEach(URL(fileURLWithPath: source), chunkSize: 1 << 20) { chunk in
+                    hasher.update(chunk)
+                    try FileOutput.writeAll(out, chunk, path: destination.path)
+                }
+                sourceDigest = hex(hasher.finalize())
+            },
+            verify: { temporary in
+                guard try Self.sha256(of: temporary) == sourceDigest else {
+                    throw AssetPackError(
+                        .integrityFailure, "the installed copy does not match the source (SHA-256 differs)")
+                }
+            })
         return sourceDigest
     }
 
@@ -227,13 +217,6 @@ public struct PrivateInstaller: Sendable {
 
 // MARK: - Small file-system helpers
 
-func syncDirectory(_ path: String) throws {
-    let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-    guard fd >= 0 else { throw FileOutput.error("cannot open \(path)") }
-    defer { close(fd) }
-    guard fsync(fd) == 0 else { throw FileOutput.error("cannot fsync \(path)") }
-}
-
 func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {
     digest.map { String(format: "%02x", $0) }.joined()
 }
@@ -286,20 +269,8 @@ struct InstallRecord: Codable, Equatable {
     /// Writes atomically: temporary file, fsync, rename, fsync the directory.
     func save(_ url: URL, directory: URL) throws {
         let data = try JSONEncoder().encode(self)
-        let temporary = directory.appendingPathComponent(
-            PrivateInstaller.temporaryPrefix + "record-" + UUID().uuidString
-        ).path
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw FileOutput.error("cannot create \(temporary)") }
-        var ok = false
-        defer { if !ok { unlink(temporary) } }
-        do {
-            defer { close(fd) }
-            try data.withUnsafeBytes { try FileOutput.writeAll(fd, $0, path: temporary) }
-            guard fsync(fd) == 0 else { throw FileOutput.error("cannot fsync \(temporary)") }
+        try AtomicFile.write(url.path, mode: 0o600, exactMode: true) { fd in
+            try data.withUnsafeBytes { try FileOutput.writeAll(fd, $0, path: url.path) }
         }
-        guard rename(temporary, url.path) == 0 else { throw FileOutput.error("cannot rename into \(url.path)") }
-        ok = true
-        try syncDirectory(directory.path)
     }
 }

@@ -70,31 +70,30 @@ package struct ContainerPackWriter: PackWriter {
         }
         let keys = ContainerKeys(master: try ContainerKeys.master(credential, header: header), salt: header.salt)
 
-        let out = try TempFile(for: output)
-        defer { out.discard() }
-        let buffers = Buffers(chunkShift: Int(header.chunkShift))
-        defer { buffers.free() }
-        var pos = UInt64(ContainerFormat.headerSize)
-        var records: [IndexRecord] = []
-        records.reserveCapacity(sorted.count)
-        for (i, file) in sorted.enumerated() {
-            let id = UInt32(i)
-            let deflate = try options.compression.shouldDeflate(file)
-            records.append(
-                try writeEntry(
-                    file, id: id, key: keys.entryKey(id), deflate: deflate, buffers: buffers, to: out.fd, at: &pos))
-            options.progress?(PackProgress(done: i + 1, total: sorted.count, path: file.path))
-        }
+        try AtomicFile.write(output) { fd in
+            let buffers = Buffers(chunkShift: Int(header.chunkShift))
+            defer { buffers.free() }
+            var pos = UInt64(ContainerFormat.headerSize)
+            var records: [IndexRecord] = []
+            records.reserveCapacity(sorted.count)
+            for (i, file) in sorted.enumerated() {
+                let id = UInt32(i)
+                let deflate = try options.compression.shouldDeflate(file)
+                records.append(
+                    try writeEntry(
+                        file, id: id, key: keys.entryKey(id), deflate: deflate, buffers: buffers, to: fd, at: &pos))
+                options.progress?(PackProgress(done: i + 1, total: sorted.count, path: file.path))
+            }
 
-        let index = ContainerIndex.encode(records)
-        header.indexOffset = pos
-        header.indexLength = UInt64(index.count + ContainerFormat.tagSize)
-        let committed = header.committedBytes()
-        let headerBytes = committed + keys.commitment(committed)
-        let sealedIndex = AESGCM().seal(index, nonce: indexNonce, key: keys.indexKey, authenticating: headerBytes)
-        try pwriteAll(out.fd, sealedIndex, at: pos)
-        try pwriteAll(out.fd, headerBytes, at: 0)
-        try out.commit()
+            let index = ContainerIndex.encode(records)
+            header.indexOffset = pos
+            header.indexLength = UInt64(index.count + ContainerFormat.tagSize)
+            let committed = header.committedBytes()
+            let headerBytes = committed + keys.commitment(committed)
+            let sealedIndex = AESGCM().seal(index, nonce: indexNonce, key: keys.indexKey, authenticating: headerBytes)
+            try pwriteAll(fd, sealedIndex, at: pos)
+            try pwriteAll(fd, headerBytes, at: 0)
+        }
     }
 
     /// Appends one entry's sealed chunks at `pos`; returns its index record.
@@ -216,50 +215,6 @@ private final class Buffers {
         sealed.deallocate()
         crcs.deallocate()
         lengths.deallocate()
-    }
-}
-
-/// A temporary file in the output's directory, renamed into place by `commit()`.
-private final class TempFile {
-    let fd: Int32
-    let path: String
-    let target: String
-    private var done = false
-
-    init(for output: String) throws {
-        let url = URL(fileURLWithPath: output)
-        let prefix = "\(url.deletingLastPathComponent().path)/.\(url.lastPathComponent).tmp-"
-        // O_EXCL with a random name instead of mkstemp: mkstemp creates 0600, and widening that
-        // needs the umask, which only `umask(2)` reads — and it is process-wide, so reading it
-        // races with other threads creating files. `open` applies the umask itself.
-        while true {
-            let candidate = prefix + UUID().uuidString.prefix(12)
-            let opened = open(candidate, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
-            if opened >= 0 {
-                (fd, path) = (opened, candidate)
-                break
-            }
-            guard errno == EEXIST else { throw FileOutput.error("cannot create a temporary file next to \(output)") }
-        }
-        target = output
-    }
-
-    /// Syncs, closes and renames into place, then syncs the directory.
-    func commit() throws {
-        guard fsync(fd) == 0 else { throw FileOutput.error("cannot sync \(path)") }
-        done = true
-        guard close(fd) == 0 else { unlink(path); throw FileOutput.error("cannot close \(path)") }
-        guard rename(path, target) == 0 else { unlink(path); throw FileOutput.error("cannot rename to \(target)") }
-        let dir = open(URL(fileURLWithPath: target).deletingLastPathComponent().path, O_RDONLY | O_CLOEXEC)
-        if dir >= 0 { fsync(dir); close(dir) }
-    }
-
-    /// Closes and deletes the file unless it was committed.
-    func discard() {
-        guard !done else { return }
-        done = true
-        close(fd)
-        unlink(path)
     }
 }
 

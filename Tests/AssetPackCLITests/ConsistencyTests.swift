@@ -90,6 +90,29 @@ import Testing
         #expect(onFile.stderr == "assetpack: error: \(dir.appending("file").path) is not a directory\n")
     }
 
+    /// cat --output: the file appears only after the entry verified; a failing cat leaves the old
+    /// file as it was and no temporary file beside it.
+    @Test(arguments: PackFormat.allCases)
+    func catOutputAppearsOnlyVerified(format: PackFormat) throws {
+        let dir = TemporaryDirectory()
+        let payload = testBytes(300_000, seed: 21)
+        let pack = try CLITests.pack(["x.bin": payload], in: dir, format: format, extra: ["--compression", "store"])
+        let out = dir.appending("out.bin").path
+        let good = try CLI.run(["cat", pack, "x.bin", "--output", out], password: Self.password)
+        #expect(good.status == 0 && good.stdout.isEmpty, "\(good.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: out)) == Data(payload))
+        try Data("previous".utf8).write(to: URL(fileURLWithPath: out))
+        let size = try FileManager.default.attributesOfItem(atPath: pack)[.size] as! Int
+        try flipByte(at: size / 2, in: pack, with: 0x10)
+        let bad = try CLI.run(["cat", pack, "x.bin", "--output", out], password: Self.password)
+        #expect(bad.status == 4, "\(bad.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: out)) == Data("previous".utf8), "the old file is untouched")
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter {
+            $0.hasPrefix(".assetpack-tmp-")
+        }
+        #expect(leftovers.isEmpty, "\(leftovers)")
+    }
+
     // MARK: - Credentials
 
     @Test func conflictingCredentialOptionsAreAUsageError() throws {

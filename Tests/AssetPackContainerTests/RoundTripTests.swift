@@ -126,7 +126,7 @@ import Testing
         }
         // No temporary files left behind by the failures above.
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).filter {
-            $0.contains(".tmp-")
+            $0.hasPrefix(".assetpack-tmp-")
         }
         #expect(leftovers.isEmpty)
 

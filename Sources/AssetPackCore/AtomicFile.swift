@@ -1,0 +1,66 @@
+import Foundation
+
+/// The one way this package writes a file that must appear whole or not at all: pack output,
+/// the installed pack and its record, extracted entries, `cat --output`.
+///
+/// A temporary file is created beside the target (`O_EXCL`, a random name starting with
+/// ``temporaryPrefix``), filled by the caller, optionally synced, checked, renamed over the target,
+/// and the directory synced. Any failure removes the temporary file; the target then still holds
+/// what it held before.
+package enum AtomicFile {
+    /// How every temporary file starts, so that an installer can sweep ones a crash left behind.
+    package static let temporaryPrefix = ".assetpack-tmp-"
+
+    /// Bytes a temporary name adds to its directory's path: `/`, the prefix and a UUID.
+    package static let temporaryNameBytes = 1 + temporaryPrefix.utf8.count + 36
+
+    /// Writes `path` atomically.
+    /// - Parameters:
+    ///   - path: The file to create or replace. Its folder must exist.
+    ///   - mode: The new file's mode, less the umask (applied by `open`, which reads it without the
+    ///     race that reading it through `umask(2)` would have with other threads).
+    ///   - exactMode: Set the mode exactly with `fchmod`, whatever the umask (the installer's 0600).
+    ///   - durable: `fsync` the file before the rename and the directory after it.
+    ///   - body: Fills the file through its descriptor (write or pwrite).
+    ///   - verify: Runs after the file is complete and closed, with its temporary path, before the
+    ///     rename; throwing leaves the target untouched.
+    /// - Returns: What `body` returned.
+    /// - Throws: What `body` or `verify` throw; `.io` naming the file for a failed system call.
+    @discardableResult
+    package static func write<T>(
+        _ path: String, mode: mode_t = 0o666, exactMode: Bool = false, durable: Bool = true,
+        _ body: (Int32) throws -> T, verify: (String) throws -> Void = { _ in }
+    ) throws -> T {
+        let folder = path.lastIndex(of: "/").map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        var temporary = ""
+        var fd: Int32 = -1
+        while fd < 0 {
+            temporary = folder + "/" + temporaryPrefix + UUID().uuidString
+            fd = open(temporary, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+            if fd < 0 && errno != EEXIST {
+                let e = errno
+                let why = e == ENOENT ? "folder \(folder) does not exist" : String(cString: strerror(e))
+                throw AssetPackError(.io, "cannot write \(path): \(why)", underlying: e)
+            }
+        }
+        var renamed = false
+        defer { if !renamed { unlink(temporary) } }
+        let result: T
+        do {
+            defer { close(fd) }
+            if exactMode, fchmod(fd, mode) != 0 { throw FileOutput.error("cannot chmod \(temporary)") }
+            result = try body(fd)
+            if durable, fsync(fd) != 0 { throw FileOutput.error("cannot sync \(temporary)") }
+        }
+        try verify(temporary)
+        guard rename(temporary, path) == 0 else { throw FileOutput.error("cannot rename into \(path)") }
+        renamed = true
+        if durable {
+            let dir = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            guard dir >= 0 else { throw FileOutput.error("cannot open \(folder)") }
+            defer { close(dir) }
+            guard fsync(dir) == 0 else { throw FileOutput.error("cannot sync \(folder)") }
+        }
+        return result
+    }
+}
