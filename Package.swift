@@ -64,6 +64,12 @@ let package = Package(
         .executableTarget(
             name: "FuzzContainerIndex", dependencies: ["AssetPackContainer"], path: "Fuzz/FuzzContainerIndex"),
 
+        // Release-mode benchmarks of the two backends (swift run -c release ContainerBench / ZipAESBench).
+        .executableTarget(
+            name: "ContainerBench", dependencies: ["AssetPackContainer", "AssetPackCrypto"],
+            path: "Benchmarks/Sources/ContainerBench"),
+        .executableTarget(name: "ZipAESBench", dependencies: ["AssetPack"], path: "Benchmarks/Sources/ZipAESBench"),
+
         // Shared test helpers: temporary trees, deterministic bytes, running the built CLI.
         .target(name: "AssetPackTestSupport", dependencies: ["AssetPackCore"], path: "Tests/AssetPackTestSupport"),
         .testTarget(name: "AssetPackCoreTests", dependencies: ["AssetPackCore", "AssetPackTestSupport"]),

@@ -83,9 +83,6 @@ public enum AssetPacks {
             case .zip: ZipPackWriter()
             case .container: ContainerPackWriter()
             }
-        if options.format == .container && options.encryption != .aes256 {
-            throw AssetPackError(.invalidArgument, "the container is always AES-256-GCM encrypted")
-        }
         try writer.write(files, to: output.path, options: options)
         var st = stat()
         let size = stat(output.path, &st) == 0 ? UInt64(st.st_size) : 0

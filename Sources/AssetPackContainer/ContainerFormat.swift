@@ -18,17 +18,6 @@ package enum ContainerFormat {
     static let chunkShifts: ClosedRange<UInt8> = 12...24
 }
 
-/// The key derivation a password-protected container pack uses (raw-key packs use none).
-public enum ContainerKDF: Sendable, Hashable {
-    /// scrypt with cost `N = 2^logN`, block size `r` and parallelism `p`.
-    case scrypt(logN: UInt8, r: UInt32, p: UInt32)
-    /// PBKDF2-HMAC-SHA256 with the given iteration count.
-    case pbkdf2SHA256(iterations: UInt32)
-
-    /// The default: scrypt N = 2^15, r = 8, p = 1 (32 MiB, ~70 ms here).
-    public static let `default` = ContainerKDF.scrypt(logN: 15, r: 8, p: 1)
-}
-
 /// KDF identifiers as stored in the header.
 enum KDFID: UInt8 {
     case none = 0, scrypt = 1, pbkdf2SHA256 = 2

@@ -9,23 +9,18 @@ import Foundation
 /// a temporary file next to the output. The encrypted index and the header are written last;
 /// the file is synced and renamed into place.
 package struct ContainerPackWriter: PackWriter {
-    /// The key derivation for `.password` credentials; `.key` credentials use none.
-    package var kdf: ContainerKDF = .default
     /// Test hook: a fixed per-pack salt makes the output deterministic. Never reuse a salt
     /// for different content: keys and nonces derive from it.
     var fixedSalt: [UInt8]?
 
-    /// A writer with the default KDF (scrypt N = 2^15, r = 8, p = 1).
+    /// A writer; the KDF and chunk size come from `options.container`.
     package init() {}
-
-    /// A writer that derives password keys with `kdf`.
-    package init(kdf: ContainerKDF) { self.kdf = kdf }
 
     /// Writes `files` as a container pack at `output`, atomically.
     ///
-    /// Uses `options.credential` (`.password` runs `kdf`, `.key` must be 32 bytes),
-    /// `options.chunkSize`, `options.compression` and `options.progress`; ignores
-    /// `options.format` and `options.encryption`.
+    /// Uses `options.credential` (`.password` runs `options.container.kdf`, `.key` must be 32
+    /// bytes), `options.container.chunkSize`, `options.compression` and `options.progress`;
+    /// ignores `options.format` and `options.zip`.
     /// - Throws: `.missingPassword` without a credential; `.invalidArgument` for a bad key,
     ///   empty password, chunk size, KDF parameters or entry path; `.io` for file errors
     ///   (including a source file that changes size while it is packed).
@@ -34,7 +29,7 @@ package struct ContainerPackWriter: PackWriter {
             throw AssetPackError(.missingPassword, "a container pack needs a password or key")
         }
         try ReadLimits.default.checkPackable(files)
-        let cs = options.chunkSize
+        let cs = options.container.chunkSize
         guard cs.nonzeroBitCount == 1, (4096...(16 << 20)).contains(cs) else {
             throw AssetPackError(.invalidArgument, "chunk size \(cs) is not a power of two from 4 KiB to 16 MiB")
         }
@@ -60,7 +55,7 @@ package struct ContainerPackWriter: PackWriter {
             }
         case .password(let password):
             guard !password.isEmpty else { throw AssetPackError(.invalidArgument, "empty password") }
-            switch kdf {
+            switch options.container.kdf {
             case .scrypt(let logN, let r, let p): (header.kdf, header.params) = (.scrypt, [UInt32(logN), r, p])
             case .pbkdf2SHA256(let n): (header.kdf, header.params) = (.pbkdf2SHA256, [n, 0, 0])
             }

@@ -157,13 +157,12 @@ public enum PerfRunner {
             var base = configuration.packOptions
             base.credential = credential
             packOptionsRecord = [
-                "encryption": base.encryption.rawValue, "compression": base.compression.rawValue,
-                "container_chunk_size": String(base.chunkSize), "include_hidden": String(base.includeHidden),
+                "encryption": base.zip.encryption.rawValue, "compression": base.compression.rawValue,
+                "container_chunk_size": String(base.container.chunkSize), "include_hidden": String(base.includeHidden),
             ]
             for format in [PackFormat.zip, .container] {
                 var options = base
                 options.format = format
-                if format == .container { options.encryption = .aes256 }
                 let label = format.rawValue
                 let progress = configuration.progress
                 options.progress = { p in progress?(PerfProgress(phase: "pack \(label)", done: p.done, total: p.total))

@@ -16,7 +16,7 @@ package struct ZipPackWriter: PackWriter {
     ///   `.invalidArgument` for a raw key, `.io` when writing fails.
     package func write(_ files: [SourceFile], to output: String, options: PackOptions) throws {
         let password: String?
-        switch (options.encryption, options.credential) {
+        switch (options.zip.encryption, options.credential) {
         case (.none, _): password = nil
         case (_, .password(let p)?): password = p
         case (_, .key?): throw AssetPackError(.invalidArgument, "zip packs take a password, not a raw key")
@@ -27,7 +27,7 @@ package struct ZipPackWriter: PackWriter {
             throw AssetPackError(.invalidArgument, "the password is empty")
         }
         let method: UInt16 =
-            switch options.encryption {
+            switch options.zip.encryption {
             case .aes256: UInt16(ZIP_EM_AES_256)
             case .zipCrypto: UInt16(ZIP_EM_TRAD_PKWARE)
             case .none: UInt16(ZIP_EM_NONE)

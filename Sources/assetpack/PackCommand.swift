@@ -36,10 +36,10 @@ struct Pack: ParsableCommand {
         try reporting {
             var options = PackOptions()
             options.format = format
-            options.encryption = encryption
+            options.zip.encryption = encryption
             options.compression = compression
             options.includeHidden = includeHidden
-            options.chunkSize = chunkKiB << 10
+            options.container.chunkSize = chunkKiB << 10
             options.credential = try credentials.resolve(needed: encryption != .none, confirm: true)
             if encryption == .zipCrypto {
                 printWarning(

@@ -100,7 +100,7 @@ import Testing
         for (i, kdf) in [cheapKDF, .pbkdf2SHA256(iterations: 1000)].enumerated() {
             let path = try scratch.pack(
                 [("x", text(100))], name: "p\(i).apack", credential: .password("pässword"),
-                writer: ContainerPackWriter(kdf: kdf))
+                kdf: kdf)
             // NFD spelling of the same password opens it too (passwords are NFC-normalised).
             let reader = try ContainerPackReader(path: path, credential: .password("pa\u{308}ssword"))
             #expect(try reader.read("x") == text(100))
@@ -122,7 +122,7 @@ import Testing
         expectError(.invalidArgument) {
             _ = try scratch.pack(
                 [("a", [1])], credential: .password("x"),
-                writer: ContainerPackWriter(kdf: .scrypt(logN: 40, r: 8, p: 1)))
+                kdf: .scrypt(logN: 40, r: 8, p: 1))
         }
         // No temporary files left behind by the failures above.
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: scratch.url.path).filter {

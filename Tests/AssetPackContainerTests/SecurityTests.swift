@@ -189,7 +189,7 @@ import Testing
         var limits = ReadLimits()
         limits.maxKDFMemory = 1 << 20
         let normal = try scratch.pack(
-            [("a", [1])], name: "default.apack", credential: .password("pw"), writer: ContainerPackWriter())
+            [("a", [1])], name: "default.apack", credential: .password("pw"), kdf: .default)
         expectError(.limitExceeded) {
             _ = try ContainerPackReader(path: normal, credential: .password("pw"), limits: limits)
         }

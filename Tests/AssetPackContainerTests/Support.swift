@@ -44,7 +44,7 @@ final class Scratch {
     func pack(
         _ files: [(String, [UInt8])], name: String = "test.apack", credential: PackCredential? = testKey,
         chunkSize: Int = 4096, compression: CompressionPolicy = .auto,
-        writer: ContainerPackWriter = ContainerPackWriter(kdf: cheapKDF)
+        kdf: ContainerKDF = cheapKDF, writer: ContainerPackWriter = ContainerPackWriter()
     ) throws -> String {
         let src = url.appendingPathComponent("src-\(name)")
         var sources: [SourceFile] = []
@@ -57,7 +57,8 @@ final class Scratch {
         var options = PackOptions()
         options.format = .container
         options.credential = credential
-        options.chunkSize = chunkSize
+        options.container.chunkSize = chunkSize
+        options.container.kdf = kdf
         options.compression = compression
         let out = url.appendingPathComponent(name).path
         try writer.write(sources, to: out, options: options)

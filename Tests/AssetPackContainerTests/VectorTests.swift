@@ -75,11 +75,12 @@ import Testing
             try Data(unhex(e.hex)).write(to: url)
             return SourceFile(path: e.path, url: url, size: UInt64(e.hex.count / 2))
         }
-        var writer = ContainerPackWriter(kdf: kdf ?? .default)
+        var writer = ContainerPackWriter()
         writer.fixedSalt = unhex(v.salt)
         var options = PackOptions()
         options.credential = credential(v)
-        options.chunkSize = v.chunkSize
+        options.container.chunkSize = v.chunkSize
+        options.container.kdf = kdf ?? .default
         options.compression = CompressionPolicy(rawValue: v.compression)!
         try writer.write(files, to: path, options: options)
     }

@@ -415,9 +415,9 @@ public struct PackCombination: Sendable, CustomStringConvertible {
     public func options(password: String) -> PackOptions {
         var options = PackOptions()
         options.format = format
-        options.encryption = encryption
+        options.zip.encryption = encryption
         options.compression = compression
-        options.chunkSize = chunkSize
+        options.container.chunkSize = chunkSize
         options.credential = encrypted ? .password(password) : nil
         return options
     }

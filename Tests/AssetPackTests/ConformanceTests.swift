@@ -106,3 +106,25 @@ import Testing
         #expect(failures.value == 0)
     }
 }
+
+/// Format-specific pack options live under their format; the container's KDF is chosen through
+/// `AssetPacks.pack` (it could not be before issue 12).
+@Suite struct FormatOptionsTests {
+    @Test(arguments: [(ContainerKDF.pbkdf2SHA256(iterations: 1000), UInt8(2)), (.scrypt(logN: 10, r: 8, p: 1), 1)])
+    func containerKDFIsChosenThroughPackOptions(kdf: ContainerKDF, storedID: UInt8) throws {
+        let dir = TemporaryDirectory()
+        let source = try dir.write(["a.txt": Array("kdf".utf8)], under: "src")
+        var options = PackOptions()
+        options.format = .container
+        options.credential = .password("pw")
+        options.container.kdf = kdf
+        options.container.chunkSize = 4 << 10
+        options.zip.encryption = .none  // ignored by the container
+        let pack = dir.appending("p.apack")
+        try AssetPacks.pack(source: source, to: pack, options: options)
+        let header = [UInt8](try Data(contentsOf: pack).prefix(16))
+        #expect(header[10] == storedID, "KDF id in the header (docs/FORMAT.md, offset 10)")
+        #expect(header[11] == 12, "chunk shift: 4 KiB")
+        #expect(try AssetPacks.open(pack.path, credential: .password("pw")).read("a.txt") == Array("kdf".utf8))
+    }
+}

@@ -16,7 +16,7 @@ import Testing
         let source = try dir.write(tree, under: "src")
         let files = try SourceTree.scan(root: source, includeHidden: false)
         var options = PackOptions()
-        options.encryption = encryption
+        options.zip.encryption = encryption
         options.compression = .auto
         let path = dir.appending("small.\(format.rawValue)").path
         switch format {
@@ -89,7 +89,7 @@ import Testing
         let dir = TemporaryDirectory()
         let source = try dir.write(["bomb.bin": [UInt8](repeating: 0, count: 50_000_000)], under: "src")
         var options = PackOptions()
-        options.encryption = .none
+        options.zip.encryption = .none
         options.compression = .deflate
         let path = dir.appending("bomb.zip").path
         try ZipPackWriter().write(SourceTree.scan(root: source, includeHidden: false), to: path, options: options)
@@ -137,7 +137,7 @@ import Testing
         let placeholder = String(repeating: "p", count: hostile.count)
         let source = try dir.write([placeholder: Array("payload".utf8), "ok.txt": [1]], under: "src")
         var options = PackOptions()
-        options.encryption = .none
+        options.zip.encryption = .none
         let path = dir.appending("hostile.zip").path
         try ZipPackWriter().write(SourceTree.scan(root: source, includeHidden: false), to: path, options: options)
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
@@ -160,7 +160,7 @@ import Testing
         // "cafXY" → NFC "café" (c a f C3 A9); "cafeXY" → NFD "café" (c a f e CC 81).
         let source = try dir.write(["cafXY.txt": [1], "cafeXY.txt": [2]], under: "src")
         var options = PackOptions()
-        options.encryption = .none
+        options.zip.encryption = .none
         let path = dir.appending("twins.zip").path
         try ZipPackWriter().write(SourceTree.scan(root: source, includeHidden: false), to: path, options: options)
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))

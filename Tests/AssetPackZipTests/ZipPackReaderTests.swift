@@ -12,7 +12,7 @@ func makeZip(
 ) throws -> String {
     let source = try dir.write(tree, under: "src")
     var options = PackOptions()
-    options.encryption = encryption
+    options.zip.encryption = encryption
     options.compression = compression
     options.credential = .password(password)
     let output = dir.appending("pack-\(encryption.rawValue)-\(compression.rawValue).zip").path
@@ -184,7 +184,7 @@ func localDataOffset(of name: String, in bytes: [UInt8]) -> Int? {
         let source = dir.appending("big.bin")
         try Data(testBytes(3 << 20, seed: 11)).write(to: source)
         var options = PackOptions()
-        options.encryption = .none
+        options.zip.encryption = .none
         options.compression = .store
         let output = disk.url.appendingPathComponent("out.zip").path
         let error = #expect(throws: AssetPackError.self) {
