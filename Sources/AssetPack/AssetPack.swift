@@ -75,7 +75,7 @@ public enum AssetPacks {
     @discardableResult
     public static func pack(source: URL, to output: URL, options: PackOptions) throws -> PackSummary {
         let watch = Stopwatch()
-        try checkOutput(output.path)
+        try AtomicFile.checkTarget(output.path)  // before the scan, for both writers
         let (files, skipped) = try SourceTree.scanReporting(
             root: source, includeHidden: options.includeHidden, excluding: output)
         let writer: any PackWriter =
@@ -87,21 +87,5 @@ public enum AssetPacks {
         var st = stat()
         let size = stat(output.path, &st) == 0 ? UInt64(st.st_size) : 0
         return PackSummary(files: files, packSize: size, seconds: watch.elapsed, skipped: skipped)
-    }
-
-    /// One clear error for an output path no writer could use, in both formats.
-    private static func checkOutput(_ path: String) throws {
-        var st = stat()
-        if stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR {
-            throw AssetPackError(.invalidArgument, "\(path) is a directory")
-        }
-        // The folder as the caller spelled it (NSString would also tidy "//" and "/.").
-        let folder = path.lastIndex(of: "/").map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
-        guard stat(folder, &st) == 0 else {
-            throw AssetPackError(.invalidArgument, "cannot write \(path): folder \(folder) does not exist")
-        }
-        guard (st.st_mode & S_IFMT) == S_IFDIR else {
-            throw AssetPackError(.invalidArgument, "cannot write \(path): \(folder) is not a directory")
-        }
     }
 }

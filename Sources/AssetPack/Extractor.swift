@@ -51,7 +51,7 @@ public struct Extractor: Sendable {
             let destination = root + "/" + item.parts.joined(separator: "/")
             // The temporary file beside it has a name of fixed length; check the longer of the two.
             let folder = root + "/" + item.parts.dropLast().joined(separator: "/")
-            let longest = max(destination.utf8.count, folder.utf8.count + Self.temporaryNameBytes)
+            let longest = max(destination.utf8.count, folder.utf8.count + AtomicFile.temporaryNameBytes)
             guard longest < Self.pathMax else {
                 throw AssetPackError(
                     .invalidArgument,
@@ -136,9 +136,6 @@ public struct Extractor: Sendable {
             throw FileOutput.error("cannot create \(path)")
         }
     }
-
-    /// `/` + the temporary file's name (prefix + UUID).
-    private static let temporaryNameBytes = AtomicFile.temporaryNameBytes
 
     /// Streams the entry into a temporary file beside `destination`, renamed into place after the
     /// read verified. Not synced: an extraction is repeatable, and syncing every file of a large

@@ -97,19 +97,17 @@ public struct PrivateInstaller: Sendable {
             }
             let digest = try Self.sha256(of: pack.path)
             if digest == recorded.sha256 {
-                try record(digest).save(manifestURL, directory: directory)
+                try record(digest).save(manifestURL)
                 return Installation(path: destination, copied: false, sha256: digest)
             }
         }
 
         let digest = try copyVerified(from: pack.path, to: destination)
-        try record(digest).save(manifestURL, directory: directory)
+        try record(digest).save(manifestURL)
         return Installation(path: destination, copied: true, sha256: digest)
     }
 
     // MARK: - Steps
-
-    static let temporaryPrefix = AtomicFile.temporaryPrefix
 
     private func makePrivateDirectory() throws {
         let path = directory.path
@@ -131,7 +129,7 @@ public struct PrivateInstaller: Sendable {
     /// Any temporary left in the directory while we hold the lock is from a crashed install.
     private func removeStaleTemporaries() {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        for name in names where name.hasPrefix(Self.temporaryPrefix) {
+        for name in names where name.hasPrefix(AtomicFile.temporaryPrefix) {
             unlink(directory.appendingPathComponent(name).path)
         }
     }
@@ -267,7 +265,7 @@ struct InstallRecord: Codable, Equatable {
     }
 
     /// Writes atomically: temporary file, fsync, rename, fsync the directory.
-    func save(_ url: URL, directory: URL) throws {
+    func save(_ url: URL) throws {
         let data = try JSONEncoder().encode(self)
         try AtomicFile.write(url.path, mode: 0o600, exactMode: true) { fd in
             try data.withUnsafeBytes { try FileOutput.writeAll(fd, $0, path: url.path) }

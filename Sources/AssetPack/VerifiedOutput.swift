@@ -71,16 +71,8 @@ private final class SpoolFile {
     /// Copies everything written so far to `out`.
     func copy(to out: Int32, outputName: String) throws {
         guard lseek(fd, 0, SEEK_SET) == 0 else { throw FileOutput.error("cannot rewind \(name)") }
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
-        defer { buffer.deallocate() }
-        while true {
-            let n = Glibc.read(fd, buffer.baseAddress, buffer.count)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw FileOutput.error("cannot read \(name)")
-            }
-            if n == 0 { return }
-            try FileOutput.writeAll(out, UnsafeRawBufferPointer(rebasing: buffer[0..<n]), path: outputName)
+        try FileChunks.forEach(fd: fd, name: name, chunkSize: 1 << 20) {
+            try FileOutput.writeAll(out, $0, path: outputName)
         }
     }
 

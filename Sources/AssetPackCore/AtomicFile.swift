@@ -14,6 +14,29 @@ package enum AtomicFile {
     /// Bytes a temporary name adds to its directory's path: `/`, the prefix and a UUID.
     package static let temporaryNameBytes = 1 + temporaryPrefix.utf8.count + 36
 
+    /// The folder of `path` as the caller spelled it (NSString would also tidy "//" and "/.").
+    package static func folder(of path: String) -> String {
+        path.lastIndex(of: "/").map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+    }
+
+    /// One clear error for a path no file can be written to: a directory, or a folder that is
+    /// missing or not a folder. Writers whose library makes its own temporary file (libzip) call
+    /// it first; ``write(_:mode:exactMode:durable:_:verify:)`` calls it itself.
+    /// - Throws: `.invalidArgument` naming the path.
+    package static func checkTarget(_ path: String) throws {
+        var st = stat()
+        if stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR {
+            throw AssetPackError(.invalidArgument, "\(path) is a directory")
+        }
+        let folder = folder(of: path)
+        guard stat(folder, &st) == 0 else {
+            throw AssetPackError(.invalidArgument, "cannot write \(path): folder \(folder) does not exist")
+        }
+        guard (st.st_mode & S_IFMT) == S_IFDIR else {
+            throw AssetPackError(.invalidArgument, "cannot write \(path): \(folder) is not a directory")
+        }
+    }
+
     /// Writes `path` atomically.
     /// - Parameters:
     ///   - path: The file to create or replace. Its folder must exist.
@@ -25,23 +48,21 @@ package enum AtomicFile {
     ///   - verify: Runs after the file is complete and closed, with its temporary path, before the
     ///     rename; throwing leaves the target untouched.
     /// - Returns: What `body` returned.
-    /// - Throws: What `body` or `verify` throw; `.io` naming the file for a failed system call.
+    /// - Throws: What ``checkTarget(_:)``, `body` or `verify` throw; `.io` naming the file for a
+    ///   failed system call.
     @discardableResult
     package static func write<T>(
         _ path: String, mode: mode_t = 0o666, exactMode: Bool = false, durable: Bool = true,
         _ body: (Int32) throws -> T, verify: (String) throws -> Void = { _ in }
     ) throws -> T {
-        let folder = path.lastIndex(of: "/").map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+        try checkTarget(path)
+        let folder = folder(of: path)
         var temporary = ""
         var fd: Int32 = -1
         while fd < 0 {
             temporary = folder + "/" + temporaryPrefix + UUID().uuidString
             fd = open(temporary, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode)
-            if fd < 0 && errno != EEXIST {
-                let e = errno
-                let why = e == ENOENT ? "folder \(folder) does not exist" : String(cString: strerror(e))
-                throw AssetPackError(.io, "cannot write \(path): \(why)", underlying: e)
-            }
+            if fd < 0 && errno != EEXIST { throw FileOutput.error("cannot write \(path)") }
         }
         var renamed = false
         defer { if !renamed { unlink(temporary) } }

@@ -1,3 +1,4 @@
+import Foundation
 internal import CLibdeflate
 internal import CZlib
 
@@ -56,15 +57,9 @@ extension CRC32 {
     /// - Throws: `.integrityFailure` naming the entry and both values.
     package static func check(_ computed: UInt32, expected: UInt32, path: String, authenticated: Bool) throws {
         guard computed != expected else { return }
-        let hex = { (v: UInt32) in String(v, radix: 16).leftPadded(to: 8) }
+        let hex = { (v: UInt32) in String(format: "%08x", v) }
         let why = authenticated ? "; the MAC or tag matched, so the entry was written wrong" : ""
         throw AssetPackError(
             .integrityFailure, "CRC-32 mismatch (expected \(hex(expected)), got \(hex(computed)))\(why)", path: path)
-    }
-}
-
-extension String {
-    fileprivate func leftPadded(to width: Int) -> String {
-        String(repeating: "0", count: max(0, width - count)) + self
     }
 }

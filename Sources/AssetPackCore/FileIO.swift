@@ -12,14 +12,21 @@ package enum FileChunks {
             throw AssetPackError(.io, "cannot open \(url.path): \(String(cString: strerror(errno)))", underlying: errno)
         }
         defer { close(fd) }
+        try forEach(fd: fd, name: url.path, chunkSize: chunkSize, body)
+    }
+
+    /// Calls `body` with each chunk read from `fd`, from its current offset to the end.
+    /// - Throws: `.io` naming `name` if a read fails.
+    package static func forEach(
+        fd: Int32, name: String, chunkSize: Int, _ body: (UnsafeRawBufferPointer) throws -> Void
+    ) throws {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
         defer { buffer.deallocate() }
         while true {
             let n = read(fd, buffer.baseAddress, chunkSize)
             if n < 0 {
                 if errno == EINTR { continue }
-                throw AssetPackError(
-                    .io, "cannot read \(url.path): \(String(cString: strerror(errno)))", underlying: errno)
+                throw AssetPackError(.io, "cannot read \(name): \(String(cString: strerror(errno)))", underlying: errno)
             }
             if n == 0 { return }
             try body(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))

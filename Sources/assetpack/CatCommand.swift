@@ -24,10 +24,6 @@ struct Cat: ParsableCommand {
                 try reader.writeVerified(entry, to: STDOUT_FILENO, outputName: "standard output")
                 return
             }
-            var st = stat()
-            if stat(output, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR {
-                throw AssetPackError(.invalidArgument, "\(output) is a directory")
-            }
             try AtomicFile.write(output) { fd in try reader.writeVerified(entry, to: fd, outputName: output) }
         }
     }
