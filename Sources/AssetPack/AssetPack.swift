@@ -58,6 +58,10 @@ public enum AssetPacks {
         public var seconds: Double
         /// Special files (FIFOs, sockets, devices) below the source that were not packed.
         public var skipped: [SkippedFile] = []
+        /// Entries copied unchanged from the pack that was at the output (0 with `fresh`).
+        public var reused = 0
+        /// Entries compressed and encrypted by this run.
+        public var packed = 0
     }
 
     /// Packs the files below `source` into `output`.
@@ -83,9 +87,11 @@ public enum AssetPacks {
             case .zip: ZipPackWriter()
             case .container: ContainerPackWriter()
             }
-        try writer.write(files, to: output.path, options: options)
+        let report = try writer.write(files, to: output.path, options: options)
         var st = stat()
         let size = stat(output.path, &st) == 0 ? UInt64(st.st_size) : 0
-        return PackSummary(files: files, packSize: size, seconds: watch.elapsed, skipped: skipped)
+        return PackSummary(
+            files: files, packSize: size, seconds: watch.elapsed, skipped: skipped, reused: report.reused,
+            packed: report.packed)
     }
 }

@@ -24,7 +24,8 @@ package struct ContainerPackWriter: PackWriter {
     /// - Throws: `.missingPassword` without a credential; `.invalidArgument` for a bad key,
     ///   empty password, chunk size, KDF parameters or entry path; `.io` for file errors
     ///   (including a source file that changes size while it is packed).
-    package func write(_ files: [SourceFile], to output: String, options: PackOptions) throws {
+    @discardableResult
+    package func write(_ files: [SourceFile], to output: String, options: PackOptions) throws -> PackWriteReport {
         guard let credential = options.credential else {
             throw AssetPackError(.missingPassword, "a container pack needs a password or key")
         }
@@ -89,6 +90,7 @@ package struct ContainerPackWriter: PackWriter {
             try pwriteAll(fd, sealedIndex, at: pos)
             try pwriteAll(fd, headerBytes, at: 0)
         }
+        return PackWriteReport(packed: sorted.count)
     }
 
     /// Appends one entry's sealed chunks at `pos`; returns its index record.

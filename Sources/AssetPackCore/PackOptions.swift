@@ -8,20 +8,26 @@ public enum PackEncryption: String, Sendable, CaseIterable {
     case none
 }
 
-/// Progress of a pack operation, reported once per entry.
+/// Progress of a pack operation: reported after each entry, and within large entries.
 public struct PackProgress: Sendable {
-    /// Entries finished so far.
+    /// Entries finished so far (reused or packed).
     public var done: Int
     /// Total entries.
     public var total: Int
-    /// The entry just finished (or a phase name such as `writing`).
+    /// The entry being written or just finished.
     public var path: String
+    /// Source bytes finished so far (reused entries count in full).
+    public var bytesDone: UInt64
+    /// Total source bytes.
+    public var bytesTotal: UInt64
 
     /// Creates a progress report.
-    public init(done: Int, total: Int, path: String) {
+    public init(done: Int, total: Int, path: String, bytesDone: UInt64 = 0, bytesTotal: UInt64 = 0) {
         self.done = done
         self.total = total
         self.path = path
+        self.bytesDone = bytesDone
+        self.bytesTotal = bytesTotal
     }
 }
 
@@ -36,8 +42,12 @@ public struct PackOptions: Sendable {
     public var credential: PackCredential?
     /// Whether dot-files are packed.
     public var includeHidden = false
-    /// Called after each entry is written (from the writing thread).
+    /// Called after each entry is written and within large entries (from a writing thread,
+    /// never concurrently).
     public var progress: (@Sendable (PackProgress) -> Void)?
+    /// Always compress and encrypt every entry, even when `output` already holds a pack that
+    /// opens with the same credential. By default unchanged entries of such a pack are reused.
+    public var fresh = false
     /// Zip-only settings.
     public var zip = ZipPackOptions()
     /// Container-only settings.
@@ -78,9 +88,29 @@ public enum ContainerKDF: Sendable, Hashable {
     public static let `default` = ContainerKDF.scrypt(logN: 15, r: 8, p: 1)
 }
 
+/// What a writer did: how many entries it copied from the previous pack at the output
+/// and how many it compressed and encrypted.
+package struct PackWriteReport: Sendable, Equatable {
+    /// Entries copied from the previous pack as they were.
+    package var reused = 0
+    /// Entries compressed and encrypted.
+    package var packed = 0
+    /// Source bytes of the reused entries.
+    package var reusedBytes: UInt64 = 0
+
+    package init(reused: Int = 0, packed: Int = 0, reusedBytes: UInt64 = 0) {
+        self.reused = reused
+        self.packed = packed
+        self.reusedBytes = reusedBytes
+    }
+}
+
 /// Writes a pack from a list of source files. One conformance per format.
 package protocol PackWriter {
     /// Writes `files` as a pack at `output`, atomically (temporary file, then rename).
+    /// Unless `options.fresh`, reuses unchanged entries of a pack already at `output` that
+    /// opens with `options.credential`.
     /// - Throws: `AssetPackError`.
-    func write(_ files: [SourceFile], to output: String, options: PackOptions) throws
+    @discardableResult
+    func write(_ files: [SourceFile], to output: String, options: PackOptions) throws -> PackWriteReport
 }

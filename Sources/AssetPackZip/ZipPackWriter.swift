@@ -14,7 +14,8 @@ package struct ZipPackWriter: PackWriter {
     /// Writes `files` as a zip pack at `output`.
     /// - Throws: `.missingPassword` when encryption is requested without a password,
     ///   `.invalidArgument` for a raw key, `.io` when writing fails.
-    package func write(_ files: [SourceFile], to output: String, options: PackOptions) throws {
+    @discardableResult
+    package func write(_ files: [SourceFile], to output: String, options: PackOptions) throws -> PackWriteReport {
         let password: String?
         switch (options.zip.encryption, options.credential) {
         case (.none, _): password = nil
@@ -75,6 +76,7 @@ package struct ZipPackWriter: PackWriter {
             throw LibzipError.from(zip_get_error(za), path: nil, context: "cannot write \(output)")
         }
         closed = true
+        return PackWriteReport(packed: files.count)
     }
 }
 
