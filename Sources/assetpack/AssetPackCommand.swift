@@ -75,7 +75,6 @@ func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
     TerminalText.pad(text, width, right: right)
 }
 
-extension EntryCompression: ExpressibleByArgument {}
 extension PackFormat: ExpressibleByArgument {}
 extension PackEncryption: ExpressibleByArgument {}
 extension CompressionPolicy: ExpressibleByArgument {}

@@ -2,29 +2,31 @@ import ArgumentParser
 import AssetPack
 import Foundation
 
-struct Cat: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Write one entry's verified bytes to standard output (or to --output).",
-        discussion: """
-            Memory stays bounded whatever the entry's size. Container: each chunk is written after its \
-            AES-GCM tag verified. Zip: the MAC and CRC cover the whole entry, so nothing is written \
-            before they pass; entries over 64 MiB are first spooled to an unlinked 0600 file in $TMPDIR. \
-            With --output, the file appears (atomically, by rename) only after the whole entry verified.
-            """)
+extension AssetPackCommand {
+    struct Cat: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write one entry's verified bytes to standard output (or to --output).",
+            discussion: """
+                Memory stays bounded whatever the entry's size. Container: each chunk is written after its \
+                AES-GCM tag verified. Zip: the MAC and CRC cover the whole entry, so nothing is written \
+                before they pass; entries over 64 MiB are first spooled to an unlinked 0600 file in $TMPDIR. \
+                With --output, the file appears (atomically, by rename) only after the whole entry verified.
+                """)
 
-    @Argument(help: "The pack.") var pack: String
-    @Argument(help: "The entry's path.") var entry: String
-    @Option(name: .shortAndLong, help: "Write to this file instead of standard output.") var output: String?
-    @OptionGroup var credentials: CredentialOptions
+        @Argument(help: "The pack.") var pack: String
+        @Argument(help: "The entry's path.") var entry: String
+        @Option(name: .shortAndLong, help: "Write to this file instead of standard output.") var output: String?
+        @OptionGroup var credentials: CredentialOptions
 
-    func run() throws {
-        try reporting {
-            let reader = try credentials.open(pack, forData: true)
-            guard let output else {
-                try reader.writeVerified(entry, to: STDOUT_FILENO, outputName: "standard output")
-                return
+        func run() throws {
+            try reporting {
+                let reader = try credentials.open(pack, forData: true)
+                guard let output else {
+                    try reader.writeVerified(entry, to: STDOUT_FILENO, outputName: "standard output")
+                    return
+                }
+                try AtomicFile.write(output) { fd in try reader.writeVerified(entry, to: fd, outputName: output) }
             }
-            try AtomicFile.write(output) { fd in try reader.writeVerified(entry, to: fd, outputName: output) }
         }
     }
 }

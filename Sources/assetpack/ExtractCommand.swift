@@ -2,31 +2,33 @@ import ArgumentParser
 import AssetPack
 import Foundation
 
-struct Extract: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Extract verified entries into a directory (all, or those named).",
-        discussion: """
-            Each entry is written to a temporary file and renamed after it verified; nothing is written outside \
-            --into, which is created with its parents if missing. Names are checked before anything is written, \
-            and the declared sizes may add up to 64 GiB at most (ReadLimits.maxExtractBytes). Each file written \
-            is printed on stdout; the summary goes to stderr.
-            """)
+extension AssetPackCommand {
+    struct Extract: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Extract verified entries into a directory (all, or those named).",
+            discussion: """
+                Each entry is written to a temporary file and renamed after it verified; nothing is written outside \
+                --into, which is created with its parents if missing. Names are checked before anything is written, \
+                and the declared sizes may add up to 64 GiB at most (ReadLimits.maxExtractBytes). Each file written \
+                is printed on stdout; the summary goes to stderr.
+                """)
 
-    @Argument(help: "The pack.") var pack: String
-    @Argument(help: "Entries to extract (default: all).") var entries: [String] = []
-    @Option(help: "The directory to extract into.") var into: String
-    @OptionGroup var quiet: QuietOption
-    @OptionGroup var credentials: CredentialOptions
+        @Argument(help: "The pack.") var pack: String
+        @Argument(help: "Entries to extract (default: all).") var entries: [String] = []
+        @Option(help: "The directory to extract into.") var into: String
+        @OptionGroup var quiet: QuietOption
+        @OptionGroup var credentials: CredentialOptions
 
-    func run() throws {
-        try reporting {
-            let reader = try credentials.open(pack, forData: true)
-            var count = 0
-            try Extractor(directory: URL(fileURLWithPath: into)).extract(from: reader, paths: entries) { url, _ in
-                count += 1
-                print(url.path)
+        func run() throws {
+            try reporting {
+                let reader = try credentials.open(pack, forData: true)
+                var count = 0
+                try Extractor(directory: URL(fileURLWithPath: into)).extract(from: reader, paths: entries) { url, _ in
+                    count += 1
+                    print(url.path)
+                }
+                quiet.say("assetpack: extracted \(count) entries into \(into)")
             }
-            quiet.say("assetpack: extracted \(count) entries into \(into)")
         }
     }
 }

@@ -2,44 +2,48 @@ import ArgumentParser
 import AssetPack
 import Foundation
 
-struct List: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "List a pack's entries.",
-        discussion: "The table goes to stdout, the summary line to stderr. Control characters in names are escaped.")
+extension AssetPackCommand {
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List a pack's entries.",
+            discussion: "The table goes to stdout, the summary line to stderr. Control characters in names are escaped."
+        )
 
-    @Argument(help: "The pack.") var pack: String
-    @Flag(help: "Print JSON instead of a table (names exact, not escaped).") var json = false
-    @OptionGroup var quiet: QuietOption
-    @OptionGroup var credentials: CredentialOptions
+        @Argument(help: "The pack.") var pack: String
+        @Flag(help: "Print JSON instead of a table (names exact, not escaped).") var json = false
+        @OptionGroup var quiet: QuietOption
+        @OptionGroup var credentials: CredentialOptions
 
-    func run() throws {
-        try reporting {
-            let reader = try credentials.open(pack, forData: false)
-            if json {
-                let document = ListDocument(
-                    format: reader.format.rawValue, entries: reader.entries.map(ListDocument.Entry.init))
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-                print(String(decoding: try encoder.encode(document), as: UTF8.self))
-                return
-            }
-            print(
-                pad("SIZE", 12, right: true), pad("STORED", 12, right: true), pad("METHOD", 8), pad("ENCRYPTION", 10),
-                pad("CRC32", 8), "PATH")
-            for e in reader.entries {
+        func run() throws {
+            try reporting {
+                let reader = try credentials.open(pack, forData: false)
+                if json {
+                    let document = ListDocument(
+                        format: reader.format.rawValue, entries: reader.entries.map(ListDocument.Entry.init))
+                    let encoder = JSONEncoder()
+                    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+                    print(String(decoding: try encoder.encode(document), as: UTF8.self))
+                    return
+                }
                 print(
-                    pad(String(e.size), 12, right: true), pad(String(e.storedSize), 12, right: true),
-                    pad(e.compression.rawValue, 8), pad(e.encryption.rawValue, 10),
-                    pad(e.crc32.map(crcHex) ?? "-", 8), EntryPath.printable(e.path))
+                    pad("SIZE", 12, right: true), pad("STORED", 12, right: true), pad("METHOD", 8),
+                    pad("ENCRYPTION", 10),
+                    pad("CRC32", 8), "PATH")
+                for e in reader.entries {
+                    print(
+                        pad(String(e.size), 12, right: true), pad(String(e.storedSize), 12, right: true),
+                        pad(e.compression.rawValue, 8), pad(e.encryption.rawValue, 10),
+                        pad(e.crc32.map(crcHex) ?? "-", 8), EntryPath.printable(e.path))
+                }
+                let total = reader.entries.reduce(UInt64(0)) { $0 + $1.size }
+                quiet.say("\(reader.entries.count) entries, \(total) bytes, format \(reader.format.rawValue)")
             }
-            let total = reader.entries.reduce(UInt64(0)) { $0 + $1.size }
-            quiet.say("\(reader.entries.count) entries, \(total) bytes, format \(reader.format.rawValue)")
         }
     }
 }
 
-struct ListDocument: Codable {
-    struct Entry: Codable {
+struct ListDocument: Encodable {
+    struct Entry: Encodable {
         var path: String
         var size: UInt64
         var stored_size: UInt64

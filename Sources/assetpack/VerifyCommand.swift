@@ -2,93 +2,97 @@ import ArgumentParser
 import AssetPack
 import Foundation
 
-struct Verify: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Read and check every entry, printing the time each took.",
-        discussion: """
-            Every record is read, streamed with bounded memory, and checked; a path that more than one record \
-            has is itself a failure. The table goes to stdout, the summary and the legend to stderr; \
-            --quiet prints neither (failures still go to stderr), --json prints a document instead.
+extension AssetPackCommand {
+    struct Verify: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Read and check every entry, printing the time each took.",
+            discussion: """
+                Every record is read, streamed with bounded memory, and checked; a path that more than one record \
+                has is itself a failure. The table goes to stdout, the summary and the legend to stderr; \
+                --quiet prints neither (failures still go to stderr), --json prints a document instead.
 
-            CHECK says what verified the bytes: gcm+crc (container: AES-GCM tag per chunk, then CRC-32), \
-            mac+crc (WinZip AES: HMAC-SHA1, then CRC-32), mac (WinZip AE-2: HMAC-SHA1 only), \
-            crc (ZipCrypto or unencrypted zip: CRC-32 only, which does not stop tampering). \
-            MS is milliseconds.
+                CHECK says what verified the bytes: gcm+crc (container: AES-GCM tag per chunk, then CRC-32), \
+                mac+crc (WinZip AES: HMAC-SHA1, then CRC-32), mac (WinZip AE-2: HMAC-SHA1 only), \
+                crc (ZipCrypto or unencrypted zip: CRC-32 only, which does not stop tampering). \
+                MS is milliseconds.
 
-            Exits non-zero if any entry fails (2 password, 4 integrity).
-            """)
+                Exits non-zero if any entry fails (2 password, 4 integrity).
+                """)
 
-    @Argument(help: "The pack.") var pack: String
-    @Flag(help: "Print a JSON document on stdout instead of the table.") var json = false
-    @OptionGroup var quiet: QuietOption
-    @OptionGroup var credentials: CredentialOptions
+        @Argument(help: "The pack.") var pack: String
+        @Flag(help: "Print a JSON document on stdout instead of the table.") var json = false
+        @OptionGroup var quiet: QuietOption
+        @OptionGroup var credentials: CredentialOptions
 
-    static let legend =
-        "CHECK: gcm = AES-GCM tag per chunk, mac = WinZip AES HMAC-SHA1, crc = CRC-32 (no protection against tampering)"
+        static let legend =
+            "CHECK: gcm = AES-GCM tag per chunk, mac = WinZip AES HMAC-SHA1, crc = CRC-32 (no protection against tampering)"
 
-    func run() throws {
-        try reporting {
-            let reader = try credentials.open(pack, forData: true)
-            var results: [VerifyDocument.Entry] = []
-            var firstFailure: AssetPackError?
-            let table = !json && !quiet.quiet
-            if table {
-                print(
-                    pad("STATUS", 6), pad("SIZE", 12, right: true), pad("MS", 10, right: true), pad("CHECK", 8), "PATH")
-            }
-            for e in reader.entries {
-                do {
-                    let timing = try reader.verify(e.path)
-                    let check = Self.check(e, reader.format, timing)
-                    results.append(.init(path: e.path, size: e.size, status: "ok", check: check, seconds: timing.total))
-                    if table {
-                        print(
-                            pad("ok", 6), pad(String(e.size), 12, right: true),
-                            pad(String(format: "%.3f", timing.total * 1000), 10, right: true), pad(check, 8),
-                            EntryPath.printable(e.path))
-                    }
-                } catch let error as AssetPackError {
-                    firstFailure = firstFailure ?? error
-                    results.append(.init(path: e.path, size: e.size, status: "fail", error: error.message))
-                    if table {
-                        print(
-                            pad("FAIL", 6), pad(String(e.size), 12, right: true), pad("-", 10, right: true),
-                            pad(error.code.rawValue, 8), EntryPath.printable(e.path))
-                    }
-                    printError(error.naming(e.path).description)
+        func run() throws {
+            try reporting {
+                let reader = try credentials.open(pack, forData: true)
+                var results: [VerifyDocument.Entry] = []
+                var firstFailure: AssetPackError?
+                let table = !json && !quiet.quiet
+                if table {
+                    print(
+                        pad("STATUS", 6), pad("SIZE", 12, right: true), pad("MS", 10, right: true), pad("CHECK", 8),
+                        "PATH")
                 }
+                for e in reader.entries {
+                    do {
+                        let timing = try reader.verify(e.path)
+                        let check = Self.check(e, reader.format, timing)
+                        results.append(
+                            .init(path: e.path, size: e.size, status: "ok", check: check, seconds: timing.total))
+                        if table {
+                            print(
+                                pad("ok", 6), pad(String(e.size), 12, right: true),
+                                pad(String(format: "%.3f", timing.total * 1000), 10, right: true), pad(check, 8),
+                                EntryPath.printable(e.path))
+                        }
+                    } catch let error as AssetPackError {
+                        firstFailure = firstFailure ?? error
+                        results.append(.init(path: e.path, size: e.size, status: "fail", error: error.message))
+                        if table {
+                            print(
+                                pad("FAIL", 6), pad(String(e.size), 12, right: true), pad("-", 10, right: true),
+                                pad(error.code.rawValue, 8), EntryPath.printable(e.path))
+                        }
+                        printError(error.naming(e.path).description)
+                    }
+                }
+                if json {
+                    let encoder = JSONEncoder()
+                    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+                    let document = VerifyDocument(format: reader.format.rawValue, entries: results)
+                    print(String(decoding: try encoder.encode(document), as: UTF8.self))
+                } else {
+                    let ok = results.filter { $0.status == "ok" }.count
+                    quiet.say("\(ok) of \(results.count) entries verified")
+                    quiet.say(Self.legend)
+                }
+                if let firstFailure { throw ExitCode(cliExitCode(for: firstFailure.code)) }
             }
-            if json {
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-                let document = VerifyDocument(format: reader.format.rawValue, entries: results)
-                print(String(decoding: try encoder.encode(document), as: UTF8.self))
-            } else {
-                let ok = results.filter { $0.status == "ok" }.count
-                quiet.say("\(ok) of \(results.count) entries verified")
-                quiet.say(Self.legend)
-            }
-            if let firstFailure { throw ExitCode(cliExitCode(for: firstFailure.code)) }
         }
-    }
 
-    /// What verified an entry's bytes.
-    static func check(_ entry: EntryInfo, _ format: PackFormat, _ timing: EntryTiming) -> String {
-        let crc = timing.crcChecked ? "crc" : nil
-        let cipher: String? =
-            switch (format, entry.encryption) {
-            case (.container, _): "gcm"
-            case (.zip, .aes256), (.zip, .aes128), (.zip, .aes192): "mac"
-            default: nil
-            }
-        let checks = [cipher, crc].compactMap { $0 }.joined(separator: "+")
-        return checks.isEmpty ? "none" : checks
+        /// What verified an entry's bytes.
+        static func check(_ entry: EntryInfo, _ format: PackFormat, _ timing: EntryTiming) -> String {
+            let crc = timing.crcChecked ? "crc" : nil
+            let cipher: String? =
+                switch (format, entry.encryption) {
+                case (.container, _): "gcm"
+                case (.zip, .aes256), (.zip, .aes128), (.zip, .aes192): "mac"
+                default: nil
+                }
+            let checks = [cipher, crc].compactMap { $0 }.joined(separator: "+")
+            return checks.isEmpty ? "none" : checks
+        }
     }
 }
 
 /// `verify --json`: one record per entry; `check` and `seconds` for entries that verified, `error` for those that failed.
-struct VerifyDocument: Codable {
-    struct Entry: Codable {
+struct VerifyDocument: Encodable {
+    struct Entry: Encodable {
         var path: String
         var size: UInt64
         var status: String
