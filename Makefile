@@ -147,12 +147,23 @@ example: deps
 	echo; echo "== HelloAssets, first run"; "$$bin"; \
 	echo; echo "== HelloAssets, second run"; "$$bin"
 
-## docs: DocC documentation of the AssetPack module (swift-docc-plugin) into .build/docs; DocC warnings fail it.
-## DOCS_BUILD_FLAGS="--scratch-path DIR" to build elsewhere (then DOCS_DIR=DIR/docs, say).
+## docs: DocC documentation of the AssetPack product into .build/docs; DocC warnings fail it.
+## The symbol graph is extracted with the re-exported modules (AssetPackCore, AssetPackZip,
+## AssetPackContainer) folded in, so every public name an app sees has a page under AssetPack —
+## swift-docc-plugin cannot pass -experimental-allowed-reexported-modules, hence the two steps.
 DOCS_DIR ?= .build/docs
 DOCS_BUILD_FLAGS ?=
 .PHONY: docs
 docs: deps
-	$(SWIFT) package $(DOCS_BUILD_FLAGS) --allow-writing-to-directory "$(DOCS_DIR)" \
-	  generate-documentation --target AssetPack --output-path "$(DOCS_DIR)" --warnings-as-errors
+	$(SWIFT) build $(DOCS_BUILD_FLAGS) --target AssetPack
+	@set -e; bin="$$($(SWIFT) build $(DOCS_BUILD_FLAGS) --show-bin-path)"; graphs="$$bin/docs-symbolgraph"; \
+	rm -rf "$$graphs" && mkdir -p "$$graphs"; \
+	swift-symbolgraph-extract -module-name AssetPack -target "$$($(SWIFT) -print-target-info | python3 -c 'import json,sys; print(json.load(sys.stdin)["target"]["triple"])')" \
+	  -I "$$bin/Modules" $(foreach c,CLibzip CZlib CLibcrypto CLibdeflate,-I Sources/$(c)) \
+	  -minimum-access-level public -experimental-allowed-reexported-modules=AssetPackCore,AssetPackZip,AssetPackContainer \
+	  -output-dir "$$graphs"; \
+	rm -rf "$(DOCS_DIR)"; \
+	docc convert Sources/AssetPack/AssetPack.docc --additional-symbol-graph-dir "$$graphs" \
+	  --fallback-display-name AssetPack --fallback-bundle-identifier AssetPack \
+	  --output-path "$(DOCS_DIR)" --transform-for-static-hosting --warnings-as-errors
 	@echo "documentation: $(DOCS_DIR) (open $(DOCS_DIR)/index.html through a web server, or use preview-documentation)"

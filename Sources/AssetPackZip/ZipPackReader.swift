@@ -10,7 +10,7 @@ import Foundation
 /// `zip_fclose`, and then checks CRC-32 itself against the central directory. A
 /// corrupt entry throws `.integrityFailure` naming the entry; wrong bytes are never returned.
 ///
-/// WinZip AES entries are decrypted in bulk by ``BulkAESDecoder`` (OpenSSL AES and HMAC over
+/// WinZip AES entries are decrypted in bulk by `BulkAESDecoder` (OpenSSL AES and HMAC over
 /// libzip's raw entry bytes), which is an order of magnitude faster than libzip 1.7.3's
 /// block-at-a-time decryption and also reads the standard AE-2 entries (CRC 0) that 7-Zip,
 /// zip4j and WinZip write and libzip rejects. `ZipDecoder.libzip` keeps libzip's own path
