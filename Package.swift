@@ -58,11 +58,15 @@ let package = Package(
         .plugin(name: "PackAssets", capability: .buildTool(), dependencies: ["assetpack"]),
 
         // libFuzzer targets (see `make fuzz`); a plain build gets stubs.
-        .executableTarget(name: "FuzzZip", dependencies: ["AssetPackZip"], path: "Fuzz/FuzzZip"),
-        .executableTarget(name: "FuzzZipStructure", dependencies: ["AssetPackZip"], path: "Fuzz/FuzzZipStructure"),
-        .executableTarget(name: "FuzzContainer", dependencies: ["AssetPackContainer"], path: "Fuzz/FuzzContainer"),
+        .target(name: "FuzzSupport", path: "Fuzz/FuzzSupport"),
+        .executableTarget(name: "FuzzZip", dependencies: ["AssetPackZip", "FuzzSupport"], path: "Fuzz/FuzzZip"),
         .executableTarget(
-            name: "FuzzContainerIndex", dependencies: ["AssetPackContainer"], path: "Fuzz/FuzzContainerIndex"),
+            name: "FuzzZipStructure", dependencies: ["AssetPackZip", "FuzzSupport"], path: "Fuzz/FuzzZipStructure"),
+        .executableTarget(
+            name: "FuzzContainer", dependencies: ["AssetPackContainer", "FuzzSupport"], path: "Fuzz/FuzzContainer"),
+        .executableTarget(
+            name: "FuzzContainerIndex", dependencies: ["AssetPackContainer", "FuzzSupport"],
+            path: "Fuzz/FuzzContainerIndex"),
 
         // Release-mode benchmarks of the two backends (swift run -c release ContainerBench / ZipAESBench).
         .executableTarget(

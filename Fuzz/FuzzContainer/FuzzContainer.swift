@@ -2,16 +2,17 @@
 // and read every entry, whole, streamed and by range. Built and run by `make fuzz`.
 import AssetPackContainer
 import AssetPackCore
+import FuzzSupport
 import Foundation
 
 #if FUZZING
-    let scratch = "/dev/shm/assetpack-fuzz-container-\(getpid()).apack"
+    let scratch = FuzzScratch("container", ext: "apack")
     let key = PackCredential.key([UInt8](repeating: 7, count: 32))
 
     @_cdecl("LLVMFuzzerTestOneInput")
     public func fuzzContainer(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
-        guard FileManager.default.createFile(atPath: scratch, contents: Data(bytes: data, count: size)),
-            let reader = try? ContainerPackReader(path: scratch, credential: key)
+        guard scratch.write(data, size),
+            let reader = try? ContainerPackReader(path: scratch.path, credential: key)
         else { return 0 }
         for entry in reader.entries.prefix(64) {
             _ = try? reader.read(entry.path)
@@ -21,21 +22,12 @@ import Foundation
         return 0
     }
 
-    @_silgen_name("LLVMFuzzerRunDriver")
-    func LLVMFuzzerRunDriver(
-        _ argc: UnsafeMutablePointer<CInt>,
-        _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-        _ callback: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt
-    ) -> CInt
-
     @_cdecl("FuzzContainer_main")
     public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-        var argc = argc
-        var argv = argv
-        return LLVMFuzzerRunDriver(&argc, &argv, fuzzContainer)
+        runFuzzer(argc, argv, fuzzContainer)
     }
 #else
     @main enum FuzzContainer {
-        static func main() { print("fuzz target: build and run it with `make fuzz`") }
+        static func main() { fuzzStub() }
     }
 #endif

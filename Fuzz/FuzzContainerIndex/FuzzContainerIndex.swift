@@ -2,6 +2,7 @@
 // cryptography (as if the key were known and the index had authenticated). Built by `make fuzz`.
 import AssetPackContainer
 import AssetPackCore
+import FuzzSupport
 
 #if FUZZING
     let limits: ReadLimits = {
@@ -30,21 +31,12 @@ import AssetPackCore
         return 0
     }
 
-    @_silgen_name("LLVMFuzzerRunDriver")
-    func LLVMFuzzerRunDriver(
-        _ argc: UnsafeMutablePointer<CInt>,
-        _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-        _ callback: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt
-    ) -> CInt
-
     @_cdecl("FuzzContainerIndex_main")
     public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-        var argc = argc
-        var argv = argv
-        return LLVMFuzzerRunDriver(&argc, &argv, fuzzContainerIndex)
+        runFuzzer(argc, argv, fuzzContainerIndex)
     }
 #else
     @main enum FuzzContainerIndex {
-        static func main() { print("fuzz target: build and run it with `make fuzz`") }
+        static func main() { fuzzStub() }
     }
 #endif

@@ -2,6 +2,7 @@
 // local headers) on arbitrary bytes held in memory. Built and run by `make fuzz`
 // (-DFUZZING -sanitize=fuzzer,address); a plain build gets a stub.
 import AssetPackCore
+import FuzzSupport
 import AssetPackZip
 
 #if FUZZING
@@ -29,21 +30,13 @@ import AssetPackZip
     }
 
     // SwiftPM links executables with `main` aliased to `<Target>_main`; hand control to libFuzzer's driver.
-    @_silgen_name("LLVMFuzzerRunDriver")
-    func LLVMFuzzerRunDriver(
-        _ argc: UnsafeMutablePointer<CInt>,
-        _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-        _ callback: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt
-    ) -> CInt
 
     @_cdecl("FuzzZipStructure_main")
     public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
-        var argc = argc
-        var argv = argv
-        return LLVMFuzzerRunDriver(&argc, &argv, fuzzZipStructure)
+        runFuzzer(argc, argv, fuzzZipStructure)
     }
 #else
     @main enum FuzzZipStructure {
-        static func main() { print("fuzz target: build and run it with `make fuzz`") }
+        static func main() { fuzzStub() }
     }
 #endif
