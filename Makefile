@@ -150,7 +150,8 @@ example: deps
 ## docs: DocC documentation of the AssetPack product into .build/docs; DocC warnings fail it.
 ## The symbol graph is extracted with the re-exported modules (AssetPackCore, AssetPackZip,
 ## AssetPackContainer) folded in, so every public name an app sees has a page under AssetPack —
-## swift-docc-plugin cannot pass -experimental-allowed-reexported-modules, hence the two steps.
+## `swift package generate-documentation` (swift-docc-plugin) cannot pass -experimental-allowed-reexported-modules,
+## so we run swift-symbolgraph-extract and docc ourselves (both ship with the toolchain).
 DOCS_DIR ?= .build/docs
 DOCS_BUILD_FLAGS ?=
 .PHONY: docs
@@ -166,4 +167,4 @@ docs: deps
 	docc convert Sources/AssetPack/AssetPack.docc --additional-symbol-graph-dir "$$graphs" \
 	  --fallback-display-name AssetPack --fallback-bundle-identifier AssetPack \
 	  --output-path "$(DOCS_DIR)" --transform-for-static-hosting --warnings-as-errors
-	@echo "documentation: $(DOCS_DIR) (open $(DOCS_DIR)/index.html through a web server, or use preview-documentation)"
+	@echo "documentation: $(DOCS_DIR) (python3 -m http.server -d $(DOCS_DIR), then open /documentation/assetpack)"

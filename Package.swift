@@ -12,8 +12,6 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        // `make docs`: swift package generate-documentation (DocC).
-        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // C libraries, each imported by exactly one Swift module: libzip by AssetPackZip, libcrypto
