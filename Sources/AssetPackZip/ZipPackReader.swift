@@ -13,7 +13,7 @@ import Foundation
 /// WinZip AES entries are decrypted in bulk by `BulkAESDecoder` (OpenSSL AES and HMAC over
 /// libzip's raw entry bytes), which is an order of magnitude faster than libzip 1.7.3's
 /// block-at-a-time decryption and also reads the standard AE-2 entries (CRC 0) that 7-Zip,
-/// zip4j and WinZip write and libzip rejects. `ZipDecoder.libzip` keeps libzip's own path
+/// zip4j and WinZip write and libzip rejects. `Decoder.libzip` keeps libzip's own path
 /// for cross-checks; `EntryTiming.decoder` says which path produced the bytes.
 ///
 /// Thread safety: reads may run on many threads at once; each borrows its own libzip
