@@ -80,7 +80,7 @@ let package = Package(
             dependencies: ["AssetPackZip", "AssetPackCore", "CLibzip", "AssetPackTestSupport"]),
         .testTarget(
             name: "AssetPackContainerTests",
-            dependencies: ["AssetPackContainer", "AssetPackCore", "AssetPackTestSupport"],
+            dependencies: ["AssetPackContainer", "AssetPackCore", "AssetPackCrypto", "AssetPackTestSupport"],
             resources: [.copy("Vectors")]),
         .testTarget(name: "AssetPackTests", dependencies: ["AssetPack", "AssetPackTestSupport"]),
         .testTarget(name: "AssetPackPerfTests", dependencies: ["AssetPackPerf", "AssetPackTestSupport"]),

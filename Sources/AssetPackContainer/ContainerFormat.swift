@@ -6,8 +6,16 @@ import Foundation
 package enum ContainerFormat {
     /// The eight bytes every container pack starts with: `"APACK\0\r\n"`.
     public static let magic: [UInt8] = [0x41, 0x50, 0x41, 0x43, 0x4B, 0x00, 0x0D, 0x0A]
-    /// The format version this build writes and reads.
-    public static let version: UInt8 = 1
+    /// The format version this build writes. It reads `readableVersions`.
+    public static let version: UInt8 = 2
+    /// Version 1 (round 1: keys and nonces bound to the entry's index position, fixed index
+    /// nonce) and version 2 (per-entry random key ids, plaintext SHA-256 in the index, random
+    /// index nonce), so that unchanged entries can be reused by an incremental re-pack.
+    static let readableVersions: ClosedRange<UInt8> = 1...2
+    /// Size of a version-2 entry key id, in bytes.
+    static let keyIDSize = 16
+    /// Size of the random nonce in front of a version-2 index.
+    static let indexNonceSize = 12
     /// Cipher suite 1: AES-256-GCM, HKDF-SHA256 subkeys, HMAC-SHA256 key commitment.
     public static let cipherSuite: UInt8 = 1
     /// Size of the fixed header, in bytes.
@@ -25,6 +33,7 @@ enum KDFID: UInt8 {
 
 /// The fixed 104-byte header, all integers little-endian.
 package struct ContainerHeader: Equatable {
+    package var version: UInt8 = ContainerFormat.version
     var kdf: KDFID
     package var chunkShift: UInt8
     var params: [UInt32]  // three KDF parameters
@@ -33,13 +42,13 @@ package struct ContainerHeader: Equatable {
     var indexLength: UInt64
     var commitment: [UInt8] = []
 
-    var chunkSize: Int { 1 << Int(chunkShift) }
+    package var chunkSize: Int { 1 << Int(chunkShift) }
 
     /// The header bytes covered by the commitment (everything before it).
     func committedBytes() -> [UInt8] {
         var w = ByteWriter()
         w.bytes(ContainerFormat.magic)
-        w.u8(ContainerFormat.version)
+        w.u8(version)
         w.u8(ContainerFormat.cipherSuite)
         w.u8(kdf.rawValue)
         w.u8(chunkShift)
@@ -58,7 +67,7 @@ package struct ContainerHeader: Equatable {
             throw AssetPackError(.unsupportedFormat, "not an AssetPack container")
         }
         let version = try r.u8(), suite = try r.u8(), kdfRaw = try r.u8(), shift = try r.u8()
-        guard version == ContainerFormat.version else {
+        guard ContainerFormat.readableVersions.contains(version) else {
             throw AssetPackError(.unsupportedFormat, "container version \(version) is not supported")
         }
         guard suite == ContainerFormat.cipherSuite else {
@@ -72,7 +81,7 @@ package struct ContainerHeader: Equatable {
         }
         let params = [try r.u32(), try r.u32(), try r.u32()]
         return ContainerHeader(
-            kdf: kdf, chunkShift: shift, params: params, salt: try r.bytes(32),
+            version: version, kdf: kdf, chunkShift: shift, params: params, salt: try r.bytes(32),
             indexOffset: try r.u64(), indexLength: try r.u64(), commitment: try r.bytes(32))
     }
 
@@ -124,16 +133,25 @@ struct ContainerKeys: Sendable {
     static let commitmentInfo = Array("AssetPack container v1 commitment".utf8)
     static let indexInfo = Array("AssetPack container v1 index".utf8)
     static let entryInfo = Array("AssetPack container v1 entry".utf8)
+    static let indexInfoV2 = Array("AssetPack container v2 index".utf8)
+    static let entryInfoV2 = Array("AssetPack container v2 entry".utf8)
 
-    /// Key of the header's HMAC-SHA256 key commitment.
+    /// Key of the header's HMAC-SHA256 key commitment (both versions).
     var commitmentKey: [UInt8] { expand(Self.commitmentInfo) }
-    /// Key sealing the index.
-    var indexKey: [UInt8] { expand(Self.indexInfo) }
-    /// Key sealing the chunks of entry `id`.
+    /// Key sealing the index of a pack of `version`.
+    func indexKey(version: UInt8) -> [UInt8] { expand(version == 1 ? Self.indexInfo : Self.indexInfoV2) }
+    /// Key sealing the chunks of a version-1 entry: bound to its position `id` in the index.
     func entryKey(_ id: UInt32) -> [UInt8] {
         var info = Self.entryInfo
         withUnsafeBytes(of: id.littleEndian) { info.append(contentsOf: $0) }
         return expand(info)
+    }
+    /// Key sealing the chunks of a version-2 entry: bound to its random 16-byte key id, so it
+    /// does not change when other entries are added or removed.
+    func entryKey(keyID: [UInt8]) -> [UInt8] { expand(Self.entryInfoV2 + keyID) }
+    /// Key sealing the chunks of `entry`, either version.
+    func entryKey(_ entry: ContainerEntry) -> [UInt8] {
+        entry.keyID.map { entryKey(keyID: $0) } ?? entryKey(entry.id)
     }
 
     /// The commitment over `committed` header bytes.
@@ -176,7 +194,8 @@ struct ContainerKeys: Sendable {
 }
 
 /// The 12-byte AES-GCM nonce of a chunk: entry id, chunk index, flags (all u32 LE).
-/// Flags: bit 0 = final chunk of the entry, bit 1 = payload is raw deflate.
+/// Flags: bit 0 = final chunk of the entry, bit 1 = payload is raw deflate. Version 2 writes
+/// entry id 0: its entry key is already unique to the entry.
 @inline(__always)
 func chunkNonce(entry: UInt32, chunk: UInt32, final: Bool, deflated: Bool) -> [UInt8] {
     let flags: UInt32 = (final ? 1 : 0) | (deflated ? 2 : 0)
@@ -184,8 +203,10 @@ func chunkNonce(entry: UInt32, chunk: UInt32, final: Bool, deflated: Bool) -> [U
     return withUnsafeBytes(of: &n) { Array($0) }
 }
 
-/// The nonce of the index (its key is used for nothing else).
-let indexNonce = [UInt8](repeating: 0, count: 12)
+/// The nonce of a version-1 index (its key sealed nothing else: each version-1 write has a
+/// fresh salt). Version 2 keeps the salt across incremental re-packs, so its index nonce is
+/// random and stored in front of the sealed index.
+let indexNonceV1 = [UInt8](repeating: 0, count: 12)
 
 /// Appends little-endian integers and bytes.
 struct ByteWriter {

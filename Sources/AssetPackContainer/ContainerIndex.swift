@@ -4,8 +4,12 @@ import AssetPackCore
 package struct ContainerEntry: Sendable {
     /// Public metadata.
     let info: EntryInfo
-    /// The entry id: its position in the index, bound into its key and nonces.
+    /// The entry id: its position in the index (version 1 binds it into key and nonces).
     let id: UInt32
+    /// Version 2: the random id its key derives from.
+    let keyID: [UInt8]?
+    /// Version 2: SHA-256 of the entry's plaintext (what an incremental re-pack compares).
+    let sha256: [UInt8]?
     /// File offset of chunk 0.
     let offset: UInt64
     /// Number of chunks (at least one; an empty entry has one empty chunk).
@@ -15,20 +19,26 @@ package struct ContainerEntry: Sendable {
     let starts: [UInt64]?
 }
 
-/// What the writer records about one entry.
+/// What the writer records about one entry (version 2).
 struct IndexRecord {
     var path: String
     var size: UInt64
     var crc: UInt32
+    /// The random id the entry's key derives from.
+    var keyID: [UInt8]
+    /// SHA-256 of the plaintext.
+    var sha256: [UInt8]
     /// Per-chunk payload length, bit 31 set for a deflated chunk; `nil` when every chunk is stored.
     var chunkLengths: [UInt32]?
 }
 
 /// The index plaintext: `u32 count`, then per entry `u16 pathLength, path (UTF-8), u64 size,
-/// u32 crc32, u8 flags` and, when flags bit 0 is set, `u32` per chunk (payload length, bit 31 = deflated).
+/// u32 crc32, u8 flags`, in version 2 `keyID[16], sha256[32]`, and, when flags bit 0 is set,
+/// `u32` per chunk (payload length, bit 31 = deflated).
 package enum ContainerIndex {
     static let deflatedBit: UInt32 = 0x8000_0000
 
+    /// The version-2 index of `records`.
     static func encode(_ records: [IndexRecord]) -> [UInt8] {
         var w = ByteWriter()
         w.u32(UInt32(records.count))
@@ -38,6 +48,8 @@ package enum ContainerIndex {
             w.u64(r.size)
             w.u32(r.crc)
             w.u8(r.chunkLengths == nil ? 0 : 1)
+            w.bytes(r.keyID)
+            w.bytes(r.sha256)
             for l in r.chunkLengths ?? [] { w.u32(l) }
         }
         return w.out
@@ -46,7 +58,8 @@ package enum ContainerIndex {
     /// Parses and validates the index. Every offset is derived, never read: entries tile
     /// `[headerSize, dataEnd)` exactly, in id order.
     package static func decode(
-        _ buf: UnsafeRawBufferPointer, chunkShift: UInt8, dataEnd: UInt64, limits: ReadLimits
+        _ buf: UnsafeRawBufferPointer, version: UInt8 = ContainerFormat.version, chunkShift: UInt8, dataEnd: UInt64,
+        limits: ReadLimits
     ) throws -> [ContainerEntry] {
         func corrupt(_ why: String, _ path: String? = nil) -> AssetPackError {
             AssetPackError(.integrityFailure, "container index is corrupt (\(why))", path: path)
@@ -57,7 +70,9 @@ package enum ContainerIndex {
             throw AssetPackError(
                 .limitExceeded, "pack declares \(count) entries, more than the limit \(limits.maxEntries)")
         }
-        guard count <= r.remaining / 16 else { throw corrupt("entry count") }
+        let v2 = version >= 2
+        let perEntry = v2 ? 16 + ContainerFormat.keyIDSize + 32 : 16
+        guard count <= r.remaining / perEntry else { throw corrupt("entry count") }
         let cs = UInt64(1) << chunkShift
         let tag = UInt64(ContainerFormat.tagSize)
         var out: [ContainerEntry] = []
@@ -72,6 +87,8 @@ package enum ContainerIndex {
             previous = name
             guard let path = String(validating: name, as: UTF8.self) else { throw corrupt("path is not UTF-8") }
             let size = try r.u64(), crc = try r.u32(), flags = try r.u8()
+            let keyID = v2 ? try r.bytes(ContainerFormat.keyIDSize) : nil
+            let sha256 = v2 ? try r.bytes(32) : nil
             // The per-entry limits are the reader's, checked when the entry is read (ReadLimits.check).
             guard size <= UInt64(Int.max >> 1) else { throw corrupt("entry size", path) }
             let chunks = size == 0 ? 1 : (size - 1) >> chunkShift + 1
@@ -113,7 +130,10 @@ package enum ContainerIndex {
             let info = EntryInfo(
                 path: path, size: size, storedSize: stored, compression: starts == nil ? .store : .deflate,
                 encryption: .aes256GCM, crc32: crc)
-            out.append(ContainerEntry(info: info, id: UInt32(id), offset: pos, chunkCount: Int(chunks), starts: starts))
+            out.append(
+                ContainerEntry(
+                    info: info, id: UInt32(id), keyID: keyID, sha256: sha256, offset: pos, chunkCount: Int(chunks),
+                    starts: starts))
             pos = end
         }
         guard r.atEnd else { throw corrupt("trailing bytes") }

@@ -19,9 +19,13 @@ public final class ContainerPackReader: PackReader {
     public let openSeconds: Double
 
     private let fd: Int32
-    private let records: [ContainerEntry]
+    /// Every entry's record, in index order (what an incremental re-pack reuses).
+    let records: [ContainerEntry]
     private let index: EntryIndex<Int>
-    private let keys: ContainerKeys
+    /// The pack's keys (an incremental re-pack keeps the salt, hence the keys).
+    let keys: ContainerKeys
+    /// The pack's header.
+    package let header: ContainerHeader
     private let chunkShift: Int
     private let limits: ReadLimits
 
@@ -48,6 +52,7 @@ public final class ContainerPackReader: PackReader {
             }
             self.fd = fd
             self.keys = keys
+            self.header = header
             self.records = records
             self.index = index
             self.entries = entries
@@ -83,7 +88,8 @@ public final class ContainerPackReader: PackReader {
         try header.checkKDF(limits)
         let tag = UInt64(ContainerFormat.tagSize)
         let (end, overflow) = header.indexOffset.addingReportingOverflow(header.indexLength)
-        guard header.indexOffset >= UInt64(ContainerFormat.headerSize), header.indexLength >= 4 + tag,
+        let nonceSize = UInt64(header.version == 1 ? 0 : ContainerFormat.indexNonceSize)
+        guard header.indexOffset >= UInt64(ContainerFormat.headerSize), header.indexLength >= nonceSize + 4 + tag,
             !overflow, end == fileSize
         else {
             throw AssetPackError(.integrityFailure, "container is truncated or has trailing data")
@@ -100,13 +106,19 @@ public final class ContainerPackReader: PackReader {
             throw AssetPackError(.wrongPassword, "wrong password or key (or a damaged header)")
         }
 
-        let sealed = try preadArray(fd, count: Int(header.indexLength), at: header.indexOffset)
-        guard let plain = AESGCM().open(sealed, nonce: indexNonce, key: keys.indexKey, authenticating: headerBytes)
+        var sealed = try preadArray(fd, count: Int(header.indexLength), at: header.indexOffset)
+        let nonce = header.version == 1 ? indexNonceV1 : Array(sealed.prefix(Int(nonceSize)))
+        sealed.removeFirst(Int(nonceSize))
+        guard
+            let plain = AESGCM().open(
+                sealed, nonce: nonce, key: keys.indexKey(version: header.version), authenticating: headerBytes)
         else {
             throw AssetPackError(.integrityFailure, "container index failed authentication")
         }
         let records = try plain.withUnsafeBytes {
-            try ContainerIndex.decode($0, chunkShift: header.chunkShift, dataEnd: header.indexOffset, limits: limits)
+            try ContainerIndex.decode(
+                $0, version: header.version, chunkShift: header.chunkShift, dataEnd: header.indexOffset,
+                limits: limits)
         }
         return (header, keys, records)
     }
@@ -137,7 +149,7 @@ public final class ContainerPackReader: PackReader {
         t.decoder = "container"
         let e = try Stopwatch.time(&t.lookup) { try find(path) }
         t.path = e.info.path
-        let key = Stopwatch.time(&t.keyDerivation) { keys.entryKey(e.id) }
+        let key = Stopwatch.time(&t.keyDerivation) { keys.entryKey(e) }
         let n = Int(e.info.size)
         let crcs = UnsafeMutableBufferPointer<UInt32>.allocate(capacity: e.chunkCount)
         defer { crcs.deallocate() }
@@ -180,7 +192,7 @@ public final class ContainerPackReader: PackReader {
         t.decoder = "container"
         let e = try Stopwatch.time(&t.lookup) { try find(path) }
         t.path = e.info.path
-        let key = Stopwatch.time(&t.keyDerivation) { keys.entryKey(e.id) }
+        let key = Stopwatch.time(&t.keyDerivation) { keys.entryKey(e) }
         let cs = 1 << chunkShift
         let group = max(1, min(e.chunkCount, Self.cores * 4))
         let buffer = UnsafeMutableRawBufferPointer.allocate(
@@ -232,7 +244,7 @@ public final class ContainerPackReader: PackReader {
                 path: e.info.path)
         }
         if count == 0 { return [] }
-        let key = keys.entryKey(e.id)
+        let key = keys.entryKey(e)
         let first = Int(offset >> chunkShift), last = Int((offset + UInt64(count) - 1) >> chunkShift)
         return try [UInt8](unsafeUninitializedCapacity: count) { buf, initialized in
             _ = try decode(e, key, first..<last + 1, into: UnsafeMutableRawBufferPointer(buf), base: offset, crcs: nil)
@@ -325,7 +337,8 @@ public final class ContainerPackReader: PackReader {
         guard payload == plainLen || deflated else {
             throw AssetPackError(.integrityFailure, "chunk \(c) has the wrong length", path: e.info.path)
         }
-        let nonce = chunkNonce(entry: e.id, chunk: UInt32(c), final: c == e.chunkCount - 1, deflated: deflated)
+        let nonce = chunkNonce(
+            entry: e.keyID == nil ? e.id : 0, chunk: UInt32(c), final: c == e.chunkCount - 1, deflated: deflated)
         let ciphertext = deflated ? UnsafeMutableRawBufferPointer(rebasing: scratch[0..<payload]) : dest
         let tag = UnsafeMutableRawBufferPointer(rebasing: scratch[(scratch.count - tagSize)...])
         try preadFully(fd, ciphertext, at: offset)
@@ -339,6 +352,56 @@ public final class ContainerPackReader: PackReader {
             {
                 throw error.naming(e.info.path)
             }
+        }
+    }
+}
+
+extension ContainerPackReader {
+    /// Hands `e`'s stored bytes (sealed chunks, tags included) to `sink` in pieces of whole
+    /// chunks, after checking every chunk's GCM tag: an incremental re-pack copies an entry only
+    /// as it was written. Memory: one piece of up to 8 MiB plus one chunk.
+    package func copyStored(_ e: ContainerEntry, to sink: (UnsafeRawBufferPointer) throws -> Void) throws {
+        let key = keys.entryKey(e)
+        let tagSize = ContainerFormat.tagSize
+        let slot = (1 << chunkShift) + tagSize
+        func bounds(_ c: Int) -> (start: UInt64, length: Int) {
+            if let s = e.starts { return (s[c], Int(s[c + 1] - s[c])) }
+            return (UInt64(c) * UInt64(slot), plainLength(e, c) + tagSize)
+        }
+        let piece = UnsafeMutableRawBufferPointer.allocate(byteCount: max(8 << 20, slot), alignment: 64)
+        defer { piece.deallocate() }
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: slot, alignment: 64)
+        defer { scratch.deallocate() }
+        let gcm = AESGCM()
+        var c = 0
+        while c < e.chunkCount {
+            let first = c, begin = bounds(c).start
+            var end = begin
+            while c < e.chunkCount, Int(bounds(c).start + UInt64(bounds(c).length) - begin) <= piece.count {
+                end = bounds(c).start + UInt64(bounds(c).length)
+                c += 1
+            }
+            let bytes = UnsafeMutableRawBufferPointer(rebasing: piece[0..<Int(end - begin)])
+            try preadFully(fd, bytes, at: e.offset + begin)
+            for k in first..<c {
+                let (start, length) = bounds(k)
+                let payload = length - tagSize
+                let at = Int(start - begin)
+                let sealed = UnsafeRawBufferPointer(rebasing: bytes[at..<at + length])
+                UnsafeMutableRawBufferPointer(rebasing: scratch[0..<payload])
+                    .copyMemory(from: UnsafeRawBufferPointer(rebasing: sealed[0..<payload]))
+                let nonce = chunkNonce(
+                    entry: e.keyID == nil ? e.id : 0, chunk: UInt32(k), final: k == e.chunkCount - 1,
+                    deflated: payload < plainLength(e, k))
+                guard
+                    gcm.open(
+                        UnsafeMutableRawBufferPointer(rebasing: scratch[0..<payload]),
+                        tag: UnsafeRawBufferPointer(rebasing: sealed[payload...]), nonce: nonce, key: key)
+                else {
+                    throw AssetPackError(.integrityFailure, "chunk \(k) failed authentication", path: e.info.path)
+                }
+            }
+            try sink(UnsafeRawBufferPointer(bytes))
         }
     }
 }

@@ -2,16 +2,25 @@ import AssetPackCore
 import AssetPackCrypto
 import Foundation
 
-/// Writes AssetPack container packs (chunked AES-256-GCM, see `docs/FORMAT.md`).
+/// Writes AssetPack container packs (chunked AES-256-GCM, format version 2, see `docs/FORMAT.md`).
 ///
 /// Entries are streamed: each file is read in batches of chunks, and the chunks of a batch
 /// are deflated (where the policy asks and it pays) and sealed in parallel, then appended to
 /// a temporary file next to the output. The encrypted index and the header are written last;
 /// the file is synced and renamed into place.
+///
+/// **Incremental.** Unless `options.fresh`, when the output already holds a version-2 pack
+/// that opens with the same credential, KDF and chunk size, the new pack keeps its salt (so its
+/// keys) and copies every entry whose path, size and plaintext SHA-256 are unchanged as it is:
+/// its sealed chunks (tags checked on the way) and its key id. Changed and new entries get a
+/// fresh random key id, so no key ever seals two different plaintexts with one nonce; see
+/// docs/INCREMENTAL.md for the argument.
 package struct ContainerPackWriter: PackWriter {
     /// Test hook: a fixed per-pack salt makes the output deterministic. Never reuse a salt
     /// for different content: keys and nonces derive from it.
     var fixedSalt: [UInt8]?
+    /// Test hook: where key ids and the index nonce come from (the CSPRNG unless a test pins it).
+    var random: (Int) -> [UInt8] = secureRandomBytes
 
     /// A writer; the KDF and chunk size come from `options.container`.
     package init() {}
@@ -45,27 +54,38 @@ package struct ContainerPackWriter: PackWriter {
             }
         }
 
-        var header = ContainerHeader(
-            kdf: .none, chunkShift: UInt8(cs.trailingZeroBitCount), params: [0, 0, 0],
-            salt: fixedSalt ?? secureRandomBytes(32),
-            indexOffset: 0, indexLength: 0)
-        switch credential {
-        case .key(let key):
-            guard key.count == 32 else {
-                throw AssetPackError(.invalidArgument, "a container key must be 32 bytes, not \(key.count)")
+        let previous = options.fresh ? nil : Self.reusable(at: output, credential: credential, options: options)
+        var header: ContainerHeader
+        let keys: ContainerKeys
+        if let previous {
+            header = previous.header
+            header.version = ContainerFormat.version
+            keys = previous.keys
+        } else {
+            header = ContainerHeader(
+                kdf: .none, chunkShift: UInt8(cs.trailingZeroBitCount), params: [0, 0, 0],
+                salt: fixedSalt ?? random(32), indexOffset: 0, indexLength: 0)
+            switch credential {
+            case .key(let key):
+                guard key.count == 32 else {
+                    throw AssetPackError(.invalidArgument, "a container key must be 32 bytes, not \(key.count)")
+                }
+            case .password(let password):
+                guard !password.isEmpty else { throw AssetPackError(.invalidArgument, "empty password") }
+                (header.kdf, header.params) = Self.kdfFields(options.container.kdf)
+                do { try header.checkKDF(.default) } catch let e as AssetPackError {
+                    throw AssetPackError(
+                        .invalidArgument, "KDF parameters unreadable with default limits: \(e.message)")
+                }
             }
-        case .password(let password):
-            guard !password.isEmpty else { throw AssetPackError(.invalidArgument, "empty password") }
-            switch options.container.kdf {
-            case .scrypt(let logN, let r, let p): (header.kdf, header.params) = (.scrypt, [UInt32(logN), r, p])
-            case .pbkdf2SHA256(let n): (header.kdf, header.params) = (.pbkdf2SHA256, [n, 0, 0])
-            }
-            do { try header.checkKDF(.default) } catch let e as AssetPackError {
-                throw AssetPackError(.invalidArgument, "KDF parameters unreadable with default limits: \(e.message)")
-            }
+            keys = ContainerKeys(master: try ContainerKeys.master(credential, header: header), salt: header.salt)
         }
-        let keys = ContainerKeys(master: try ContainerKeys.master(credential, header: header), salt: header.salt)
+        var reusable: [String: ContainerEntry] = [:]
+        for e in previous?.records ?? [] where e.keyID != nil && e.sha256 != nil { reusable[e.info.path] = e }
 
+        var report = PackWriteReport()
+        let bytesTotal = sorted.reduce(UInt64(0)) { $0 + $1.size }
+        var bytesDone: UInt64 = 0
         try AtomicFile.write(output) { fd in
             let buffers = Buffers(chunkShift: Int(header.chunkShift))
             defer { buffers.free() }
@@ -73,30 +93,135 @@ package struct ContainerPackWriter: PackWriter {
             var records: [IndexRecord] = []
             records.reserveCapacity(sorted.count)
             for (i, file) in sorted.enumerated() {
-                let id = UInt32(i)
-                let deflate = try options.compression.shouldDeflate(file)
-                records.append(
-                    try writeEntry(
-                        file, id: id, key: keys.entryKey(id), deflate: deflate, buffers: buffers, to: fd, at: &pos))
-                options.progress?(PackProgress(done: i + 1, total: sorted.count, path: file.path))
+                let partial = { (done: UInt64) -> Void in
+                    options.progress?(
+                        PackProgress(
+                            done: i, total: sorted.count, path: file.path, bytesDone: bytesDone + done,
+                            bytesTotal: bytesTotal))
+                }
+                if let old = reusable[file.path], let previous,
+                    let record = try reuse(old, of: file, from: previous, buffers: buffers, to: fd, at: &pos)
+                {
+                    // (A damaged previous entry is not reused: `reuse` returns nil and it is packed afresh.)
+                    records.append(record)
+                    report.reused += 1
+                    report.reusedBytes += record.size
+                    bytesDone += file.size
+                } else {
+                    let keyID = random(ContainerFormat.keyIDSize)
+                    let record = try writeEntry(
+                        file, keyID: keyID, key: keys.entryKey(keyID: keyID),
+                        deflate: try options.compression.shouldDeflate(file), buffers: buffers, to: fd, at: &pos,
+                        progress: partial)
+                    records.append(record)
+                    report.packed += 1
+                    bytesDone += file.size
+                }
+                options.progress?(
+                    PackProgress(
+                        done: i + 1, total: sorted.count, path: file.path, bytesDone: bytesDone, bytesTotal: bytesTotal)
+                )
             }
 
             let index = ContainerIndex.encode(records)
+            let nonce = random(ContainerFormat.indexNonceSize)
             header.indexOffset = pos
-            header.indexLength = UInt64(index.count + ContainerFormat.tagSize)
+            header.indexLength = UInt64(nonce.count + index.count + ContainerFormat.tagSize)
             let committed = header.committedBytes()
             let headerBytes = committed + keys.commitment(committed)
-            let sealedIndex = AESGCM().seal(index, nonce: indexNonce, key: keys.indexKey, authenticating: headerBytes)
-            try pwriteAll(fd, sealedIndex, at: pos)
+            let sealedIndex = AESGCM().seal(
+                index, nonce: nonce, key: keys.indexKey(version: header.version), authenticating: headerBytes)
+            try pwriteAll(fd, nonce + sealedIndex, at: pos)
             try pwriteAll(fd, headerBytes, at: 0)
+            // A reused entry that failed its tag check may have left bytes past the end.
+            guard ftruncate(fd, off_t(pos + header.indexLength)) == 0 else {
+                throw FileOutput.error("cannot size the pack")
+            }
         }
-        return PackWriteReport(packed: sorted.count)
+        return report
+    }
+
+    /// The header fields of `kdf`.
+    private static func kdfFields(_ kdf: ContainerKDF) -> (KDFID, [UInt32]) {
+        switch kdf {
+        case .scrypt(let logN, let r, let p): (.scrypt, [UInt32(logN), r, p])
+        case .pbkdf2SHA256(let n): (.pbkdf2SHA256, [n, 0, 0])
+        }
+    }
+
+    /// The pack at `output` if an incremental re-pack may reuse its entries: a version-2
+    /// container that opens with `credential` and has the chunk size and KDF `options` ask for.
+    /// Anything else (no file, another format, a wrong password, damage) means a full pack.
+    private static func reusable(at output: String, credential: PackCredential, options: PackOptions)
+        -> ContainerPackReader?
+    {
+        guard FileManager.default.fileExists(atPath: output),
+            let reader = try? ContainerPackReader(path: output, credential: credential),
+            reader.header.version == ContainerFormat.version,
+            reader.header.chunkSize == options.container.chunkSize
+        else { return nil }
+        if case .password = credential {
+            let (kdf, params) = kdfFields(options.container.kdf)
+            guard reader.header.kdf == kdf, reader.header.params == params else { return nil }
+        }
+        return reader
+    }
+
+    /// Copies `old` from `previous` when `file` still has its size and SHA-256; returns its
+    /// record, or nil when the file changed (then nothing was written).
+    private func reuse(
+        _ old: ContainerEntry, of file: SourceFile, from previous: ContainerPackReader, buffers: Buffers,
+        to fd: Int32, at pos: inout UInt64
+    ) throws -> IndexRecord? {
+        guard old.info.size == file.size, let digest = old.sha256, let keyID = old.keyID,
+            let crc = old.info.crc32, try Self.sha256(of: file, buffer: buffers.plain) == digest
+        else { return nil }
+        var at = pos
+        do {
+            try previous.copyStored(old) { bytes in
+                try pwriteAll(fd, bytes, at: at)
+                at += UInt64(bytes.count)
+            }
+        } catch let error as AssetPackError where error.code == .integrityFailure {
+            return nil  // what was copied is overwritten by the fresh entry; the file is cut to size at the end
+        }
+        pos = at
+        let lengths = old.starts.map { starts in
+            (0..<old.chunkCount).map { c -> UInt32 in
+                let payload = UInt32(starts[c + 1] - starts[c]) - UInt32(ContainerFormat.tagSize)
+                let plain = UInt32(
+                    min(
+                        UInt64(previous.header.chunkSize), old.info.size - UInt64(c) * UInt64(previous.header.chunkSize)
+                    ))
+                return payload < plain ? payload | ContainerIndex.deflatedBit : payload
+            }
+        }
+        return IndexRecord(
+            path: file.path, size: old.info.size, crc: crc, keyID: keyID, sha256: digest, chunkLengths: lengths)
+    }
+
+    /// SHA-256 of a source file's bytes, read through `buffer`.
+    private static func sha256(of file: SourceFile, buffer: UnsafeMutableRawBufferPointer) throws -> [UInt8] {
+        let src = open(file.url.path, O_RDONLY | O_CLOEXEC)
+        guard src >= 0 else { throw FileOutput.error("cannot open \(file.url.path)") }
+        defer { close(src) }
+        let hasher = SHA256Hasher()
+        while true {
+            let n = read(src, buffer.baseAddress, buffer.count)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw FileOutput.error("cannot read \(file.url.path)")
+            }
+            if n == 0 { break }
+            hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+        }
+        return hasher.finalize()
     }
 
     /// Appends one entry's sealed chunks at `pos`; returns its index record.
     private func writeEntry(
-        _ file: SourceFile, id: UInt32, key: [UInt8], deflate: Bool, buffers: Buffers,
-        to fd: Int32, at pos: inout UInt64
+        _ file: SourceFile, keyID: [UInt8], key: [UInt8], deflate: Bool, buffers: Buffers,
+        to fd: Int32, at pos: inout UInt64, progress: (UInt64) -> Void
     ) throws -> IndexRecord {
         let src = open(file.url.path, O_RDONLY | O_CLOEXEC)
         guard src >= 0 else { throw FileOutput.error("cannot open \(file.url.path)") }
@@ -112,11 +237,13 @@ package struct ContainerPackWriter: PackWriter {
         var lengths: [UInt32] = []
         lengths.reserveCapacity(chunks)
         var crc: UInt32 = 0
+        let hasher = SHA256Hasher()
         var first = 0
         while first < chunks {
             let n = min(buffers.batch, chunks - first)
             let bytes = Int(min(size - (UInt64(first) << shift), UInt64(n) << shift))
             try readFully(src, UnsafeMutableRawBufferPointer(rebasing: buffers.plain[0..<bytes]), file: file)
+            hasher.update(UnsafeRawBufferPointer(rebasing: buffers.plain[0..<bytes]))
             let tasks = n >= 2 && bytes >= 256 << 10 ? min(n, ContainerPackReader.cores * 4) : 1
             try concurrently(tasks) { task in
                 for j in (n * task / tasks)..<(n * (task + 1) / tasks) {
@@ -129,7 +256,7 @@ package struct ContainerPackWriter: PackWriter {
                         let z = RawDeflate.compress(plain)
                         if z.count < plain.count { packed = z }
                     }
-                    let nonce = chunkNonce(entry: id, chunk: UInt32(c), final: c == chunks - 1, deflated: packed != nil)
+                    let nonce = chunkNonce(entry: 0, chunk: UInt32(c), final: c == chunks - 1, deflated: packed != nil)
                     // Copy the payload into its slot and seal it there, tag right after it.
                     let dest = buffers.sealed.baseAddress! + j * slot
                     let count = packed?.count ?? plain.count
@@ -158,6 +285,7 @@ package struct ContainerPackWriter: PackWriter {
             try pwriteAll(fd, UnsafeRawBufferPointer(rebasing: buffers.sealed[0..<w]), at: pos)
             pos += UInt64(w)
             first += n
+            if first < chunks { progress(UInt64(first) << shift) }
         }
         var extra: UInt8 = 0
         guard read(src, &extra, 1) == 0 else {
@@ -165,8 +293,8 @@ package struct ContainerPackWriter: PackWriter {
         }
         let anyDeflated = lengths.contains { $0 & ContainerIndex.deflatedBit != 0 }
         return IndexRecord(
-            path: file.path, size: size, crc: crc, chunkLengths: anyDeflated ? lengths : nil
-        )
+            path: file.path, size: size, crc: crc, keyID: keyID, sha256: hasher.finalize(),
+            chunkLengths: anyDeflated ? lengths : nil)
     }
 
     private func readFully(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, file: SourceFile) throws {

@@ -24,6 +24,13 @@ package final class SHA256Hasher {
     /// Adds `bytes` to the hash.
     package func update(_ bytes: [UInt8]) { bytes.withUnsafeBytes { update($0) } }
 
+    /// The 32-byte SHA-256 of `bytes`.
+    package static func digest(_ bytes: [UInt8]) -> [UInt8] {
+        let hasher = SHA256Hasher()
+        hasher.update(bytes)
+        return hasher.finalize()
+    }
+
     /// The 32-byte digest of everything added.
     package func finalize() -> [UInt8] {
         var out = [UInt8](repeating: 0, count: 32)

@@ -141,9 +141,15 @@ import Testing
                 path: scratch.write(Array("PK\u{3}\u{4} not a container".utf8), name: "zip"), credential: testKey)
         }
         var newer = bytes(of: path)
-        newer[8] = 2
+        newer[8] = ContainerFormat.version + 1
         expectError(.unsupportedFormat) {
-            _ = try ContainerPackReader(path: scratch.write(newer, name: "v2"), credential: testKey)
+            _ = try ContainerPackReader(path: scratch.write(newer, name: "v3"), credential: testKey)
+        }
+        // The version byte is committed: a version-2 pack relabelled 1 does not open as one.
+        var older = bytes(of: path)
+        older[8] = 1
+        expectError(.wrongPassword) {
+            _ = try ContainerPackReader(path: scratch.write(older, name: "v1"), credential: testKey)
         }
     }
 
