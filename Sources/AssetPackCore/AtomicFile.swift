@@ -61,11 +61,19 @@ package enum AtomicFile {
         var fd: Int32 = -1
         while fd < 0 {
             temporary = folder + "/" + temporaryPrefix + UUID().uuidString
+            TemporaryFiles.register(temporary)  // before it exists: an interrupt removes it
             fd = open(temporary, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode)
-            if fd < 0 && errno != EEXIST { throw FileOutput.error("cannot write \(path)") }
+            if fd < 0 {
+                let failure = FileOutput.error("cannot write \(path)")  // reads errno before anything else runs
+                TemporaryFiles.forget(temporary)
+                if failure.underlying != EEXIST { throw failure }
+            }
         }
         var renamed = false
-        defer { if !renamed { unlink(temporary) } }
+        defer {
+            if !renamed { unlink(temporary) }
+            TemporaryFiles.forget(temporary)
+        }
         let result: T
         do {
             defer { close(fd) }

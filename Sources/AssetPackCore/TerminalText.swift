@@ -34,3 +34,40 @@ package enum TerminalText {
         return right ? fill + text : text + fill
     }
 }
+
+/// The text of a progress line, without terminal control:
+/// `[#####.....] 12/40 files  3.1/9.8 MB  210 MB/s  ETA 0:03  path`.
+package enum ProgressText {
+    /// Renders one line. The bar follows bytes when they are known, else the count; rate and
+    /// ETA appear once 0.2 s have passed and some bytes are done.
+    package static func render(
+        done: Int, total: Int, unit: String = "files", label: String, bytes: (UInt64, UInt64)?, elapsed: Double
+    ) -> String {
+        let width = 24
+        let fraction: Double
+        if let (b, t) = bytes, t > 0 {
+            fraction = Double(b) / Double(t)
+        } else {
+            fraction = total > 0 ? Double(done) / Double(total) : 1
+        }
+        let filled = max(0, min(width, Int(fraction * Double(width))))
+        var line = "[" + String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled) + "]"
+        line += " \(done)/\(total) \(unit)"
+        if let (b, t) = bytes, t > 0 {
+            line += "  " + megabytes(b) + "/" + megabytes(t) + " MB"
+            if elapsed > 0.2, b > 0 {
+                let rate = Double(b) / elapsed
+                line += "  " + String(format: "%.0f", rate / 1e6) + " MB/s"
+                line += "  ETA " + clock(Double(t - min(b, t)) / rate)
+            }
+        }
+        return line + "  " + String(label.prefix(40))
+    }
+
+    private static func megabytes(_ n: UInt64) -> String { String(format: "%.1f", Double(n) / 1e6) }
+
+    private static func clock(_ seconds: Double) -> String {
+        let s = Int(seconds.rounded(.up))
+        return String(format: "%d:%02d", s / 60, s % 60)
+    }
+}

@@ -1,6 +1,8 @@
 import ArgumentParser
 import AssetPack
+import Dispatch
 import Foundation
+import Synchronization
 
 @main
 struct AssetPackCommand: ParsableCommand {
@@ -22,7 +24,43 @@ struct AssetPackCommand: ParsableCommand {
         // unset, glibc re-stats /etc/localtime on every call (100,000 stats for a 100,000-entry
         // zip); naming the same file in TZ gives the same local time and one read.
         if getenv("TZ") == nil { setenv("TZ", ":/etc/localtime", 0) }
+        Interrupts.removeTemporariesOnInterrupt()
         main(nil)
+    }
+}
+
+/// Ctrl-C and SIGTERM: remove the temporary files in flight, then die of the signal as before
+/// (exit status 128 + signal to a shell). The output a command was replacing is left as it was,
+/// because it is replaced only by renaming a complete temporary.
+enum Interrupts {
+    nonisolated(unsafe) private static var sources: [any DispatchSourceSignal] = []
+    /// Set once a signal arrived: the main thread must not exit with an ordinary status (say,
+    /// because its temporary vanished under it) before the handler re-raises the signal.
+    private static let interrupted = Atomic<Bool>(false)
+
+    static func removeTemporariesOnInterrupt() {
+        // A parent may have started us with these blocked (a dispatch worker thread's mask is
+        // inherited through posix_spawn); then they would never arrive.
+        var mask = sigset_t()
+        sigemptyset(&mask)
+        sigaddset(&mask, SIGINT)
+        sigaddset(&mask, SIGTERM)
+        pthread_sigmask(SIG_UNBLOCK, &mask, nil)
+        for signalNumber in [SIGINT, SIGTERM] {
+            signal(signalNumber, SIG_IGN)  // delivered to the dispatch source instead
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+            source.setEventHandler {
+                interrupted.store(true, ordering: .sequentiallyConsistent)
+                TemporaryFiles.removeAll()
+                signal(signalNumber, SIG_DFL)
+                kill(getpid(), signalNumber)  // to the process: dispatch threads block signals
+            }
+            source.resume()
+            sources.append(source)
+        }
+        atexit {
+            while Interrupts.interrupted.load(ordering: .sequentiallyConsistent) { pause() }
+        }
     }
 }
 

@@ -21,6 +21,11 @@ extension AssetPackCommand {
         @Option(name: .customLong("chunk-kib"), help: "container only: chunk size in KiB (power of two, 4 to 16384).")
         var chunkKiB: Int = 64
         @Flag(help: "Include dot-files such as .DS_Store.") var includeHidden = false
+        @Flag(
+            help:
+                "Compress and encrypt every entry, even those an existing pack at --output (same credential) already holds unchanged."
+        )
+        var fresh = false
         @OptionGroup var quiet: QuietOption
         @OptionGroup var credentials: CredentialOptions
 
@@ -41,6 +46,7 @@ extension AssetPackCommand {
                 options.compression = compression
                 options.includeHidden = includeHidden
                 options.container.chunkSize = chunkKiB << 10
+                options.fresh = fresh
                 options.credential = try credentials.resolve(needed: encryption != .none, confirm: true)
                 if encryption == .zipCrypto {
                     printWarning(
@@ -48,7 +54,10 @@ extension AssetPackCommand {
                     )
                 }
                 let progress = ProgressLine(enabled: !quiet.quiet && isatty(STDERR_FILENO) == 1)
-                options.progress = { progress.update(done: $0.done, total: $0.total, label: $0.path) }
+                options.progress = {
+                    progress.update(
+                        done: $0.done, total: $0.total, label: $0.path, bytes: ($0.bytesDone, $0.bytesTotal))
+                }
                 let summary = try AssetPacks.pack(
                     source: URL(fileURLWithPath: source), to: URL(fileURLWithPath: output), options: options)
                 progress.finish()
@@ -57,23 +66,30 @@ extension AssetPackCommand {
                 }
                 let inputBytes = summary.files.reduce(UInt64(0)) { $0 + $1.size }
                 quiet.say(
-                    "packed \(summary.files.count) entries (\(inputBytes) bytes) into \(output) (\(summary.packSize) bytes, \(format.rawValue)) in \(String(format: "%.2f", summary.seconds)) s"
+                    "packed \(summary.files.count) entries (\(inputBytes) bytes) into \(output) (\(summary.packSize) bytes, \(format.rawValue)) in \(String(format: "%.2f", summary.seconds)) s: \(summary.reused) reused, \(summary.packed) packed"
                 )
             }
         }
     }
 }
 
-/// A single self-rewriting progress line on a terminal; silent otherwise.
+/// A single self-rewriting progress line on a terminal (entries, bytes, rate, ETA); silent otherwise.
 final class ProgressLine: @unchecked Sendable {
     private let enabled: Bool
+    private let unit: String
     private let lock = NSLock()
+    private let start = Date()
     private var last = Date.distantPast
     private var shown = false
 
-    init(enabled: Bool) { self.enabled = enabled }
+    /// A line counting `unit` ("files", "steps"); silent unless `enabled`.
+    init(enabled: Bool, unit: String = "files") {
+        self.enabled = enabled
+        self.unit = unit
+    }
 
-    func update(done: Int, total: Int, label: String) {
+    /// Redraws at most ten times a second (and at the end). `bytes` is (done, total), when known.
+    func update(done: Int, total: Int, label: String, bytes: (UInt64, UInt64)? = nil) {
         guard enabled else { return }
         lock.lock()
         defer { lock.unlock() }
@@ -81,11 +97,12 @@ final class ProgressLine: @unchecked Sendable {
         guard now.timeIntervalSince(last) > 0.1 || done == total else { return }
         last = now
         shown = true
-        let width = 30
-        let filled = total > 0 ? width * done / total : width
-        let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
-        let text = "\r[\(bar)] \(done)/\(total) \(label.prefix(40))\u{1B}[K"
-        FileHandle.standardError.write(Data(text.utf8))
+        FileHandle.standardError.write(
+            Data(
+                ("\r"
+                    + ProgressText.render(
+                        done: done, total: total, unit: unit, label: label, bytes: bytes,
+                        elapsed: now.timeIntervalSince(start)) + "\u{1B}[K").utf8))
     }
 
     func finish() {

@@ -79,7 +79,7 @@ extension AssetPackCommand {
                     configuration.keepWorkDirectory = true
                 }
                 configuration.command = (["assetpack"] + CommandLine.arguments.dropFirst()).joined(separator: " ")
-                let progress = ProgressLine(enabled: isatty(STDERR_FILENO) == 1)
+                let progress = ProgressLine(enabled: isatty(STDERR_FILENO) == 1, unit: "steps")
                 configuration.progress = { progress.update(done: $0.done, total: $0.total, label: $0.phase) }
                 let report: PerfReport
                 do {

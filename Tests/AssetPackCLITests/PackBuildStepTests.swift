@@ -1,0 +1,144 @@
+import AssetPack
+import AssetPackTestSupport
+import Foundation
+import Testing
+
+/// `assetpack pack` as a build step: incremental re-packs by default, `--fresh`, the summary's
+/// reused/packed counts, a progress bar only on a terminal, and Ctrl-C / SIGTERM leaving the
+/// previous pack intact with no temporary files behind.
+@Suite struct PackBuildStepTests {
+    static let password = "build-step"
+
+    static func tree(_ dir: TemporaryDirectory) throws -> URL {
+        try dir.write(
+            [
+                "a.txt": textBytes(20_000, seed: 1), "b/c.bin": testBytes(70_000, seed: 2), "b/d.json": textBytes(300),
+                "e.dat": testBytes(4096, seed: 3),
+            ], under: "src")
+    }
+
+    static func pack(_ source: URL, _ output: URL, _ format: PackFormat, _ extra: [String] = []) throws -> CLI.Run {
+        try CLI.run(
+            ["pack", source.path, "--output", output.path, "--format", format.rawValue] + extra, password: password)
+    }
+
+    static func summary(_ run: CLI.Run) -> String {
+        run.stderr.split(separator: "\n").last.map(String.init) ?? ""
+    }
+
+    @Test(arguments: [PackFormat.container])
+    func repackReusesUnchangedEntriesAndSaysSo(format: PackFormat) throws {
+        let dir = TemporaryDirectory()
+        let source = try Self.tree(dir)
+        let output = dir.appending("out.pack")
+        let first = try Self.pack(source, output, format)
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(Self.summary(first).hasSuffix(": 0 reused, 4 packed"), "\(first.stderr)")
+
+        let second = try Self.pack(source, output, format)
+        #expect(Self.summary(second).hasSuffix(": 4 reused, 0 packed"), "\(second.stderr)")
+
+        try Data(textBytes(20_000, seed: 9)).write(to: source.appendingPathComponent("a.txt"))
+        let third = try Self.pack(source, output, format)
+        #expect(Self.summary(third).hasSuffix(": 3 reused, 1 packed"), "\(third.stderr)")
+        let cat = try CLI.run(["cat", output.path, "a.txt"], password: Self.password)
+        #expect(cat.status == 0 && cat.stdout == textBytes(20_000, seed: 9))
+
+        let fresh = try Self.pack(source, output, format, ["--fresh"])
+        #expect(Self.summary(fresh).hasSuffix(": 0 reused, 4 packed"), "\(fresh.stderr)")
+        let verify = try CLI.run(["verify", output.path, "--quiet"], password: Self.password)
+        #expect(verify.status == 0, "\(verify.stderr)")
+
+        // Another password: the old pack does not open with it, so nothing is reused.
+        let other = try CLI.run(
+            ["pack", source.path, "--output", output.path, "--format", format.rawValue], password: "another")
+        #expect(Self.summary(other).hasSuffix(": 0 reused, 4 packed"), "\(other.stderr)")
+    }
+
+    @Test(arguments: [PackFormat.zip, .container])
+    func offATerminalOnlyTheSummary(format: PackFormat) throws {
+        let dir = TemporaryDirectory()
+        let run = try Self.pack(try Self.tree(dir), dir.appending("out.pack"), format)
+        #expect(run.status == 0)
+        #expect(run.stderr.split(separator: "\n").count == 1, "\(run.stderr)")
+        #expect(!run.stderr.contains("\r") && !run.stderr.contains("\u{1B}"))
+        let quiet = try Self.pack(try Self.tree(dir), dir.appending("out.pack"), format, ["--quiet"])
+        #expect(quiet.status == 0 && quiet.stderr.isEmpty, "\(quiet.stderr)")
+    }
+
+    /// On a pseudo-terminal (util-linux `script`), stderr shows the bar: entries, bytes, then the summary.
+    @Test(
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "util-linux script is not installed"),
+        arguments: [PackFormat.zip, .container])
+    func onATerminalAProgressBar(format: PackFormat) throws {
+        let dir = TemporaryDirectory()
+        let source = try Self.tree(dir)
+        func onTerminal(_ extra: String) throws -> String {
+            let command =
+                "'\(CLI.binary.path)' pack '\(source.path)' --output '\(dir.appending("out.pack").path)' --format \(format.rawValue) --fresh \(extra)"
+            let run = try CLI.run(
+                ["-qec", command, "/dev/null"], password: Self.password, executable: "/usr/bin/script")
+            #expect(run.status == 0, "\(run.stderr)")
+            return run.text
+        }
+        let screen = try onTerminal("")
+        #expect(screen.contains("\r["), "no bar: \(screen.debugDescription)")
+        #expect(screen.contains("4/4 files"), "\(screen.debugDescription)")
+        #expect(screen.contains("/0.1 MB"), "bytes missing: \(screen.debugDescription)")
+        #expect(screen.contains("packed 4 entries"))
+        let quiet = try onTerminal("--quiet")
+        #expect(!quiet.contains("files") && !quiet.contains("packed"), "\(quiet.debugDescription)")
+    }
+
+    /// The bar's text, without a terminal: rate and ETA once bytes are known.
+    @Test func progressLineText() {
+        let line = ProgressText.render(
+            done: 3, total: 10, label: "media/big.bin", bytes: (50_000_000, 200_000_000), elapsed: 2)
+        #expect(line.hasPrefix("[######..................] 3/10 files  50.0/200.0 MB  25 MB/s  ETA 0:06"), "\(line)")
+        #expect(line.hasSuffix("media/big.bin"))
+    }
+
+    /// SIGINT or SIGTERM while a pack is being written: the previous pack stays byte for byte,
+    /// no temporary file is left, and the process dies of the signal.
+    @Test(arguments: [(PackFormat.container, SIGINT), (.container, SIGTERM)])
+    func interruptedPackLeavesThePreviousPack(format: PackFormat, signal: Int32) throws {
+        let dir = TemporaryDirectory()
+        let source = try dir.write(
+            ["small.txt": textBytes(100)], under: "src")
+        let output = dir.appending("out.pack")
+        #expect(try Self.pack(source, output, format).status == 0)
+        let before = try Data(contentsOf: output)
+        // Large enough that the write takes a while: random bytes in 8 MiB files.
+        for i in 0..<12 {
+            try Data(testBytes(8 << 20, seed: UInt64(100 + i))).write(to: source.appendingPathComponent("r\(i).bin"))
+        }
+
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = ["pack", source.path, "--output", output.path, "--format", format.rawValue, "--fresh"]
+        process.environment = ProcessInfo.processInfo.environment.merging(["ASSETPACK_PASSWORD": Self.password]) {
+            $1
+        }
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // Wait until the temporary exists, then interrupt.
+        let deadline = Date().addingTimeInterval(60)
+        var sawTemporary = false
+        while Date() < deadline, process.isRunning {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []
+            if names.contains(where: { $0 != "out.pack" && $0 != "src" }) {
+                sawTemporary = true
+                break
+            }
+            usleep(2000)
+        }
+        #expect(sawTemporary, "the pack finished before it could be interrupted")
+        kill(process.processIdentifier, signal)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == signal)
+        let left = try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()
+        #expect(left == ["out.pack", "src"], "left behind: \(left)")
+        #expect(try Data(contentsOf: output) == before)
+    }
+}
