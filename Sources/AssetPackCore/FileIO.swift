@@ -1,5 +1,13 @@
 import Foundation
 
+extension Errno {
+    /// The `.io` error a failed system call becomes: `"\(what): \(strerror)"`, with this errno as
+    /// its ``AssetPackError/Underlying/errno(_:)``.
+    package func io(_ what: String) -> AssetPackError {
+        AssetPackError(.io, "\(what): \(description)", underlying: .errno(rawValue))
+    }
+}
+
 /// Reads a file in fixed-size chunks without loading it whole.
 package enum FileChunks {
     /// Calls `body` with each chunk of the file at `url`.
@@ -38,8 +46,7 @@ package enum FileChunks {
 package enum FileOutput {
     /// An `.io` error for the last failed system call, naming what was attempted.
     package static func error(_ what: String) -> AssetPackError {
-        let e = errno
-        return AssetPackError(.io, "\(what): \(String(cString: strerror(e)))", underlying: e)
+        Errno.current.io(what)
     }
 
     /// Writes all of `bytes` to `fd`, retrying short writes and `EINTR`.

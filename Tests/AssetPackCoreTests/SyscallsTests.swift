@@ -47,7 +47,10 @@ import Testing
         let path = dir.appending("missing").path
         #expect(throws: Errno.noSuchFileOrDirectory) { try FileDescriptor.open(path, .readOnly) }
         #expect(throws: Errno(rawValue: ENOENT)) { try FileSystem.stat(path) }
-        #expect(Errno.noSuchFileOrDirectory.description == "No such file or directory")
+        let error = Errno.noSuchFileOrDirectory.io("cannot open \(path)")
+        #expect(error.code == .io)
+        #expect(error.message == "cannot open \(path): No such file or directory")
+        #expect(error.underlying == .errno(ENOENT))
     }
 
     @Test func kinds() throws {
