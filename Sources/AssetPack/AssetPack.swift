@@ -11,19 +11,19 @@ public enum AssetPacks {
     /// - Throws: `.io` if the file cannot be read; `.invalidArgument` for a directory;
     ///   `.unsupportedFormat` if it is neither.
     public static func sniff(_ path: String) throws -> PackFormat {
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            let e = errno
-            throw AssetPackError(.io, "cannot open \(path): \(String(cString: strerror(e)))", underlying: e)
-        }
-        defer { close(fd) }
-        var st = stat()
-        if fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR {
+        let fd: FileDescriptor
+        do { fd = try .open(path, .readOnly) } catch { throw error.io("cannot open \(path)") }
+        defer { try? fd.close() }
+        if let status = try? fd.status(), status.kind == .directory {
             throw AssetPackError(.invalidArgument, "\(path) is a directory")
         }
         var head = [UInt8](repeating: 0, count: max(ContainerFormat.magic.count, 4))
-        let n = head.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-        guard n >= 0 else { throw AssetPackError(.io, "cannot read \(path)", underlying: errno) }
+        let n: Int
+        do {
+            n = try head.withUnsafeMutableBytes { try fd.read(into: $0) }
+        } catch let error as Errno {
+            throw AssetPackError(.io, "cannot read \(path)", underlying: .errno(error.rawValue))
+        }
         let prefix = Array(head[0..<n])
         if prefix.starts(with: ContainerFormat.magic) { return .container }
         if prefix.starts(with: [0x50, 0x4B, 0x03, 0x04]) || prefix.starts(with: [0x50, 0x4B, 0x05, 0x06]) {
@@ -88,8 +88,7 @@ public enum AssetPacks {
             case .container: ContainerPackWriter()
             }
         let report = try writer.write(files, to: output.path, options: options)
-        var st = stat()
-        let size = stat(output.path, &st) == 0 ? UInt64(st.st_size) : 0
+        let size = (try? FileSystem.stat(output.path).size) ?? 0
         return PackSummary(
             files: files, packSize: size, seconds: watch.elapsed, skipped: skipped, reused: report.reused,
             packed: report.packed)

@@ -74,7 +74,7 @@ public struct Extractor: Sendable {
             }
         } catch {
             // Remove the directories this call created that are still empty, deepest first.
-            for dir in created.reversed() { rmdir(dir) }
+            for dir in created.reversed() { try? FileSystem.rmdir(dir) }
             throw error
         }
     }
@@ -109,9 +109,8 @@ public struct Extractor: Sendable {
 
     /// Creates `--into` with its parents (`mkdir -p`); an existing one may be a symbolic link to a directory.
     private func makeRoot(_ path: String, created: inout [String]) throws {
-        var st = stat()
-        if stat(path, &st) == 0 {
-            guard (st.st_mode & S_IFMT) == S_IFDIR else {
+        if let status = try? FileSystem.stat(path) {
+            guard status.kind == .directory else {
                 throw AssetPackError(.invalidArgument, "\(path) is not a directory")
             }
             return
@@ -123,17 +122,19 @@ public struct Extractor: Sendable {
 
     /// Creates one directory below the root; an existing one must be a real directory, not a link.
     private func makeDirectory(_ path: String, created: inout [String]) throws {
-        var st = stat()
-        if lstat(path, &st) == 0 {
-            guard (st.st_mode & S_IFMT) == S_IFDIR else {
+        if let status = try? FileSystem.lstat(path) {
+            guard status.kind == .directory else {
                 throw AssetPackError(.invalidArgument, "\(path) exists and is not a directory (or is a symbolic link)")
             }
             return
         }
-        if mkdir(path, 0o755) == 0 {
+        do {
+            try FileSystem.mkdir(path, permissions: 0o755)
             created.append(path)
-        } else if errno != EEXIST {
-            throw FileOutput.error("cannot create \(path)")
+        } catch  where error == .fileExists {
+            // Made meanwhile by someone else: a directory all the same.
+        } catch {
+            throw error.io("cannot create \(path)")
         }
     }
 

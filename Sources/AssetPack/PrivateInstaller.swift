@@ -77,20 +77,20 @@ public struct PrivateInstaller: Sendable {
         defer { lock.unlock() }
         removeStaleTemporaries()
 
-        let source = try FileStatus(pack.path)
+        let source = try Self.regularFile(pack.path)
         let destination = directory.appendingPathComponent(name)
         let manifestURL = directory.appendingPathComponent(".\(name).install")
         let recorded = InstallRecord.load(manifestURL)
-        let installed = try? FileStatus(destination.path)
+        let installed = try? Self.regularFile(destination.path)
 
         let fingerprint = try Self.fingerprint(of: pack.path)
         let record = { (digest: String) in
             InstallRecord(
-                sha256: digest, size: source.size, sourceSize: source.size, sourceModified: source.modified,
+                sha256: digest, size: source.size, sourceSize: source.size, sourceModified: source.modificationTime,
                 sourceFingerprint: fingerprint)
         }
         if let recorded, let installed, installed.size == recorded.size {
-            if recorded.sourceSize == source.size && recorded.sourceModified == source.modified
+            if recorded.sourceSize == source.size && recorded.sourceModified == source.modificationTime
                 && recorded.sourceFingerprint == fingerprint
             {
                 return Installation(path: destination, copied: false, sha256: recorded.sha256)
@@ -116,21 +116,17 @@ public struct PrivateInstaller: Sendable {
         } catch {
             throw AssetPackError(.io, "cannot create \(path): \(error.localizedDescription)")
         }
-        var st = stat()
-        guard lstat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR else {
+        guard let status = try? FileSystem.lstat(path), status.kind == .directory else {
             throw AssetPackError(.io, "\(path) is not a directory")
         }
-        guard chmod(path, 0o700) == 0 else {
-            throw AssetPackError(
-                .io, "cannot make \(path) private: \(String(cString: strerror(errno)))", underlying: errno)
-        }
+        do { try FileSystem.chmod(path, 0o700) } catch { throw error.io("cannot make \(path) private") }
     }
 
     /// Any temporary left in the directory while we hold the lock is from a crashed install.
     private func removeStaleTemporaries() {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
         for name in names where name.hasPrefix(AtomicFile.temporaryPrefix) {
-            unlink(directory.appendingPathComponent(name).path)
+            try? FileSystem.unlink(directory.appendingPathComponent(name).path)
         }
     }
 
@@ -168,21 +164,19 @@ public struct PrivateInstaller: Sendable {
     /// - Returns: Lowercase hex.
     /// - Throws: `.io` if the file cannot be read.
     static func fingerprint(of path: String) throws -> String {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw FileOutput.error("cannot open \(path)") }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw FileOutput.error("cannot stat \(path)") }
-        let size = UInt64(st.st_size)
+        let fd: FileDescriptor
+        do { fd = try .open(path, .readOnly) } catch { throw error.io("cannot open \(path)") }
+        defer { try? fd.close() }
+        let size: UInt64
+        do { size = try fd.status().size } catch { throw error.io("cannot stat \(path)") }
+        func fill(_ buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int {
+            do { return try fd.preadFully(into: buffer, at: offset) } catch { throw error.io("cannot read \(path)") }
+        }
         let read = { (offset: UInt64, count: Int) throws -> [UInt8] in
             try [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-                initialized = 0
-                while initialized < count {
-                    let n = pread(
-                        fd, buffer.baseAddress! + initialized, count - initialized, off_t(offset) + off_t(initialized))
-                    if n < 0 && errno == EINTR { continue }
-                    guard n > 0 else { throw AssetPackError(.integrityFailure, "\(path) is shorter than it was") }
-                    initialized += n
+                initialized = try fill(UnsafeMutableRawBufferPointer(buffer), at: offset)
+                guard initialized == count else {
+                    throw AssetPackError(.integrityFailure, "\(path) is shorter than it was")
                 }
             }
         }
@@ -219,34 +213,36 @@ func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {
     digest.map { String(format: "%02x", $0) }.joined()
 }
 
-struct FileStatus {
-    var size: UInt64
-    var modified: Int64  // nanoseconds since the epoch
-
-    init(_ path: String) throws {
-        var st = stat()
-        guard stat(path, &st) == 0 else { throw FileOutput.error("cannot read \(path)") }
-        guard (st.st_mode & S_IFMT) == S_IFREG else { throw AssetPackError(.invalidArgument, "\(path) is not a file") }
-        size = UInt64(st.st_size)
-        modified = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+extension PrivateInstaller {
+    /// `stat` of a file that must be a regular file (following links): the source or the installed pack.
+    /// - Throws: `.io` if it cannot be read, `.invalidArgument` if it is not a regular file.
+    static func regularFile(_ path: String) throws -> FileStatus {
+        let status: FileStatus
+        do { status = try FileSystem.stat(path) } catch { throw error.io("cannot read \(path)") }
+        guard status.kind == .regular else { throw AssetPackError(.invalidArgument, "\(path) is not a file") }
+        return status
     }
 }
 
 /// An exclusive `flock` on a file, held until `unlock()`.
 struct FileLock {
-    private let fd: Int32
+    private let fd: FileDescriptor
     init(_ path: String) throws {
-        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw FileOutput.error("cannot open lock file \(path)") }
-        while flock(fd, LOCK_EX) != 0 {
-            if errno == EINTR { continue }
-            close(fd)
-            throw FileOutput.error("cannot lock \(path)")
+        do {
+            fd = try .open(path, .readWrite, options: .create, permissions: 0o600)
+        } catch {
+            throw error.io("cannot open lock file \(path)")
+        }
+        do {
+            try fd.lockExclusive()
+        } catch {
+            try? fd.close()
+            throw error.io("cannot lock \(path)")
         }
     }
     func unlock() {
-        flock(fd, LOCK_UN)
-        close(fd)
+        try? fd.unlock()
+        try? fd.close()
     }
 }
 

@@ -48,7 +48,7 @@ extension PackReader {
         }
         let spool = try SpoolFile(in: spoolDirectory)
         defer { spool.close() }
-        let timing = try stream(path) { try FileOutput.writeAll(spool.fd, $0, path: spool.name) }
+        let timing = try stream(path) { try FileOutput.writeAll(spool.fd.rawValue, $0, path: spool.name) }
         try spool.copy(to: fd, outputName: outputName)
         return timing
     }
@@ -56,25 +56,25 @@ extension PackReader {
 
 /// An unlinked temporary file: its name is gone as soon as it exists, so nothing is left behind.
 private final class SpoolFile {
-    let fd: Int32
+    let fd: FileDescriptor
     let name: String
 
     init(in directory: String) throws {
-        var template = Array("\(directory)/.assetpack-spool-XXXXXX".utf8CString)
-        let opened = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }  // 0600
-        guard opened >= 0 else { throw FileOutput.error("cannot create a spool file in \(directory)") }
-        fd = opened
-        name = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        unlink(name)
+        do {  // mkstemp: mode 0600
+            (fd, name) = try FileDescriptor.openUniqueTemporary(template: "\(directory)/.assetpack-spool-XXXXXX")
+        } catch {
+            throw error.io("cannot create a spool file in \(directory)")
+        }
+        try? FileSystem.unlink(name)
     }
 
     /// Copies everything written so far to `out`.
     func copy(to out: Int32, outputName: String) throws {
-        guard lseek(fd, 0, SEEK_SET) == 0 else { throw FileOutput.error("cannot rewind \(name)") }
+        do { try fd.seek(to: 0) } catch { throw error.io("cannot rewind \(name)") }
         try FileChunks.forEach(fd: fd, name: name, chunkSize: 1 << 20) {
             try FileOutput.writeAll(out, $0, path: outputName)
         }
     }
 
-    func close() { _ = Glibc.close(fd) }
+    func close() { try? fd.close() }
 }

@@ -18,7 +18,7 @@ public final class ContainerPackReader: PackReader {
     /// Seconds spent opening the pack, key derivation included.
     public let openSeconds: Double
 
-    private let fd: Int32
+    private let fd: FileDescriptor
     /// Every entry's record, in index order (what an incremental re-pack reuses).
     let records: [ContainerEntry]
     private let index: EntryIndex<Int>
@@ -40,10 +40,8 @@ public final class ContainerPackReader: PackReader {
     ///   version, `.integrityFailure` for a corrupt or truncated pack, `.io` for file errors.
     public init(path: String, credential: PackCredential?, limits: ReadLimits = .default) throws {
         let watch = Stopwatch()
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            throw AssetPackError(.io, "cannot open \(path): \(String(cString: strerror(errno)))", underlying: errno)
-        }
+        let fd: FileDescriptor
+        do { fd = try .open(path, .readOnly) } catch { throw error.io("cannot open \(path)") }
         do {
             let (header, keys, records) = try Self.load(fd: fd, credential: credential, limits: limits)
             let entries = records.map(\.info)
@@ -59,20 +57,23 @@ public final class ContainerPackReader: PackReader {
             self.chunkShift = Int(header.chunkShift)
             self.limits = limits
         } catch {
-            close(fd)
+            try? fd.close()
             throw error
         }
         openSeconds = watch.elapsed
     }
 
-    deinit { close(fd) }
+    deinit { try? fd.close() }
 
     private static func load(
-        fd: Int32, credential: PackCredential?, limits: ReadLimits
+        fd: FileDescriptor, credential: PackCredential?, limits: ReadLimits
     ) throws -> (ContainerHeader, ContainerKeys, [ContainerEntry]) {
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw AssetPackError(.io, "cannot stat pack", underlying: errno) }
-        let fileSize = UInt64(st.st_size)
+        let fileSize: UInt64
+        do {
+            fileSize = try fd.status().size
+        } catch {
+            throw AssetPackError(.io, "cannot stat pack", underlying: .errno(error.rawValue))
+        }
         let magic = ContainerFormat.magic
         guard fileSize >= UInt64(magic.count), try preadArray(fd, count: magic.count, at: 0) == magic else {
             throw AssetPackError(.unsupportedFormat, "not an AssetPack container")
@@ -341,8 +342,8 @@ public final class ContainerPackReader: PackReader {
             entry: e.keyID == nil ? e.id : 0, chunk: UInt32(c), final: c == e.chunkCount - 1, deflated: deflated)
         let ciphertext = deflated ? UnsafeMutableRawBufferPointer(rebasing: scratch[0..<payload]) : dest
         let tag = UnsafeMutableRawBufferPointer(rebasing: scratch[(scratch.count - tagSize)...])
-        try preadFully(fd, ciphertext, at: offset)
-        try preadFully(fd, tag, at: offset + UInt64(payload))
+        try readExactly(fd, ciphertext, at: offset)
+        try readExactly(fd, tag, at: offset + UInt64(payload))
         guard gcm.open(ciphertext, tag: UnsafeRawBufferPointer(tag), nonce: nonce, key: key) else {
             throw AssetPackError(.integrityFailure, "chunk \(c) failed authentication", path: e.info.path)
         }
@@ -382,7 +383,7 @@ extension ContainerPackReader {
                 c += 1
             }
             let bytes = UnsafeMutableRawBufferPointer(rebasing: piece[0..<Int(end - begin)])
-            try preadFully(fd, bytes, at: e.offset + begin)
+            try readExactly(fd, bytes, at: e.offset + begin)
             for k in first..<c {
                 let (start, length) = bounds(k)
                 let payload = length - tagSize
@@ -430,23 +431,16 @@ private struct UncheckedSendable<T>: @unchecked Sendable {
 }
 
 /// Fills `buffer` from `fd` at `offset`; end of file first is an integrity failure (truncation).
-func preadFully(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws {
-    var done = 0
-    while done < buffer.count {
-        let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
-        if n < 0 {
-            if errno == EINTR { continue }
-            throw AssetPackError(.io, "cannot read pack: \(String(cString: strerror(errno)))", underlying: errno)
-        }
-        if n == 0 { throw AssetPackError(.integrityFailure, "container is truncated") }
-        done += n
-    }
+func readExactly(_ fd: FileDescriptor, _ buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws {
+    let n: Int
+    do { n = try fd.preadFully(into: buffer, at: offset) } catch { throw error.io("cannot read pack") }
+    if n < buffer.count { throw AssetPackError(.integrityFailure, "container is truncated") }
 }
 
 /// Reads exactly `count` bytes at `offset`.
-func preadArray(_ fd: Int32, count: Int, at offset: UInt64) throws -> [UInt8] {
+func preadArray(_ fd: FileDescriptor, count: Int, at offset: UInt64) throws -> [UInt8] {
     try [UInt8](unsafeUninitializedCapacity: count) { buf, n in
-        try preadFully(fd, UnsafeMutableRawBufferPointer(buf), at: offset)
+        try readExactly(fd, UnsafeMutableRawBufferPointer(buf), at: offset)
         n = count
     }
 }

@@ -86,7 +86,8 @@ package struct ContainerPackWriter: PackWriter {
         var report = PackWriteReport()
         let bytesTotal = sorted.reduce(UInt64(0)) { $0 + $1.size }
         var bytesDone: UInt64 = 0
-        try AtomicFile.write(output) { fd in
+        try AtomicFile.write(output) { raw in
+            let fd = FileDescriptor(rawValue: raw)
             let buffers = Buffers(chunkShift: Int(header.chunkShift))
             defer { buffers.free() }
             var pos = UInt64(ContainerFormat.headerSize)
@@ -134,8 +135,8 @@ package struct ContainerPackWriter: PackWriter {
             try pwriteAll(fd, nonce + sealedIndex, at: pos)
             try pwriteAll(fd, headerBytes, at: 0)
             // A reused entry that failed its tag check may have left bytes past the end.
-            guard ftruncate(fd, off_t(pos + header.indexLength)) == 0 else {
-                throw FileOutput.error("cannot size the pack")
+            do { try fd.truncate(to: pos + header.indexLength) } catch let e as Errno {
+                throw e.io("cannot size the pack")
             }
         }
         return report
@@ -171,7 +172,7 @@ package struct ContainerPackWriter: PackWriter {
     /// record, or nil when the file changed (then nothing was written).
     private func reuse(
         _ old: ContainerEntry, of file: SourceFile, from previous: ContainerPackReader, buffers: Buffers,
-        to fd: Int32, at pos: inout UInt64
+        to fd: FileDescriptor, at pos: inout UInt64
     ) throws -> IndexRecord? {
         guard old.info.size == file.size, let digest = old.sha256, let keyID = old.keyID,
             let crc = old.info.crc32, try Self.sha256(of: file, buffer: buffers.plain) == digest
@@ -202,33 +203,31 @@ package struct ContainerPackWriter: PackWriter {
 
     /// SHA-256 of a source file's bytes, read through `buffer`.
     private static func sha256(of file: SourceFile, buffer: UnsafeMutableRawBufferPointer) throws -> [UInt8] {
-        let src = open(file.url.path, O_RDONLY | O_CLOEXEC)
-        guard src >= 0 else { throw FileOutput.error("cannot open \(file.url.path)") }
-        defer { close(src) }
+        let src = try openSource(file)
+        defer { try? src.close() }
         let hasher = SHA256Hasher()
         while true {
-            let n = read(src, buffer.baseAddress, buffer.count)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw FileOutput.error("cannot read \(file.url.path)")
-            }
+            let n: Int
+            do { n = try src.read(into: buffer) } catch { throw error.io("cannot read \(file.url.path)") }
             if n == 0 { break }
             hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
         }
         return hasher.finalize()
     }
 
+    private static func openSource(_ file: SourceFile) throws -> FileDescriptor {
+        do { return try .open(file.url.path, .readOnly) } catch { throw error.io("cannot open \(file.url.path)") }
+    }
+
     /// Appends one entry's sealed chunks at `pos`; returns its index record.
     private func writeEntry(
         _ file: SourceFile, keyID: [UInt8], key: [UInt8], deflate: Bool, buffers: Buffers,
-        to fd: Int32, at pos: inout UInt64, progress: (UInt64) -> Void
+        to fd: FileDescriptor, at pos: inout UInt64, progress: (UInt64) -> Void
     ) throws -> IndexRecord {
-        let src = open(file.url.path, O_RDONLY | O_CLOEXEC)
-        guard src >= 0 else { throw FileOutput.error("cannot open \(file.url.path)") }
-        defer { close(src) }
-        var st = stat()
-        guard fstat(src, &st) == 0 else { throw FileOutput.error("cannot stat \(file.url.path)") }
-        let size = UInt64(st.st_size)
+        let src = try Self.openSource(file)
+        defer { try? src.close() }
+        let size: UInt64
+        do { size = try src.status().size } catch { throw error.io("cannot stat \(file.url.path)") }
         let shift = buffers.chunkShift, cs = 1 << shift, slot = cs + ContainerFormat.tagSize
         let chunks = size == 0 ? 1 : Int((size - 1) >> shift) + 1
         guard chunks <= Int(UInt32.max) + 1 else {
@@ -288,26 +287,21 @@ package struct ContainerPackWriter: PackWriter {
             if first < chunks { progress(UInt64(first) << shift) }
         }
         var extra: UInt8 = 0
-        guard read(src, &extra, 1) == 0 else {
-            throw AssetPackError(.io, "file grew while it was being packed", path: file.path)
+        let more: Int
+        do { more = try withUnsafeMutableBytes(of: &extra) { try src.read(into: $0) } } catch let e as Errno {
+            throw e.io("cannot read \(file.url.path)")
         }
+        guard more == 0 else { throw AssetPackError(.io, "file grew while it was being packed", path: file.path) }
         let anyDeflated = lengths.contains { $0 & ContainerIndex.deflatedBit != 0 }
         return IndexRecord(
             path: file.path, size: size, crc: crc, keyID: keyID, sha256: hasher.finalize(),
             chunkLengths: anyDeflated ? lengths : nil)
     }
 
-    private func readFully(_ fd: Int32, _ buffer: UnsafeMutableRawBufferPointer, file: SourceFile) throws {
-        var done = 0
-        while done < buffer.count {
-            let n = read(fd, buffer.baseAddress! + done, buffer.count - done)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw FileOutput.error("cannot read \(file.url.path)")
-            }
-            if n == 0 { throw AssetPackError(.io, "file shrank while it was being packed", path: file.path) }
-            done += n
-        }
+    private func readFully(_ fd: FileDescriptor, _ buffer: UnsafeMutableRawBufferPointer, file: SourceFile) throws {
+        let n: Int
+        do { n = try fd.readFully(into: buffer) } catch { throw error.io("cannot read \(file.url.path)") }
+        if n < buffer.count { throw AssetPackError(.io, "file shrank while it was being packed", path: file.path) }
     }
 }
 
@@ -343,18 +337,10 @@ private final class Buffers {
     }
 }
 
-private func pwriteAll(_ fd: Int32, _ bytes: [UInt8], at offset: UInt64) throws {
+private func pwriteAll(_ fd: FileDescriptor, _ bytes: [UInt8], at offset: UInt64) throws {
     try bytes.withUnsafeBytes { try pwriteAll(fd, $0, at: offset) }
 }
 
-private func pwriteAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, at offset: UInt64) throws {
-    var done = 0
-    while done < buffer.count {
-        let n = pwrite(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
-        if n < 0 {
-            if errno == EINTR { continue }
-            throw FileOutput.error("cannot write the pack")
-        }
-        done += n
-    }
+private func pwriteAll(_ fd: FileDescriptor, _ buffer: UnsafeRawBufferPointer, at offset: UInt64) throws {
+    do { try fd.pwriteAll(buffer, at: offset) } catch { throw error.io("cannot write the pack") }
 }

@@ -1,8 +1,9 @@
 /// The one error type every AssetPack API throws.
 ///
 /// `code` is stable and is what programs should switch on; `message` is for people.
-/// `path` names the entry involved, where there is one. `underlying` carries a
-/// lower-level code (errno, a libzip `ZIP_ER_*` value) when one exists.
+/// `path` names the entry involved, where there is one. `underlying` carries the
+/// lower-level code behind the error when there is one, tagged with where it comes from:
+/// ``Underlying/errno(_:)`` for a failed system call, ``Underlying/libzip(_:)`` for libzip.
 public struct AssetPackError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A stable, machine-readable error category.
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
@@ -31,26 +32,50 @@ public struct AssetPackError: Error, Sendable, Equatable, CustomStringConvertibl
         public static let io = Code(rawValue: "io")
     }
 
+    /// The lower-level code behind an error, by where it comes from.
+    public enum Underlying: Sendable, Hashable, CustomStringConvertible {
+        /// A system error number (`ENOENT`, `ENOSPC`, …) from a failed file-system call.
+        case errno(Int32)
+        /// A libzip error code (`ZIP_ER_*`); the errno libzip recorded with it, if any, is in
+        /// the message.
+        case libzip(Int32)
+
+        /// `errno 2`, `libzip 19`.
+        public var description: String {
+            switch self {
+            case .errno(let code): "errno \(code)"
+            case .libzip(let code): "libzip \(code)"
+            }
+        }
+    }
+
     /// The stable error category.
     public var code: Code
     /// A one-line human-readable explanation.
     public var message: String
     /// The entry path involved, if any.
     public var path: String?
-    /// A lower-level numeric code (errno, libzip error), if any.
-    public var underlying: Int32?
+    /// The lower-level code behind the error (an errno, a libzip error), if any.
+    public var underlying: Underlying?
 
     /// Creates an error.
     /// - Parameters:
     ///   - code: The stable category.
     ///   - message: A one-line explanation.
     ///   - path: The entry path involved, if any.
-    ///   - underlying: A lower-level numeric code, if any.
-    public init(_ code: Code, _ message: String, path: String? = nil, underlying: Int32? = nil) {
+    ///   - underlying: The lower-level code behind it, if any.
+    public init(_ code: Code, _ message: String, path: String? = nil, underlying: Underlying? = nil) {
         self.code = code
         self.message = message
         self.path = path
         self.underlying = underlying
+    }
+
+    /// Creates an error whose underlying code is an errno (`underlying` was an untyped `Int32`
+    /// before ``Underlying`` said where a code comes from).
+    @available(*, deprecated, message: "pass underlying: .errno(code) or .libzip(code)")
+    public init(_ code: Code, _ message: String, path: String? = nil, underlying: Int32) {
+        self.init(code, message, path: path, underlying: .errno(underlying))
     }
 
     /// `message`, prefixed with the entry path when there is one; control characters in the path

@@ -24,15 +24,14 @@ package enum AtomicFile {
     /// it first; ``write(_:mode:exactMode:durable:_:verify:)`` calls it itself.
     /// - Throws: `.invalidArgument` naming the path.
     package static func checkTarget(_ path: String) throws {
-        var st = stat()
-        if stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR {
+        if let target = try? FileSystem.stat(path), target.kind == .directory {
             throw AssetPackError(.invalidArgument, "\(path) is a directory")
         }
         let folder = folder(of: path)
-        guard stat(folder, &st) == 0 else {
+        guard let status = try? FileSystem.stat(folder) else {
             throw AssetPackError(.invalidArgument, "cannot write \(path): folder \(folder) does not exist")
         }
-        guard (st.st_mode & S_IFMT) == S_IFDIR else {
+        guard status.kind == .directory else {
             throw AssetPackError(.invalidArgument, "cannot write \(path): \(folder) is not a directory")
         }
     }
@@ -57,39 +56,51 @@ package enum AtomicFile {
     ) throws -> T {
         try checkTarget(path)
         let folder = folder(of: path)
-        var temporary = ""
-        var fd: Int32 = -1
-        while fd < 0 {
-            temporary = folder + "/" + temporaryPrefix + UUID().uuidString
-            TemporaryFiles.register(temporary)  // before it exists: an interrupt removes it
-            fd = open(temporary, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode)
-            if fd < 0 {
-                let failure = FileOutput.error("cannot write \(path)")  // reads errno before anything else runs
-                TemporaryFiles.forget(temporary)
-                if failure.underlying != EEXIST { throw failure }
-            }
-        }
+        let (fd, temporary) = try createTemporary(in: folder, mode: mode, for: path)
         var renamed = false
         defer {
-            if !renamed { unlink(temporary) }
+            if !renamed { try? FileSystem.unlink(temporary) }
             TemporaryFiles.forget(temporary)
         }
         let result: T
         do {
-            defer { close(fd) }
-            if exactMode, fchmod(fd, mode) != 0 { throw FileOutput.error("cannot chmod \(temporary)") }
-            result = try body(fd)
-            if durable, fsync(fd) != 0 { throw FileOutput.error("cannot sync \(temporary)") }
+            defer { try? fd.close() }
+            do { if exactMode { try fd.fchmod(mode) } } catch { throw error.io("cannot chmod \(temporary)") }
+            result = try body(fd.rawValue)
+            do { if durable { try fd.fsync() } } catch { throw error.io("cannot sync \(temporary)") }
         }
         try verify(temporary)
-        guard rename(temporary, path) == 0 else { throw FileOutput.error("cannot rename into \(path)") }
+        do { try FileSystem.rename(temporary, to: path) } catch { throw error.io("cannot rename into \(path)") }
         renamed = true
         if durable {
-            let dir = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-            guard dir >= 0 else { throw FileOutput.error("cannot open \(folder)") }
-            defer { close(dir) }
-            guard fsync(dir) == 0 else { throw FileOutput.error("cannot sync \(folder)") }
+            let dir: FileDescriptor
+            do { dir = try .open(folder, .readOnly, options: .directory) } catch {
+                throw error.io("cannot open \(folder)")
+            }
+            defer { try? dir.close() }
+            do { try dir.fsync() } catch { throw error.io("cannot sync \(folder)") }
         }
         return result
+    }
+
+    /// Creates a new temporary file in `folder` (`O_EXCL`, a fresh random name until one is free).
+    private static func createTemporary(in folder: String, mode: mode_t, for path: String) throws
+        -> (FileDescriptor, String)
+    {
+        while true {
+            let temporary = folder + "/" + temporaryPrefix + UUID().uuidString
+            TemporaryFiles.register(temporary)  // before it exists: an interrupt removes it
+            do {
+                let fd = try FileDescriptor.open(
+                    temporary, .readWrite, options: [.create, .exclusiveCreate], permissions: mode)
+                return (fd, temporary)
+            } catch  where error == .fileExists {
+                TemporaryFiles.forget(temporary)
+                continue
+            } catch {
+                TemporaryFiles.forget(temporary)
+                throw error.io("cannot write \(path)")
+            }
+        }
     }
 }

@@ -1,5 +1,13 @@
 import Foundation
 
+extension Errno {
+    /// The `.io` error a failed system call becomes: `"\(what): \(strerror)"`, with this errno as
+    /// its ``AssetPackError/Underlying/errno(_:)``.
+    package func io(_ what: String) -> AssetPackError {
+        AssetPackError(.io, "\(what): \(description)", underlying: .errno(rawValue))
+    }
+}
+
 /// Reads a file in fixed-size chunks without loading it whole.
 package enum FileChunks {
     /// Calls `body` with each chunk of the file at `url`.
@@ -7,27 +15,21 @@ package enum FileChunks {
     package static func forEach(
         _ url: URL, chunkSize: Int, _ body: (UnsafeRawBufferPointer) throws -> Void
     ) throws {
-        let fd = open(url.path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            throw AssetPackError(.io, "cannot open \(url.path): \(String(cString: strerror(errno)))", underlying: errno)
-        }
-        defer { close(fd) }
-        try forEach(fd: fd, name: url.path, chunkSize: chunkSize, body)
+        let fd: FileDescriptor
+        do { fd = try .open(url.path, .readOnly) } catch { throw error.io("cannot open \(url.path)") }
+        try fd.closeAfter { try forEach(fd: fd, name: url.path, chunkSize: chunkSize, body) }
     }
 
     /// Calls `body` with each chunk read from `fd`, from its current offset to the end.
     /// - Throws: `.io` naming `name` if a read fails.
     package static func forEach(
-        fd: Int32, name: String, chunkSize: Int, _ body: (UnsafeRawBufferPointer) throws -> Void
+        fd: FileDescriptor, name: String, chunkSize: Int, _ body: (UnsafeRawBufferPointer) throws -> Void
     ) throws {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkSize, alignment: 16)
         defer { buffer.deallocate() }
         while true {
-            let n = read(fd, buffer.baseAddress, chunkSize)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw AssetPackError(.io, "cannot read \(name): \(String(cString: strerror(errno)))", underlying: errno)
-            }
+            let n: Int
+            do { n = try fd.read(into: buffer) } catch { throw error.io("cannot read \(name)") }
             if n == 0 { return }
             try body(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
         }
@@ -36,23 +38,15 @@ package enum FileChunks {
 
 /// Small write-side helpers shared by the installer, the extractor and the CLI.
 package enum FileOutput {
-    /// An `.io` error for the last failed system call, naming what was attempted.
+    /// An `.io` error for the last failed system call, naming what was attempted. For code that
+    /// calls C directly; code over ``FileDescriptor`` and ``FileSystem`` uses ``Errno/io(_:)``.
     package static func error(_ what: String) -> AssetPackError {
-        let e = errno
-        return AssetPackError(.io, "\(what): \(String(cString: strerror(e)))", underlying: e)
+        Errno.current.io(what)
     }
 
     /// Writes all of `bytes` to `fd`, retrying short writes and `EINTR`.
     /// - Throws: `.io` naming `path` (e.g. `ENOSPC`, `EFBIG`, `EPIPE`).
     package static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws {
-        var offset = 0
-        while offset < bytes.count {
-            let n = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw error("cannot write \(path)")
-            }
-            offset += n
-        }
+        do { try FileDescriptor(rawValue: fd).writeAll(bytes) } catch { throw error.io("cannot write \(path)") }
     }
 }

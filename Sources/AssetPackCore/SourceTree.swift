@@ -75,14 +75,10 @@ package enum SourceTree {
                 if name.hasPrefix(".") && !includeHidden { continue }
                 let full = dir + "/" + name
                 let rel = relative.isEmpty ? name : relative + "/" + name
-                var st = stat()
-                guard lstat(full, &st) == 0 else {
-                    throw AssetPackError(
-                        .io, "cannot stat \(full): \(String(cString: strerror(errno)))", underlying: errno)
-                }
+                var status: FileStatus
+                do { status = try FileSystem.lstat(full) } catch { throw error.io("cannot stat \(full)") }
                 var target = full
-                var mode = st.st_mode & S_IFMT
-                if mode == S_IFLNK {
+                if status.kind == .symbolicLink {
                     guard let resolved = realPath(full) else {
                         throw AssetPackError(.invalidArgument, "symbolic link \(rel) is dangling")
                     }
@@ -91,37 +87,36 @@ package enum SourceTree {
                             .invalidArgument,
                             "symbolic link \(rel) points outside the source directory (to \(resolved))")
                     }
-                    guard stat(resolved, &st) == 0 else {
-                        throw AssetPackError(.io, "cannot stat \(resolved)", underlying: errno)
+                    do {
+                        status = try FileSystem.stat(resolved)
+                    } catch {
+                        throw AssetPackError(.io, "cannot stat \(resolved)", underlying: .errno(error.rawValue))
                     }
                     target = resolved
-                    mode = st.st_mode & S_IFMT
                 }
-                if mode == S_IFDIR {
+                switch status.kind {
+                case .directory:
                     let real = realPath(target) ?? target
                     guard visitedDirs.insert(real).inserted else { continue }  // link cycle
                     try walk(target, relative: rel)
-                } else if mode == S_IFREG {
+                case .regular:
                     if let excludedReal, realPath(target) == excludedReal { continue }
-                    guard access(target, R_OK) == 0 else {
-                        throw AssetPackError(
-                            .io, "cannot read \(full): \(String(cString: strerror(errno)))", underlying: errno)
-                    }
+                    do { try FileSystem.checkReadable(target) } catch { throw error.io("cannot read \(full)") }
                     let path = EntryPath.normalize(rel)
                     if let other = seen[path] {
                         throw AssetPackError(
                             .invalidArgument, "\(other) and \(rel) have the same normalised name \(path)")
                     }
                     seen[path] = rel
-                    files.append(SourceFile(path: path, url: URL(fileURLWithPath: target), size: UInt64(st.st_size)))
-                } else {
+                    files.append(SourceFile(path: path, url: URL(fileURLWithPath: target), size: status.size))
+                default:
                     // Sockets, FIFOs and devices are not assets: skipped, and reported.
                     let kind =
-                        switch mode {
-                        case S_IFIFO: "FIFO"
-                        case S_IFSOCK: "socket"
-                        case S_IFCHR: "character device"
-                        case S_IFBLK: "block device"
+                        switch status.kind {
+                        case .fifo: "FIFO"
+                        case .socket: "socket"
+                        case .characterDevice: "character device"
+                        case .blockDevice: "block device"
                         default: "special file"
                         }
                     skipped.append(SkippedFile(path: rel, kind: kind))
@@ -137,9 +132,7 @@ package enum SourceTree {
     }
 
     private static func realPath(_ path: String) -> String? {
-        guard let p = realpath(path, nil) else { return nil }
-        defer { free(p) }
-        return String(cString: p)
+        try? FileSystem.realpath(path)
     }
 }
 

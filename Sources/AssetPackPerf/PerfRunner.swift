@@ -396,8 +396,7 @@ public enum PerfRunner {
         _ label: String, _ reader: any PackReader, _ url: URL, packSeconds: Double?, installSeconds: Double?,
         openWall: Double
     ) -> Subject {
-        var st = stat()
-        let size = stat(url.path, &st) == 0 ? UInt64(st.st_size) : 0
+        let size = (try? FileSystem.stat(url.path).size) ?? 0
         let pack = PerfPack(
             format: reader.format, path: url.path, sizeBytes: size, entryCount: reader.entries.count,
             packSeconds: packSeconds, installSeconds: installSeconds, openSeconds: reader.openSeconds,
@@ -430,17 +429,11 @@ public enum PerfRunner {
     static func makePrivateTemporaryDirectory(parent: URL?) throws -> URL {
         var base = parent?.path ?? NSTemporaryDirectory()
         while base.count > 1 && base.hasSuffix("/") { base.removeLast() }
-        var template = Array((base + "/assetpack-perf-XXXXXX").utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { buffer in
-            mkdtemp(buffer.baseAddress!).map { _ in
-                String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            }
+        do {
+            let made = try FileSystem.makeTemporaryDirectory(template: base + "/assetpack-perf-XXXXXX")
+            return URL(fileURLWithPath: made, isDirectory: true)
+        } catch {
+            throw error.io("cannot create a temporary directory in \(base)")
         }
-        guard let made else {
-            throw AssetPackError(
-                .io, "cannot create a temporary directory in \(base): \(String(cString: strerror(errno)))",
-                underlying: errno)
-        }
-        return URL(fileURLWithPath: made, isDirectory: true)
     }
 }

@@ -30,11 +30,21 @@ public enum PerfStatistics {
 /// Resident-memory readings from `/proc/self/status` (Linux).
 ///
 /// The high-water mark `VmHWM` is reset by writing `5` to `/proc/self/clear_refs`
-/// (Linux ≥ 4.0), so a phase's peak can be read on its own.
+/// (Linux ≥ 4.0), so a phase's peak can be read on its own. Elsewhere there is no reading
+/// (`nil`) and no reset (`false`).
 public enum MemoryProbe {
     /// Current resident set (`VmRSS`) and its high-water mark (`VmHWM`), in bytes.
     public static func read() -> (rss: UInt64, peak: UInt64)? {
-        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
+        #if os(Linux)
+            return parse(try? String(contentsOfFile: "/proc/self/status", encoding: .utf8))
+        #else
+            return nil
+        #endif
+    }
+
+    /// `VmRSS` and `VmHWM` from the text of `/proc/self/status`.
+    private static func parse(_ status: String?) -> (rss: UInt64, peak: UInt64)? {
+        guard let text = status else { return nil }
         var rss: UInt64?
         var hwm: UInt64?
         for line in text.split(separator: "\n") {
@@ -49,10 +59,12 @@ public enum MemoryProbe {
     /// - Returns: Whether the kernel accepted the reset.
     @discardableResult
     public static func resetPeak() -> Bool {
-        let fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        return write(fd, "5", 1) == 1
+        #if os(Linux)
+            guard let fd = try? FileDescriptor.open("/proc/self/clear_refs", .writeOnly) else { return false }
+            return fd.closeAfter { [UInt8(ascii: "5")].withUnsafeBytes { (try? fd.writeAll($0)) != nil } }
+        #else
+            return false
+        #endif
     }
 
     private static func kib(_ line: Substring) -> UInt64? {

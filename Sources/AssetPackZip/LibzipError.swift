@@ -37,7 +37,7 @@ enum LibzipError {
         if code == .missingPassword { message = "entry is encrypted and no password was given" }
         if code == .wrongPassword { message = "wrong password" }
         if zipCode == ZIP_ER_NOZIP { message = "not a zip archive or AssetPack container" }
-        return AssetPackError(code, message, path: path, underlying: zipCode)
+        return AssetPackError(code, message, path: path, underlying: .libzip(zipCode))
     }
 
     static func from(_ error: UnsafeMutablePointer<zip_error_t>, path: String?, context: String) -> AssetPackError {
