@@ -175,8 +175,9 @@ extension PublisherSigningKey {
 
 /// One owner of an `EVP_PKEY`, freed (and, for a private key, wiped by OpenSSL) with it.
 ///
-/// `@unchecked Sendable`: the key is never modified after it is made, and OpenSSL 3 allows one
-/// `EVP_PKEY` to be used for signing and verifying from several threads at once (openssl-threads(7)).
+/// `@unchecked Sendable`: the key is never modified after it is made. openssl-threads(7): objects
+/// are thread-safe as long as the calls made on them do not modify them; signing and verifying
+/// make a context of their own per call, which only takes a reference to the key (under its lock).
 private final class PKey: @unchecked Sendable {
     let pointer: OpaquePointer
     init(_ pointer: OpaquePointer) { self.pointer = pointer }
