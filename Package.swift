@@ -75,6 +75,7 @@ let package = Package(
         // Shared test helpers: temporary trees, deterministic bytes, running the built CLI.
         .target(name: "AssetPackTestSupport", dependencies: ["AssetPackCore"], path: "Tests/AssetPackTestSupport"),
         .testTarget(name: "AssetPackCoreTests", dependencies: ["AssetPackCore", "AssetPackTestSupport"]),
+        .testTarget(name: "AssetPackCryptoTests", dependencies: ["AssetPackCrypto", "AssetPackTestSupport"]),
         .testTarget(
             name: "AssetPackZipTests",
             dependencies: ["AssetPackZip", "AssetPackCore", "CLibzip", "AssetPackTestSupport"]),

@@ -425,3 +425,15 @@ package func adviseHugePages(alignedRegion region: UnsafeMutableRawBufferPointer
         _ = madvise(region.baseAddress, region.count, MADV_HUGEPAGE)
     #endif
 }
+
+/// Overwrites `buffer` with zeros in a way the compiler may not drop as a dead store, for secrets
+/// about to be freed: `explicit_bzero` (glibc), `memset_s` (Darwin). Core cannot reach OpenSSL's
+/// `OPENSSL_cleanse`, which AssetPackCrypto uses for the same purpose.
+package func wipeMemory(_ buffer: UnsafeMutableRawBufferPointer) {
+    guard let base = buffer.baseAddress, buffer.count > 0 else { return }
+    #if canImport(Darwin)
+        _ = memset_s(base, buffer.count, 0, buffer.count)
+    #else
+        explicit_bzero(base, buffer.count)
+    #endif
+}

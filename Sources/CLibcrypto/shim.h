@@ -6,3 +6,4 @@
 #include <openssl/rand.h>
 #include <openssl/kdf.h>
 #include <openssl/core_names.h>
+#include <openssl/err.h>

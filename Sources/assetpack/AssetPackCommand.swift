@@ -17,7 +17,7 @@ struct AssetPackCommand: ParsableCommand {
             4 integrity failure (CRC, MAC, corrupt or truncated pack), 64 usage.
             """,
         version: assetpackVersion,
-        subcommands: [Pack.self, List.self, Cat.self, Extract.self, Verify.self, Install.self, Perf.self])
+        subcommands: [Pack.self, List.self, Cat.self, Extract.self, Verify.self, Install.self, Keygen.self, Perf.self])
 
     static func main() {
         // libzip converts every entry's DOS time with mktime(3) when it opens an archive. With TZ

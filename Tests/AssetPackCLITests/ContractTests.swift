@@ -7,7 +7,7 @@ import Testing
 /// `--help` shows must parse, spelled exactly as shown, on the built binary.
 @Suite struct ContractTests {
     static let password = "contract-pass"
-    static let subcommands = ["pack", "list", "cat", "extract", "verify", "install", "perf"]
+    static let subcommands = ["pack", "list", "cat", "extract", "verify", "install", "keygen", "perf"]
 
     /// The repository root, found from this file's path.
     static var root: URL {
@@ -129,6 +129,9 @@ import Testing
         case "install":
             base = ["install", pack]
             if flag != "--app-id" { required["--into"] = f.fresh("priv") }
+        case "keygen":
+            base = ["keygen"]
+            if flag != "--out" { required["--out"] = f.fresh("publisher") }
         case "perf":
             if flag == "--corpus" {
                 // The standard corpus is ~151 MiB; a --keep-work that cannot be created makes the
@@ -147,6 +150,7 @@ import Testing
             "--password-env": "CONTRACT_PASSWORD", "--password-file": f.passwordFile, "--key-file": f.keyFile,
             "--iterations": "1", "--json": f.fresh("r") + ".json", "--csv": f.fresh("r") + ".csv",
             "--html": f.fresh("r") + ".html", "--pack": pack, "--corpus": "standard", "--keep-work": f.fresh("work"),
+            "--out": f.fresh("publisher"),
         ]
         if let value = required.removeValue(forKey: flag) {
             return base + [flag, value] + required.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] }

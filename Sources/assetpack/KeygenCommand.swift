@@ -1,0 +1,59 @@
+import ArgumentParser
+import AssetPack
+import Foundation
+
+extension AssetPackCommand {
+    struct Keygen: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create a publisher key pair for signed packs: NAME.key (private) and NAME.pub (public).",
+            discussion: """
+                NAME.key (mode 0600) is the private signing key: keep it out of the repository and out of the app, \
+                and back it up (a lost key cannot sign packs that apps holding its public key accept). NAME.pub is \
+                the public key on one line: paste it into the app. The public key line goes to stdout, the summary \
+                to stderr (--quiet drops it). An existing NAME.key or NAME.pub is replaced only with --force.
+                """)
+
+        @Option(help: ArgumentHelp("Write NAME.key and NAME.pub (NAME's folder must exist).", valueName: "NAME"))
+        var out: String
+        @Flag(help: "Replace an existing NAME.key and NAME.pub; the old private key is lost.") var force = false
+        @OptionGroup var quiet: QuietOption
+
+        func validate() throws {
+            if out.isEmpty || out.hasSuffix("/") {
+                throw ValidationError("--out needs a file name without extension, such as keys/publisher")
+            }
+        }
+
+        func run() throws {
+            try reporting {
+                let keyPath = out + ".key"
+                let pubPath = out + ".pub"
+                if let status = try? FileSystem.stat(out), status.kind == .directory {
+                    throw AssetPackError(
+                        .invalidArgument, "\(out) is a directory: give a name inside it, such as \(out)/publisher")
+                }
+                for path in [keyPath, pubPath] { try AtomicFile.checkTarget(path) }
+                // lstat: a dangling symbolic link is a file too (the rename would replace it).
+                let existing = [keyPath, pubPath].filter { (try? FileSystem.lstat($0)) != nil }
+                if !existing.isEmpty && !force {
+                    throw AssetPackError(
+                        .invalidArgument,
+                        "\(existing.joined(separator: " and ")) already exist\(existing.count == 1 ? "s" : ""); "
+                            + "give --force to replace (the old private key is then lost)")
+                }
+                let key = PublisherSigningKey.generate()
+                let publicKey = key.publicKey
+                try key.write(to: keyPath)
+                do { try publicKey.write(to: pubPath) } catch {
+                    // A private key without its .pub is one nobody can use; remove the one just made.
+                    if !existing.contains(keyPath) { try? FileSystem.unlink(keyPath) }
+                    throw error
+                }
+                print(publicKey.text)
+                quiet.say(
+                    "wrote \(keyPath): the private signing key (mode 0600); keep it out of the repository and the app")
+                quiet.say("wrote \(pubPath): the public key \(publicKey.fingerprint); paste its line into the app")
+            }
+        }
+    }
+}
