@@ -96,7 +96,7 @@ import Testing
 
     @Test("every library read path returns the source bytes", arguments: cases)
     func everyReadPathReturnsTheSource(_ c: Case) async throws {
-        let tree = TreeGenerator.tree(seed: c.seed)
+        let tree = TreeGenerator.tree(seed: c.seed).tested(with: c.combination)
         let ctx = Context(seed: c.seed, combination: c.combination)
         let dir = TemporaryDirectory("assetpack-differential")
         let pack: URL
