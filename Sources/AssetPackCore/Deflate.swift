@@ -1,8 +1,8 @@
 internal import CZlib
 internal import CLibdeflate
 
-/// Raw deflate (RFC 1951, no zlib or gzip header): zlib for compression and streaming inflate,
-/// libdeflate for whole-buffer inflate.
+/// Raw deflate (RFC 1951, no zlib or gzip header): libdeflate for whole-buffer compression and
+/// inflate, zlib for streaming inflate and for compression in independent pieces.
 package enum RawDeflate {
     /// Compresses `input` in one call.
     /// - Parameters:
@@ -62,6 +62,81 @@ package enum RawDeflate {
             throw AssetPackError(.integrityFailure, "compressed data inflates to more than the declared size")
         default: throw AssetPackError(.integrityFailure, "compressed data is corrupt")
         }
+    }
+}
+
+extension RawDeflate {
+    /// A reusable libdeflate compressor for whole buffers (raw deflate, no header).
+    ///
+    /// libdeflate compresses about 2.4 times as fast as zlib at the same ratio (measured in
+    /// docs/ZIP-WRITER.md) but has no streaming interface: the whole input and the output buffer
+    /// must be in memory. Allocating its state costs more than compressing a small file, so a
+    /// writer keeps one per thread. One thread at a time.
+    package final class FastCompressor {
+        private let compressor: OpaquePointer
+        /// The libdeflate level (1–12).
+        package let level: Int32
+
+        /// A compressor at `level` (1 fastest … 12 smallest; 0 stores).
+        package init(level: Int32) {
+            guard let c = libdeflate_alloc_compressor(level) else {
+                allocationFailed("libdeflate_alloc_compressor(\(level))")
+            }
+            compressor = c
+            self.level = level
+        }
+
+        deinit { libdeflate_free_compressor(compressor) }
+
+        /// Compresses `input` into `output`.
+        /// - Returns: The compressed size, or `nil` when the result does not fit in `output`
+        ///   (so an output buffer one byte smaller than the input means "only if it is smaller").
+        package func compress(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int? {
+            guard let out = output.baseAddress, output.count > 0 else { return nil }
+            var empty: UInt8 = 0
+            let n = withUnsafePointer(to: &empty) { e in
+                libdeflate_deflate_compress(
+                    compressor, input.baseAddress ?? UnsafeRawPointer(e), input.count, out, output.count)
+            }
+            return n == 0 ? nil : n
+        }
+
+        /// The most bytes ``compress(_:into:)`` can produce for `count` input bytes.
+        package func bound(_ count: Int) -> Int {
+            libdeflate_deflate_compress_bound(compressor, count)
+        }
+    }
+
+    /// One piece of a raw deflate stream compressed independently of the others (pigz's method):
+    /// zlib at `level`, primed with the 32 KiB of input before the piece (`dictionary`), ended
+    /// with a sync flush (byte-aligned, not final) unless `final`. Concatenated in order, the
+    /// pieces form one valid deflate stream; each can be compressed on another thread, with
+    /// memory bounded by the piece size. For inputs too large to hold whole for libdeflate.
+    package static func compressPiece(
+        _ input: UnsafeRawBufferPointer, dictionary: UnsafeRawBufferPointer, final: Bool, level: Int32
+    ) -> [UInt8] {
+        let stream = ZStream(deflateLevel: level)
+        defer { stream.end() }
+        let s = stream.pointer
+        if let d = dictionary.baseAddress, dictionary.count > 0 {
+            guard deflateSetDictionary(s, d.assumingMemoryBound(to: UInt8.self), UInt32(dictionary.count)) == Z_OK
+            else { allocationFailed("deflateSetDictionary") }
+        }
+        // deflateBound plus the sync flush marker (and its possible empty block).
+        var out = [UInt8](repeating: 0, count: Int(deflateBound(s, UInt(input.count))) + 16)
+        let produced = out.withUnsafeMutableBytes { outBuf -> Int in
+            s.pointee.next_in = UnsafeMutablePointer(mutating: input.baseAddress?.assumingMemoryBound(to: UInt8.self))
+            s.pointee.avail_in = UInt32(input.count)
+            s.pointee.next_out = outBuf.baseAddress!.assumingMemoryBound(to: UInt8.self)
+            s.pointee.avail_out = UInt32(outBuf.count)
+            let rc = deflate(s, final ? Z_FINISH : Z_SYNC_FLUSH)
+            precondition(
+                (final ? rc == Z_STREAM_END : rc == Z_OK) && s.pointee.avail_in == 0,
+                "deflate with deflateBound output must finish")
+            return Int(s.pointee.total_out)
+        }
+        out.removeSubrange(produced...)
+        return out
     }
 }
 
