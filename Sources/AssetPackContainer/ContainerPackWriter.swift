@@ -112,7 +112,7 @@ package struct ContainerPackWriter: PackWriter {
                     let keyID = random(ContainerFormat.keyIDSize)
                     let record = try writeEntry(
                         file, keyID: keyID, key: keys.entryKey(keyID: keyID),
-                        deflate: try options.compression.shouldDeflate(file), buffers: buffers, to: fd, at: &pos,
+                        policy: options.compression, buffers: buffers, to: fd, at: &pos,
                         progress: partial)
                     records.append(record)
                     report.packed += 1
@@ -221,7 +221,7 @@ package struct ContainerPackWriter: PackWriter {
 
     /// Appends one entry's sealed chunks at `pos`; returns its index record.
     private func writeEntry(
-        _ file: SourceFile, keyID: [UInt8], key: [UInt8], deflate: Bool, buffers: Buffers,
+        _ file: SourceFile, keyID: [UInt8], key: [UInt8], policy: CompressionPolicy, buffers: Buffers,
         to fd: FileDescriptor, at pos: inout UInt64, progress: (UInt64) -> Void
     ) throws -> IndexRecord {
         let src = try Self.openSource(file)
@@ -237,12 +237,21 @@ package struct ContainerPackWriter: PackWriter {
         lengths.reserveCapacity(chunks)
         var crc: UInt32 = 0
         let hasher = SHA256Hasher()
+        var deflate = policy.decisionByName(file)  // nil: decided by a sample of the first batch
         var first = 0
         while first < chunks {
             let n = min(buffers.batch, chunks - first)
             let bytes = Int(min(size - (UInt64(first) << shift), UInt64(n) << shift))
             try readFully(src, UnsafeMutableRawBufferPointer(rebasing: buffers.plain[0..<bytes]), file: file)
             hasher.update(UnsafeRawBufferPointer(rebasing: buffers.plain[0..<bytes]))
+            if deflate == nil {
+                let sample = UnsafeRawBufferPointer(
+                    rebasing: buffers.plain[0..<min(bytes, CompressionPolicy.sampleSize)])
+                deflate = policy.samplePays(
+                    sample, compressor: buffers.compressor(0),
+                    scratch: UnsafeMutableRawBufferPointer(rebasing: buffers.sealed[0..<sample.count]))
+            }
+            let deflating = deflate ?? false
             let tasks = n >= 2 && bytes >= 256 << 10 ? min(n, ContainerPackReader.cores * 4) : 1
             try concurrently(tasks) { task in
                 for j in (n * task / tasks)..<(n * (task + 1) / tasks) {
@@ -250,25 +259,26 @@ package struct ContainerPackWriter: PackWriter {
                     let plain = UnsafeRawBufferPointer(
                         rebasing: buffers.plain[j * cs..<j * cs + min(cs, bytes - j * cs)])
                     buffers.crcs[j] = CRC32.checksum(plain)
-                    var packed: [UInt8]?
-                    if deflate, plain.count > 0 {
-                        let z = RawDeflate.compress(plain)
-                        if z.count < plain.count { packed = z }
-                    }
-                    let nonce = chunkNonce(entry: 0, chunk: UInt32(c), final: c == chunks - 1, deflated: packed != nil)
-                    // Copy the payload into its slot and seal it there, tag right after it.
+                    // Deflate straight into the chunk's slot; a chunk that does not shrink within
+                    // the policy's limit is copied there as it is. Then seal in place, tag after it.
                     let dest = buffers.sealed.baseAddress! + j * slot
-                    let count = packed?.count ?? plain.count
-                    if let packed {
-                        packed.withUnsafeBytes { dest.copyMemory(from: $0.baseAddress!, byteCount: count) }
-                    } else if count > 0 {
-                        dest.copyMemory(from: plain.baseAddress!, byteCount: count)
+                    var deflated: Int?
+                    if deflating, plain.count > 0 {
+                        let limit = policy.deflateLimit(plain.count)
+                        if limit > 0 {
+                            deflated = buffers.compressor(task).compress(
+                                plain, into: UnsafeMutableRawBufferPointer(start: dest, count: limit))
+                        }
                     }
+                    let count = deflated ?? plain.count
+                    if deflated == nil, count > 0 { dest.copyMemory(from: plain.baseAddress!, byteCount: count) }
+                    let nonce = chunkNonce(
+                        entry: 0, chunk: UInt32(c), final: c == chunks - 1, deflated: deflated != nil)
                     buffers.gcm(task).seal(
                         UnsafeMutableRawBufferPointer(start: dest, count: count),
                         tag: UnsafeMutableRawBufferPointer(start: dest + count, count: ContainerFormat.tagSize),
                         nonce: nonce, key: key)
-                    buffers.lengths[j] = UInt32(count) | (packed == nil ? 0 : ContainerIndex.deflatedBit)
+                    buffers.lengths[j] = UInt32(count) | (deflated == nil ? 0 : ContainerIndex.deflatedBit)
                 }
             }
             var w = 0
@@ -315,6 +325,9 @@ private final class Buffers {
     let lengths: UnsafeMutableBufferPointer<UInt32>
     /// One AES-GCM context per concurrent task (a context serves one thread at a time).
     private let ciphers: [AESGCM]
+    /// One libdeflate compressor per concurrent task, made when first used.
+    private var compressors: [RawDeflate.FastCompressor?]
+    private let lock = NSLock()
 
     init(chunkShift: Int) {
         self.chunkShift = chunkShift
@@ -324,10 +337,22 @@ private final class Buffers {
         crcs = .allocate(capacity: batch)
         lengths = .allocate(capacity: batch)
         ciphers = (0..<max(1, ContainerPackReader.cores * 4)).map { _ in AESGCM() }
+        compressors = Array(repeating: nil, count: ciphers.count)
     }
 
     /// The cipher context of concurrent task `task`.
     func gcm(_ task: Int) -> AESGCM { ciphers[task] }
+
+    /// The compressor of concurrent task `task` (allocating libdeflate's state costs more than
+    /// compressing a small chunk, so it is kept for the whole pack).
+    func compressor(_ task: Int) -> RawDeflate.FastCompressor {
+        lock.lock()
+        defer { lock.unlock() }
+        if let c = compressors[task] { return c }
+        let c = RawDeflate.FastCompressor(level: CompressionPolicy.packLevel)
+        compressors[task] = c
+        return c
+    }
 
     func free() {
         plain.deallocate()

@@ -116,6 +116,7 @@ import Testing
         options.container.chunkSize = v.chunkSize
         options.container.kdf = kdf ?? .default
         options.compression = CompressionPolicy(rawValue: v.compression)!
+        options.fresh = true  // the committed file at `path` must not be reused
         try writer.write(files, to: path, options: options)
     }
 
@@ -178,7 +179,13 @@ import Testing
             guard v.version == 2 else { continue }
             let again = scratch.url.appendingPathComponent(v.file).path
             try Self.make(v, kdf: Self.specs().first { $0.0.file == v.file }!.1, at: again, scratch: scratch)
-            #expect(bytes(of: again) == bytes(of: path), "\(v.file) does not regenerate byte for byte")
+            let regenerated = bytes(of: again), committed = bytes(of: path)
+            let firstDifference = zip(regenerated, committed).enumerated().first { $0.element.0 != $0.element.1 }?
+                .offset
+            #expect(
+                regenerated == committed,
+                "\(v.file) does not regenerate byte for byte (\(regenerated.count) vs \(committed.count) bytes, first difference at \(firstDifference.map(String.init) ?? "the end"))"
+            )
         }
         #expect(doc.vectors.contains { $0.version == 2 } && doc.vectors.contains { $0.version == nil })
         for tiny in doc.vectors where tiny.file.contains("tiny") {

@@ -1,0 +1,45 @@
+import Foundation
+
+/// How both writers decide, per entry, whether to deflate: the one rule behind `--compression`.
+///
+/// - `.store` stores; `.deflate` deflates every non-empty entry (a piece that does not get
+///   smaller is still stored: a chunk for the container, the entry for zip).
+/// - `.auto` stores known media extensions and entries under 32 bytes by name; for the rest it
+///   deflates a sample (the first ``sampleSize`` bytes, which the writer reads anyway) and
+///   stores the whole entry unless the sample shrinks by ``CompressionPolicy/minimumSaving``.
+///   Random data is never deflated in full only for the result to be thrown away.
+extension CompressionPolicy {
+    /// Bytes deflated to decide for an entry under `.auto`.
+    package static let sampleSize = 64 << 10
+
+    /// libdeflate's level for packing: level 2 is within ~1 % of zlib 6's size on text and
+    /// several times faster (docs/ZIP-WRITER.md has the table).
+    package static let packLevel: Int32 = 2
+
+    /// The decision by name and size alone: `false` store, `true` deflate, `nil` sample first.
+    package func decisionByName(_ file: SourceFile) -> Bool? {
+        switch self {
+        case .store: return false
+        case .deflate: return file.size > 0
+        case .auto:
+            let ext = (file.path as NSString).pathExtension.lowercased()
+            if Self.compressedExtensions.contains(ext) || file.size < 32 { return false }
+            return nil
+        }
+    }
+
+    /// The most deflated bytes worth keeping for `size` input bytes: under `.auto` a saving of
+    /// at least ``minimumSaving``, otherwise anything smaller.
+    package func deflateLimit(_ size: Int) -> Int {
+        self == .auto ? Int(Double(size) * (1 - Self.minimumSaving)) : size - 1
+    }
+
+    /// Whether `sample` deflates within ``deflateLimit(_:)`` (`scratch` holds at least the sample's size).
+    package func samplePays(
+        _ sample: UnsafeRawBufferPointer, compressor: RawDeflate.FastCompressor, scratch: UnsafeMutableRawBufferPointer
+    ) -> Bool {
+        let limit = min(deflateLimit(sample.count), scratch.count)
+        guard limit > 0 else { return false }
+        return compressor.compress(sample, into: UnsafeMutableRawBufferPointer(rebasing: scratch[0..<limit])) != nil
+    }
+}
