@@ -1,19 +1,45 @@
 import AssetPackCore
+import AssetPackCrypto
 internal import CLibzip
 import Foundation
 
-/// Writes zip packs with libzip: WinZip AES-256 by default, ZipCrypto or no encryption on
-/// request. Entry names are stored as UTF-8 with the UTF-8 flag set.
+/// Writes zip packs: WinZip AES-256 by default, no encryption, or ZipCrypto on request.
 ///
-/// libzip writes to a temporary file beside the output and renames it into place when the
-/// archive closes, so a failed pack never leaves a torn file under the output name.
+/// AES-256 and unencrypted packs are written by our own code (see docs/ZIP-WRITER.md for why
+/// libzip cannot take finished entries): entries are compressed with libdeflate and encrypted
+/// with OpenSSL on every core, and written in path order through `AtomicFile` (a temporary file
+/// beside the output, synced, renamed). Names are UTF-8 with the UTF-8 flag set.
+///
+/// ZipCrypto packs are written by libzip (we do not implement that cipher), into a temporary
+/// file whose name starts with `AtomicFile.temporaryPrefix`.
 package struct ZipPackWriter: PackWriter {
+    /// libdeflate's level (the table behind the choice is in docs/ZIP-WRITER.md).
+    package var level: Int32 = 4
+    /// Test hook: derive every AES salt from this seed, so the output is byte-for-byte
+    /// reproducible. Never for real packs: a salt must not repeat under one password.
+    package var fixedSaltSeed: UInt64?
+    /// Entries up to this size that are deflated are read and compressed whole (libdeflate has
+    /// no streaming interface); larger ones are deflated in ``pieceSize`` pieces with zlib.
+    package var wholeEntryLimit = 64 << 20
+    /// Entries above this size that are stored are read, encrypted and written in pieces of
+    /// this size (a multiple of 16, so each piece starts on an AES block).
+    package var pieceSize = 4 << 20
+    /// Most bytes of work started and not yet written (tasks beyond it wait).
+    package var memoryBudget = 96 << 20
+    /// Threads that compress and encrypt.
+    package var workers = ZipPackWriter.cores
+
+    /// The processor count, read once (not on every writer's creation).
+    private static let cores = max(1, ProcessInfo.processInfo.activeProcessorCount)
+
     /// Creates a writer.
     package init() {}
 
-    /// Writes `files` as a zip pack at `output`.
+    /// Writes `files` as a zip pack at `output`, atomically.
+    ///
     /// - Throws: `.missingPassword` when encryption is requested without a password,
-    ///   `.invalidArgument` for a raw key, `.io` when writing fails.
+    ///   `.invalidArgument` for a raw key, an empty password, an entry path that is not
+    ///   normalised or repeated; `.io` when reading or writing fails.
     @discardableResult
     package func write(_ files: [SourceFile], to output: String, options: PackOptions) throws -> PackWriteReport {
         let password: String?
@@ -27,21 +53,457 @@ package struct ZipPackWriter: PackWriter {
         if let password, password.isEmpty {
             throw AssetPackError(.invalidArgument, "the password is empty")
         }
-        let method: UInt16 =
-            switch options.zip.encryption {
-            case .aes256: UInt16(ZIP_EM_AES_256)
-            case .zipCrypto: UInt16(ZIP_EM_TRAD_PKWARE)
-            case .none: UInt16(ZIP_EM_NONE)
+        let sorted = files.sorted { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
+        for (i, f) in sorted.enumerated() {
+            guard !f.path.isEmpty, f.path.utf8.count <= Int(UInt16.max), EntryPath.normalize(f.path) == f.path else {
+                throw AssetPackError(.invalidArgument, "entry path is empty, too long or not normalised", path: f.path)
             }
+            if i > 0, sorted[i - 1].path.utf8.elementsEqual(f.path.utf8) {
+                throw AssetPackError(.invalidArgument, "duplicate entry path", path: f.path)
+            }
+        }
+        if options.zip.encryption == .zipCrypto {
+            return try LibzipZipCryptoWriter.write(sorted, to: output, password: password!, options: options)
+        }
+        let encoder = ZipEntryEncoder(
+            encrypted: password != nil, password: Array((password ?? "").utf8), policy: options.compression,
+            level: level, saltSeed: fixedSaltSeed)
+        let pack = ZipPackJob(writer: self, files: sorted, encoder: encoder, progress: options.progress)
+        return try AtomicFile.write(output) { fd in try pack.run(to: fd, path: output) }
+    }
+}
 
+/// A unit of work for the threads: whole entries `entries` (a batch), or piece `piece` of one entry.
+private struct Task: Sendable {
+    var entries: Range<Int>
+    var piece: Int?
+    /// Source bytes it reads.
+    var bytes: UInt64
+}
+
+/// How one entry is produced.
+private enum EntryPlan: Sendable {
+    /// One task reads, compresses and encrypts it whole (`deflate`: as `ZipEntryEncoder.decisionByName`,
+    /// or `true` once a sample said it pays).
+    case whole(deflate: Bool?)
+    /// Pieces read, CRC'd, hashed and encrypted by the tasks; the writer MACs and writes them.
+    case storedPieces(PieceState)
+    /// Pieces read and deflated (zlib, pigz-style) by the tasks; the writer encrypts, MACs, writes.
+    case deflatedPieces(PieceState)
+}
+
+/// What the pieces of one entry share: the keys.
+private final class PieceState: @unchecked Sendable {
+    let count: Int
+    let mtime: (UInt16, UInt16)
+    private let lock = NSLock()
+    private var derived: WinZipAESEntryKeys?
+
+    init(count: Int, mtime: (UInt16, UInt16)) {
+        self.count = count
+        self.mtime = mtime
+    }
+
+    /// The entry's keys, derived by whichever thread asks first.
+    func keys(_ make: () throws -> WinZipAESEntryKeys) throws -> WinZipAESEntryKeys {
+        lock.lock()
+        defer { lock.unlock() }
+        if let derived { return derived }
+        let k = try make()
+        derived = k
+        return k
+    }
+}
+
+/// A task's output.
+private enum TaskOutput: @unchecked Sendable {
+    case entries([EncodedEntry])
+    /// One piece: its stored bytes (ciphertext, or deflate output still to encrypt), and the
+    /// CRC-32 and length of its plaintext.
+    case piece(OwnedBuffer, crc: UInt32, length: Int)
+}
+
+/// One run of the writer over one output.
+private struct ZipPackJob {
+    /// Most entries and source bytes in one batch of small whole entries.
+    static let batchEntries = 32
+    static let batchBytes: UInt64 = 1 << 20
+
+    let writer: ZipPackWriter
+    let files: [SourceFile]
+    let encoder: ZipEntryEncoder
+    let progress: (@Sendable (PackProgress) -> Void)?
+
+    /// Runs every task and writes the pack to `fd`.
+    func run(to fd: Int32, path: String) throws -> PackWriteReport {
+        // Plan: which entries go whole and which in pieces, and the task list.
+        var plans: [EntryPlan] = []
+        // A task is a batch of small whole entries (one handoff between threads costs more than
+        // a small entry), one larger whole entry, or one piece.
+        var tasks: [Task] = []
+        var firstTask: [Int] = []
+        plans.reserveCapacity(files.count)
+        let piece = writer.pieceSize
+        precondition(piece > 0 && piece % 16 == 0, "pieceSize must be a positive multiple of 16")
+        for (i, file) in files.enumerated() {
+            let plan = try plan(file)
+            plans.append(plan)
+            switch plan {
+            case .whole:
+                if let last = tasks.last, last.piece == nil, last.entries.upperBound == i,
+                    last.entries.count < Self.batchEntries, last.bytes + file.size <= Self.batchBytes
+                {
+                    tasks[tasks.count - 1].entries = last.entries.lowerBound..<(i + 1)
+                    tasks[tasks.count - 1].bytes += file.size
+                } else {
+                    tasks.append(Task(entries: i..<(i + 1), piece: nil, bytes: file.size))
+                }
+                firstTask.append(tasks.count - 1)
+            case .storedPieces(let s), .deflatedPieces(let s):
+                firstTask.append(tasks.count)
+                for k in 0..<s.count {
+                    let length = min(UInt64(piece), file.size - UInt64(k * piece))
+                    tasks.append(Task(entries: i..<(i + 1), piece: k, bytes: length))
+                }
+            }
+        }
+        let encoder = encoder
+        let files = files
+        let level = writer.level
+        let wholePlans = plans
+        let taskList = tasks
+        let queue = OrderedWorkQueue<TaskOutput>(count: tasks.count, budget: writer.memoryBudget) { t in
+            Int(taskList[t].bytes) + 4096 * taskList[t].entries.count
+        }
+        queue.start(workers: writer.workers, context: { ZipWorkerContext(level: level) }) { t, worker in
+            let task = taskList[t]
+            if let k = task.piece {
+                let entry = task.entries.lowerBound
+                return try Self.runPiece(
+                    files[entry], entry: entry, piece: k, plan: wholePlans[entry], pieceSize: piece, encoder: encoder)
+            }
+            return .entries(
+                try task.entries.map { entry in
+                    guard case .whole(let decision) = wholePlans[entry] else { preconditionFailure() }
+                    return try Self.runWhole(
+                        files[entry], entry: entry, decision: decision, encoder: encoder, worker: worker)
+                })
+        }
+        defer { queue.finish() }
+
+        let out = PackFileWriter(fd: fd, path: path)
+        var records: [ZipEntryRecord] = []
+        records.reserveCapacity(files.count + 1)
+        let bytesTotal = files.reduce(UInt64(0)) { $0 + $1.size }
+        var bytesDone: UInt64 = 0
+        var batch: [EncodedEntry] = []
+        var batchStart = 0
+        var report = PackWriteReport()
+        for (i, file) in files.enumerated() {
+            var record: ZipEntryRecord
+            switch plans[i] {
+            case .whole:
+                if i == tasks[firstTask[i]].entries.lowerBound {
+                    guard case .entries(let taken) = try queue.take(firstTask[i]) else { preconditionFailure() }
+                    batch = taken
+                    batchStart = i
+                }
+                let encoded = batch[i - batchStart]
+                record = encoded.record
+                record.offset = out.position
+                try out.append(record.localHeader())
+                try out.append(encoded.data.bytes)
+                bytesDone += file.size
+                report.packed += 1
+            case .storedPieces(let state), .deflatedPieces(let state):
+                var deflated = false
+                if case .deflatedPieces = plans[i] { deflated = true }
+                record = try writePieces(
+                    file, index: i, state: state, deflated: deflated, firstTask: firstTask[i], queue: queue, to: out
+                ) { done in
+                    progress?(
+                        PackProgress(
+                            done: i, total: files.count, path: file.path, bytesDone: bytesDone + done,
+                            bytesTotal: bytesTotal))
+                }
+                bytesDone += file.size
+                report.packed += 1
+            }
+            records.append(record)
+            progress?(
+                PackProgress(
+                    done: i + 1, total: files.count, path: file.path, bytesDone: bytesDone, bytesTotal: bytesTotal))
+        }
+        try writeDirectory(records, to: out)
+        try out.finish()
+        return report
+    }
+
+    /// Decides how `file` is produced; samples large files under `.auto`.
+    private func plan(_ file: SourceFile) throws -> EntryPlan {
+        let size = Int(file.size)
+        guard size > writer.pieceSize else { return .whole(deflate: encoder.decisionByName(file)) }
+        var deflate = encoder.decisionByName(file)
+        let (fd, mtime) = try SourceReader.open(file)
+        defer { close(fd) }
+        if deflate == nil {
+            let sample = OwnedBuffer(capacity: ZipEntryEncoder.sampleSize)
+            try SourceReader.read(fd, file, into: sample.mutableBytes, at: 0)
+            let context = ZipWorkerContext(level: writer.level)
+            deflate = encoder.samplePays(sample.bytes, compressor: context.compressor, scratch: context.sampleScratch)
+        }
+        let pieces = (size + writer.pieceSize - 1) / writer.pieceSize
+        if deflate == true {
+            return size <= writer.wholeEntryLimit
+                ? .whole(deflate: true) : .deflatedPieces(PieceState(count: pieces, mtime: mtime))
+        }
+        return .storedPieces(PieceState(count: pieces, mtime: mtime))
+    }
+
+    /// Reads, compresses and encrypts one whole entry, on a worker thread.
+    private static func runWhole(
+        _ file: SourceFile, entry: Int, decision: Bool?, encoder: ZipEntryEncoder, worker: ZipWorkerContext
+    ) throws -> EncodedEntry {
+        let (fd, mtime) = try SourceReader.open(file)
+        defer { close(fd) }
+        let size = Int(file.size)
+        let buffer = OwnedBuffer(capacity: encoder.head + size + encoder.tail)
+        try SourceReader.read(
+            fd, file,
+            into: UnsafeMutableRawBufferPointer(rebasing: buffer.memory[encoder.head..<(encoder.head + size)]),
+            at: 0)
+        return try encoder.seal(
+            buffer, size: size, path: file.path, saltNumber: entry, mtime: mtime, decision: decision, worker: worker)
+    }
+
+    /// Reads piece `k` of an entry and prepares it for the writer, on a worker thread.
+    private static func runPiece(
+        _ file: SourceFile, entry: Int, piece k: Int, plan: EntryPlan, pieceSize: Int, encoder: ZipEntryEncoder
+    ) throws -> TaskOutput {
+        switch plan {
+        case .whole: preconditionFailure("only pieces entries have pieces")
+        case .storedPieces(let state):
+            let start = k * pieceSize
+            let length = min(pieceSize, Int(file.size) - start)
+            let buffer = OwnedBuffer(capacity: length)
+            try readPiece(file, into: buffer.mutableBytes, at: start)
+            let crc = CRC32.checksum(buffer.bytes)
+            if encoder.encrypted {
+                let keys = try state.keys { try encoder.keys(entry) }
+                try WinZipAESCounterKeystream(key: keys.encryptionKey, offset: UInt64(start)).apply(buffer.mutableBytes)
+            }
+            return .piece(buffer, crc: crc, length: length)
+        case .deflatedPieces(let state):
+            let start = k * pieceSize
+            let length = min(pieceSize, Int(file.size) - start)
+            let dictionary = min(start, 32 << 10)
+            let buffer = OwnedBuffer(capacity: dictionary + length)
+            try readPiece(file, into: buffer.mutableBytes, at: start - dictionary)
+            let plain = UnsafeRawBufferPointer(rebasing: buffer.bytes[dictionary...])
+            let crc = CRC32.checksum(plain)
+            let compressed = RawDeflate.compressPiece(
+                plain, dictionary: UnsafeRawBufferPointer(rebasing: buffer.bytes[0..<dictionary]),
+                final: k == state.count - 1, level: min(encoder.level, 9))
+            let out = OwnedBuffer(capacity: compressed.count)
+            compressed.withUnsafeBytes { out.memory.copyMemory(from: $0) }
+            return .piece(out, crc: crc, length: length)
+        }
+    }
+
+    private static func readPiece(_ file: SourceFile, into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws
+    {
+        let (fd, _) = try SourceReader.open(file)
+        defer { close(fd) }
+        try SourceReader.read(fd, file, into: buffer, at: UInt64(offset))
+    }
+
+    /// Writes an entry produced in pieces: local header (patched at the end), salt and verifier,
+    /// the pieces in order (MAC'd here; encrypted here when deflated), the MAC.
+    private func writePieces(
+        _ file: SourceFile, index: Int, state: PieceState, deflated: Bool, firstTask: Int,
+        queue: OrderedWorkQueue<TaskOutput>, to out: PackFileWriter, progress: (UInt64) -> Void
+    ) throws -> ZipEntryRecord {
+        var record = encoder.record(
+            path: file.path, deflated: deflated, crc: 0, size: file.size, compressedSize: 0, mtime: state.mtime)
+        record.offset = out.position
+        try out.append(record.localHeader())  // patched below
+        let dataStart = out.position
+        let keys = encoder.encrypted ? try state.keys { try encoder.keys(index) } : nil
+        let mac = try keys.map { k in try k.macKey.withUnsafeBytes { try HMACSHA1Stream(key: $0) } }
+        let keystream = try keys.flatMap { deflated ? try WinZipAESCounterKeystream(key: $0.encryptionKey) : nil }
+        if let keys { try out.append(keys.header) }
+        var crc: UInt32 = 0
+        var done: UInt64 = 0
+        for k in 0..<state.count {
+            guard case .piece(let buffer, let pieceCRC, let length) = try queue.take(firstTask + k) else {
+                preconditionFailure()
+            }
+            keystream?.apply(buffer.mutableBytes)
+            mac?.update(buffer.bytes)
+            try out.append(buffer.bytes)
+            crc = k == 0 ? pieceCRC : CRC32.combine(crc, pieceCRC, secondLength: length)
+            done += UInt64(length)
+            progress(done)
+        }
+        if let mac { try out.append(Array(mac.finalize().prefix(WinZipAES.macLength))) }
+        record.crc32 = crc
+        record.compressedSize = out.position - dataStart
+        if deflated,
+            record.compressedSize - UInt64(encoder.head + encoder.tail) > UInt64(encoder.deflateLimit(Int(file.size)))
+        {
+            // Deflate did not pay after all (the sample misled): write the entry again, stored,
+            // over the same place, under a new salt (a keystream is never used twice).
+            try out.rewind(to: dataStart)
+            record = try rewriteStored(file, record: record, saltNumber: writerSaltNumber(index), to: out)
+        }
+        try out.patch(record.localHeader(), at: record.offset)
+        return record
+    }
+
+    /// Salt numbers past the entries: for entries written a second time.
+    private func writerSaltNumber(_ index: Int) -> Int { files.count + index }
+
+    /// Writes `file` stored at the writer's position (after its header), on this thread.
+    private func rewriteStored(
+        _ file: SourceFile, record: ZipEntryRecord, saltNumber: Int, to out: PackFileWriter
+    ) throws -> ZipEntryRecord {
+        var record = record
+        let dataStart = out.position
+        let keys = encoder.encrypted ? try encoder.keys(saltNumber) : nil
+        let mac = try keys.map { k in try k.macKey.withUnsafeBytes { try HMACSHA1Stream(key: $0) } }
+        let keystream = try keys.map { try WinZipAESCounterKeystream(key: $0.encryptionKey) }
+        if let keys { try out.append(keys.header) }
+        let (fd, _) = try SourceReader.open(file)
+        defer { close(fd) }
+        let buffer = OwnedBuffer(capacity: writer.pieceSize)
+        var offset: UInt64 = 0
+        while offset < file.size {
+            buffer.count = Int(min(UInt64(writer.pieceSize), file.size - offset))
+            try SourceReader.read(fd, file, into: buffer.mutableBytes, at: offset)
+            keystream?.apply(buffer.mutableBytes)
+            mac?.update(buffer.bytes)
+            try out.append(buffer.bytes)
+            offset += UInt64(buffer.count)
+        }
+        if let mac { try out.append(Array(mac.finalize().prefix(WinZipAES.macLength))) }
+        record.compression = 0
+        record.compressedSize = out.position - dataStart
+        return record
+    }
+
+    private func writeDirectory(_ records: [ZipEntryRecord], to out: PackFileWriter) throws {
+        let directoryOffset = out.position
+        var directory = ZipBytes()
+        for r in records {
+            r.appendCentralRecord(to: &directory)
+            if directory.data.count >= 1 << 20 {
+                try out.append(directory.data)
+                directory.data.removeAll(keepingCapacity: true)
+            }
+        }
+        try out.append(directory.data)
+        try out.append(
+            ZipEntryRecord.endOfDirectory(
+                count: records.count, directoryOffset: directoryOffset, directorySize: out.position - directoryOffset))
+    }
+}
+
+/// Appends to the pack file through a 1 MiB buffer, with positional writes so that a header
+/// can be patched later.
+private final class PackFileWriter {
+    let fd: Int32
+    let path: String
+    /// The logical end of the file: where the next byte goes.
+    private(set) var position: UInt64 = 0
+    private var buffer = [UInt8]()
+    private var bufferStart: UInt64 = 0
+    private var furthest: UInt64 = 0
+    private static let capacity = 1 << 20
+
+    init(fd: Int32, path: String) {
+        self.fd = fd
+        self.path = path
+        buffer.reserveCapacity(Self.capacity)
+    }
+
+    func append(_ bytes: [UInt8]) throws { try bytes.withUnsafeBytes { try append($0) } }
+
+    func append(_ bytes: UnsafeRawBufferPointer) throws {
+        if buffer.count + bytes.count > Self.capacity { try flush() }
+        if bytes.count >= Self.capacity {
+            try pwriteAll(bytes, at: position)
+            position += UInt64(bytes.count)
+            bufferStart = position
+            return
+        }
+        buffer.append(contentsOf: bytes)
+        position += UInt64(bytes.count)
+    }
+
+    func flush() throws {
+        if !buffer.isEmpty { try buffer.withUnsafeBytes { try pwriteAll($0, at: bufferStart) } }
+        buffer.removeAll(keepingCapacity: true)
+        bufferStart = position
+    }
+
+    /// Overwrites bytes already appended.
+    func patch(_ bytes: [UInt8], at offset: UInt64) throws {
+        try flush()
+        try bytes.withUnsafeBytes { try pwriteAll($0, at: offset) }
+    }
+
+    /// Moves the end back to `offset` (what follows is overwritten, or cut by ``finish()``).
+    func rewind(to offset: UInt64) throws {
+        try flush()
+        position = offset
+        bufferStart = offset
+    }
+
+    /// Flushes and cuts the file at the logical end.
+    func finish() throws {
+        try flush()
+        guard ftruncate(fd, off_t(position)) == 0 else { throw FileOutput.error("cannot write \(path)") }
+    }
+
+    private func pwriteAll(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws {
+        var done = 0
+        while done < bytes.count {
+            let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw FileOutput.error("cannot write \(path)")
+            }
+            done += n
+        }
+    }
+}
+
+/// ZipCrypto packs through libzip, which compresses and encrypts inside `zip_close`.
+///
+/// libzip writes its own temporary file (`NAME.XXXXXX`) beside the archive it closes and renames
+/// it to NAME. NAME is here a temporary path, `AtomicFile.temporaryPrefix` + UUID, beside the
+/// output; so every file this pack creates, libzip's included, starts with that prefix (a
+/// signal handler or the installer can sweep them), and the output is replaced only by our final
+/// rename after `fsync`.
+private enum LibzipZipCryptoWriter {
+    static func write(_ files: [SourceFile], to output: String, password: String, options: PackOptions) throws
+        -> PackWriteReport
+    {
+        try AtomicFile.checkTarget(output)
+        let folder = AtomicFile.folder(of: output)
+        let temporary = folder + "/" + AtomicFile.temporaryPrefix + UUID().uuidString
         var code: Int32 = 0
-        guard let za = zip_open(output, ZIP_CREATE | ZIP_TRUNCATE, &code) else {
+        guard let za = zip_open(temporary, ZIP_CREATE | ZIP_EXCL, &code) else {
             throw LibzipError.make(code, system: errno, context: "cannot create \(output)")
         }
         var closed = false
-        defer { if !closed { zip_discard(za) } }
-
-        for (n, file) in files.enumerated() {
+        var renamed = false
+        defer {
+            if !closed { zip_discard(za) }
+            if !renamed { unlink(temporary) }
+        }
+        let total = files.reduce(UInt64(0)) { $0 + $1.size }
+        for file in files {
             var error = zip_error_t()
             zip_error_init(&error)
             defer { zip_error_fini(&error) }
@@ -55,15 +517,13 @@ package struct ZipPackWriter: PackWriter {
             }
             let deflate = try options.compression.shouldDeflate(file)
             guard zip_set_file_compression(za, UInt64(index), deflate ? ZIP_CM_DEFLATE : ZIP_CM_STORE, 0) == 0,
-                zip_file_set_encryption(za, UInt64(index), method, password) == 0
+                zip_file_set_encryption(za, UInt64(index), UInt16(ZIP_EM_TRAD_PKWARE), password) == 0
             else {
                 throw LibzipError.from(zip_get_error(za), path: nil, context: "cannot configure \(file.path)")
             }
-            options.progress?(PackProgress(done: n, total: files.count, path: file.path))
         }
-
         // libzip compresses and encrypts everything inside zip_close; report its progress.
-        let box = ProgressBox(options.progress, total: files.count)
+        let box = ProgressBox(options.progress, total: files.count, bytes: total)
         let context = Unmanaged.passRetained(box)
         defer { context.release() }
         zip_register_progress_callback_with_state(
@@ -76,6 +536,17 @@ package struct ZipPackWriter: PackWriter {
             throw LibzipError.from(zip_get_error(za), path: nil, context: "cannot write \(output)")
         }
         closed = true
+        let fd = open(temporary, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw FileOutput.error("cannot open \(temporary)") }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard synced else { throw FileOutput.error("cannot sync \(temporary)") }
+        guard rename(temporary, output) == 0 else { throw FileOutput.error("cannot rename into \(output)") }
+        renamed = true
+        let dir = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard dir >= 0 else { throw FileOutput.error("cannot open \(folder)") }
+        defer { close(dir) }
+        guard fsync(dir) == 0 else { throw FileOutput.error("cannot sync \(folder)") }
         return PackWriteReport(packed: files.count)
     }
 }
@@ -83,11 +554,16 @@ package struct ZipPackWriter: PackWriter {
 private final class ProgressBox {
     let callback: (@Sendable (PackProgress) -> Void)?
     let total: Int
-    init(_ callback: (@Sendable (PackProgress) -> Void)?, total: Int) {
+    let bytes: UInt64
+    init(_ callback: (@Sendable (PackProgress) -> Void)?, total: Int, bytes: UInt64) {
         self.callback = callback
         self.total = total
+        self.bytes = bytes
     }
     func report(_ fraction: Double) {
-        callback?(PackProgress(done: Int(fraction * Double(total)), total: total, path: "writing"))
+        callback?(
+            PackProgress(
+                done: Int(fraction * Double(total)), total: total, path: "writing",
+                bytesDone: UInt64(fraction * Double(bytes)), bytesTotal: bytes))
     }
 }
