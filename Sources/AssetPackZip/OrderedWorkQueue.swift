@@ -90,3 +90,29 @@ final class OrderedWorkQueue<Output>: @unchecked Sendable {
         condition.unlock()
     }
 }
+
+/// Lets the pieces of one entry through a step in piece order (a running hash of the plaintext),
+/// whichever worker holds them. A piece that fails still passes its turn on.
+final class Turnstile: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var turn = 0
+
+    /// Waits until piece `k`'s turn, runs `body`, and gives the turn to piece `k + 1`.
+    func inTurn<T>(_ k: Int, _ body: () throws -> T) rethrows -> T {
+        condition.lock()
+        while turn < k { condition.wait() }
+        condition.unlock()
+        defer {
+            condition.lock()
+            turn = k + 1
+            condition.broadcast()
+            condition.unlock()
+        }
+        return try body()
+    }
+
+    /// Passes piece `k`'s turn on without running anything (its task failed before its turn).
+    func skip(_ k: Int) {
+        inTurn(k) {}
+    }
+}

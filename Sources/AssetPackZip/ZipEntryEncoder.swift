@@ -101,6 +101,8 @@ struct ZipEntryEncoder: Sendable {
         let plain = UnsafeRawBufferPointer(rebasing: buffer.memory[head..<(head + size)])
         var crc = CRC32()
         crc.update(plain)
+        let hasher = SHA256Hasher()
+        hasher.update(plain)
         var deflate = decision ?? true
         if decision == nil, size > Self.sampleSize {
             deflate = samplePays(
@@ -128,7 +130,7 @@ struct ZipEntryEncoder: Sendable {
         let record = record(
             path: path, deflated: deflate, crc: crc.value, size: UInt64(size),
             compressedSize: UInt64(stored.count), mtime: mtime)
-        return EncodedEntry(record: record, data: stored)
+        return EncodedEntry(record: record, data: stored, sha256: hasher.finalize())
     }
 }
 
@@ -136,6 +138,7 @@ struct ZipEntryEncoder: Sendable {
 struct EncodedEntry: @unchecked Sendable {
     var record: ZipEntryRecord
     var data: OwnedBuffer
+    var sha256: [UInt8]
 }
 
 /// What one worker thread keeps between tasks.

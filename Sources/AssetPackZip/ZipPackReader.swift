@@ -37,7 +37,7 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
 
     /// Always `.zip`.
     public let format = PackFormat.zip
-    /// Every file entry (directories excluded), sorted by path.
+    /// Every file entry (directories and the reserved `.assetpack/` entries excluded), sorted by path.
     public let entries: [EntryInfo]
     /// Seconds spent opening the pack and indexing its central directory.
     public let openSeconds: Double
@@ -119,6 +119,7 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
             let name = EntryPath.nfc(
                 String(decoding: UnsafeRawBufferPointer(start: cName, count: strlen(cName)), as: UTF8.self))
             if name.hasSuffix("/") { continue }  // directory entry
+            if ZipManifest.isReserved(name) { continue }  // the pack's own bookkeeping (.assetpack/manifest)
             let encryption = Self.encryption(st.encryption_method)
             let compression: EntryCompression =
                 switch Int32(st.comp_method) {

@@ -8,7 +8,9 @@ import Foundation
 /// AES-256 and unencrypted packs are written by our own code (see docs/ZIP-WRITER.md for why
 /// libzip cannot take finished entries): entries are compressed with libdeflate and encrypted
 /// with OpenSSL on every core, and written in path order through `AtomicFile` (a temporary file
-/// beside the output, synced, renamed). Names are UTF-8 with the UTF-8 flag set.
+/// beside the output, synced, renamed). Names are UTF-8 with the UTF-8 flag set. A reserved
+/// entry, `.assetpack/manifest`, records each entry's size and SHA-256 so that the next pack to
+/// the same output copies unchanged entries as they are (see ``write(_:to:options:)``).
 ///
 /// ZipCrypto packs are written by libzip (we do not implement that cipher), into a temporary
 /// file whose name starts with `AtomicFile.temporaryPrefix`.
@@ -39,7 +41,7 @@ package struct ZipPackWriter: PackWriter {
     ///
     /// - Throws: `.missingPassword` when encryption is requested without a password,
     ///   `.invalidArgument` for a raw key, an empty password, an entry path that is not
-    ///   normalised or repeated; `.io` when reading or writing fails.
+    ///   normalised, repeated, too long or inside `.assetpack/`; `.io` when reading or writing fails.
     @discardableResult
     package func write(_ files: [SourceFile], to output: String, options: PackOptions) throws -> PackWriteReport {
         let password: String?
@@ -58,6 +60,11 @@ package struct ZipPackWriter: PackWriter {
             guard !f.path.isEmpty, f.path.utf8.count <= Int(UInt16.max), EntryPath.normalize(f.path) == f.path else {
                 throw AssetPackError(.invalidArgument, "entry path is empty, too long or not normalised", path: f.path)
             }
+            guard !ZipManifest.isReserved(f.path) else {
+                throw AssetPackError(
+                    .invalidArgument, "paths below \(ZipManifest.folder) are reserved for the pack's manifest",
+                    path: f.path)
+            }
             if i > 0, sorted[i - 1].path.utf8.elementsEqual(f.path.utf8) {
                 throw AssetPackError(.invalidArgument, "duplicate entry path", path: f.path)
             }
@@ -68,7 +75,11 @@ package struct ZipPackWriter: PackWriter {
         let encoder = ZipEntryEncoder(
             encrypted: password != nil, password: Array((password ?? "").utf8), policy: options.compression,
             level: level, saltSeed: fixedSaltSeed)
-        let pack = ZipPackJob(writer: self, files: sorted, encoder: encoder, progress: options.progress)
+        // The pack already at the output, if it opens with this password: its unchanged entries are
+        // copied as they are. Read before the new pack replaces it (the descriptor stays valid).
+        let previous = options.fresh ? nil : PreviousPack.open(output, encoder: encoder)
+        let pack = ZipPackJob(
+            writer: self, files: sorted, encoder: encoder, previous: previous, progress: options.progress)
         return try AtomicFile.write(output) { fd in try pack.run(to: fd, path: output) }
     }
 }
@@ -90,12 +101,16 @@ private enum EntryPlan: Sendable {
     case storedPieces(PieceState)
     /// Pieces read and deflated (zlib, pigz-style) by the tasks; the writer encrypts, MACs, writes.
     case deflatedPieces(PieceState)
+    /// Copied as it is from the previous pack (its source is unchanged).
+    case reuse(PreviousPack.Candidate)
 }
 
-/// What the pieces of one entry share: the keys.
+/// What the pieces of one entry share: the running SHA-256 (taken in piece order), the keys.
 private final class PieceState: @unchecked Sendable {
     let count: Int
     let mtime: (UInt16, UInt16)
+    let hasher = SHA256Hasher()
+    let turnstile = Turnstile()
     private let lock = NSLock()
     private var derived: WinZipAESEntryKeys?
 
@@ -132,10 +147,12 @@ private struct ZipPackJob {
     let writer: ZipPackWriter
     let files: [SourceFile]
     let encoder: ZipEntryEncoder
+    let previous: PreviousPack?
     let progress: (@Sendable (PackProgress) -> Void)?
 
     /// Runs every task and writes the pack to `fd`.
     func run(to fd: Int32, path: String) throws -> PackWriteReport {
+        let reusable = try unchangedEntries()
         // Plan: which entries go whole and which in pieces, and the task list.
         var plans: [EntryPlan] = []
         // A task is a batch of small whole entries (one handoff between threads costs more than
@@ -146,9 +163,10 @@ private struct ZipPackJob {
         let piece = writer.pieceSize
         precondition(piece > 0 && piece % 16 == 0, "pieceSize must be a positive multiple of 16")
         for (i, file) in files.enumerated() {
-            let plan = try plan(file)
+            let plan = try reusable[i].map { EntryPlan.reuse($0) } ?? plan(file)
             plans.append(plan)
             switch plan {
+            case .reuse: firstTask.append(tasks.count)
             case .whole:
                 if let last = tasks.last, last.piece == nil, last.entries.upperBound == i,
                     last.entries.count < Self.batchEntries, last.bytes + file.size <= Self.batchBytes
@@ -193,6 +211,7 @@ private struct ZipPackJob {
 
         let out = PackFileWriter(fd: fd, path: path)
         var records: [ZipEntryRecord] = []
+        var manifest: [ZipManifest.Record] = []
         records.reserveCapacity(files.count + 1)
         let bytesTotal = files.reduce(UInt64(0)) { $0 + $1.size }
         var bytesDone: UInt64 = 0
@@ -201,7 +220,18 @@ private struct ZipPackJob {
         var report = PackWriteReport()
         for (i, file) in files.enumerated() {
             var record: ZipEntryRecord
+            let sha: [UInt8]
+            var mac = [UInt8](repeating: 0, count: WinZipAES.macLength)
             switch plans[i] {
+            case .reuse(let candidate):
+                record = candidate.record
+                record.offset = out.position
+                try out.copy(from: previous!.fd, offset: candidate.rawOffset, length: candidate.rawLength)
+                sha = candidate.manifest.sha256
+                mac = candidate.manifest.mac
+                bytesDone += file.size
+                report.reused += 1
+                report.reusedBytes += file.size
             case .whole:
                 if i == tasks[firstTask[i]].entries.lowerBound {
                     guard case .entries(let taken) = try queue.take(firstTask[i]) else { preconditionFailure() }
@@ -213,12 +243,14 @@ private struct ZipPackJob {
                 record.offset = out.position
                 try out.append(record.localHeader())
                 try out.append(encoded.data.bytes)
+                if encoder.encrypted { mac = Array(encoded.data.bytes.suffix(WinZipAES.macLength)) }
+                sha = encoded.sha256
                 bytesDone += file.size
                 report.packed += 1
             case .storedPieces(let state), .deflatedPieces(let state):
                 var deflated = false
                 if case .deflatedPieces = plans[i] { deflated = true }
-                record = try writePieces(
+                (record, sha, mac) = try writePieces(
                     file, index: i, state: state, deflated: deflated, firstTask: firstTask[i], queue: queue, to: out
                 ) { done in
                     progress?(
@@ -230,13 +262,40 @@ private struct ZipPackJob {
                 report.packed += 1
             }
             records.append(record)
+            manifest.append(
+                ZipManifest.Record(
+                    path: file.path, size: file.size, sha256: sha, crc32: record.storedCRC, mac: mac))
             progress?(
                 PackProgress(
                     done: i + 1, total: files.count, path: file.path, bytesDone: bytesDone, bytesTotal: bytesTotal))
         }
+        records.append(try writeManifest(ZipManifest(records: manifest), to: out))
         try writeDirectory(records, to: out)
         try out.finish()
         return report
+    }
+
+    /// The previous pack's entries whose source is unchanged: same path and size (checked against
+    /// the manifest) and same SHA-256 (each candidate file is hashed, on every core), by file index.
+    private func unchangedEntries() throws -> [PreviousPack.Candidate?] {
+        var reusable = [PreviousPack.Candidate?](repeating: nil, count: files.count)
+        guard let previous else { return reusable }
+        let candidates: [(index: Int, candidate: PreviousPack.Candidate)] = files.indices.compactMap { i in
+            previous.candidates[files[i].path].flatMap { $0.manifest.size == files[i].size ? (i, $0) : nil }
+        }
+        guard !candidates.isEmpty else { return reusable }
+        let sources = files
+        let queue = OrderedWorkQueue<[UInt8]>(count: candidates.count, budget: 64 << 20) { _ in 1 << 20 }
+        queue.start(workers: writer.workers, context: {}) { k, _ in
+            let hasher = SHA256Hasher()
+            try FileChunks.forEach(sources[candidates[k].index].url, chunkSize: 1 << 20) { hasher.update($0) }
+            return hasher.finalize()
+        }
+        defer { queue.finish() }
+        for (k, c) in candidates.enumerated() where try queue.take(k) == c.candidate.manifest.sha256 {
+            reusable[c.index] = c.candidate
+        }
+        return reusable
     }
 
     /// Decides how `file` is produced; samples large files under `.auto`.
@@ -281,19 +340,25 @@ private struct ZipPackJob {
         _ file: SourceFile, entry: Int, piece k: Int, plan: EntryPlan, pieceSize: Int, encoder: ZipEntryEncoder
     ) throws -> TaskOutput {
         switch plan {
-        case .whole: preconditionFailure("only pieces entries have pieces")
+        case .whole, .reuse: preconditionFailure("only pieces entries have pieces")
         case .storedPieces(let state):
+            var hashed = false
+            defer { if !hashed { state.turnstile.skip(k) } }
             let start = k * pieceSize
             let length = min(pieceSize, Int(file.size) - start)
             let buffer = OwnedBuffer(capacity: length)
             try readPiece(file, into: buffer.mutableBytes, at: start)
             let crc = CRC32.checksum(buffer.bytes)
+            state.turnstile.inTurn(k) { state.hasher.update(buffer.bytes) }
+            hashed = true
             if encoder.encrypted {
                 let keys = try state.keys { try encoder.keys(entry) }
                 try WinZipAESCounterKeystream(key: keys.encryptionKey, offset: UInt64(start)).apply(buffer.mutableBytes)
             }
             return .piece(buffer, crc: crc, length: length)
         case .deflatedPieces(let state):
+            var hashed = false
+            defer { if !hashed { state.turnstile.skip(k) } }
             let start = k * pieceSize
             let length = min(pieceSize, Int(file.size) - start)
             let dictionary = min(start, 32 << 10)
@@ -301,6 +366,8 @@ private struct ZipPackJob {
             try readPiece(file, into: buffer.mutableBytes, at: start - dictionary)
             let plain = UnsafeRawBufferPointer(rebasing: buffer.bytes[dictionary...])
             let crc = CRC32.checksum(plain)
+            state.turnstile.inTurn(k) { state.hasher.update(plain) }
+            hashed = true
             let compressed = RawDeflate.compressPiece(
                 plain, dictionary: UnsafeRawBufferPointer(rebasing: buffer.bytes[0..<dictionary]),
                 final: k == state.count - 1, level: min(encoder.level, 9))
@@ -322,7 +389,7 @@ private struct ZipPackJob {
     private func writePieces(
         _ file: SourceFile, index: Int, state: PieceState, deflated: Bool, firstTask: Int,
         queue: OrderedWorkQueue<TaskOutput>, to out: PackFileWriter, progress: (UInt64) -> Void
-    ) throws -> ZipEntryRecord {
+    ) throws -> (record: ZipEntryRecord, sha256: [UInt8], mac: [UInt8]) {
         var record = encoder.record(
             path: file.path, deflated: deflated, crc: 0, size: file.size, compressedSize: 0, mtime: state.mtime)
         record.offset = out.position
@@ -345,28 +412,33 @@ private struct ZipPackJob {
             done += UInt64(length)
             progress(done)
         }
-        if let mac { try out.append(Array(mac.finalize().prefix(WinZipAES.macLength))) }
+        var tag = [UInt8](repeating: 0, count: WinZipAES.macLength)
+        if let mac {
+            tag = Array(mac.finalize().prefix(WinZipAES.macLength))
+            try out.append(tag)
+        }
         record.crc32 = crc
         record.compressedSize = out.position - dataStart
+        let sha = state.hasher.finalize()
         if deflated,
             record.compressedSize - UInt64(encoder.head + encoder.tail) > UInt64(encoder.deflateLimit(Int(file.size)))
         {
             // Deflate did not pay after all (the sample misled): write the entry again, stored,
             // over the same place, under a new salt (a keystream is never used twice).
             try out.rewind(to: dataStart)
-            record = try rewriteStored(file, record: record, saltNumber: writerSaltNumber(index), to: out)
+            (record, tag) = try rewriteStored(file, record: record, saltNumber: writerSaltNumber(index), to: out)
         }
         try out.patch(record.localHeader(), at: record.offset)
-        return record
+        return (record, sha, tag)
     }
 
-    /// Salt numbers past the entries: for entries written a second time.
-    private func writerSaltNumber(_ index: Int) -> Int { files.count + index }
+    /// Salt numbers past the entries and the manifest: for entries written a second time.
+    private func writerSaltNumber(_ index: Int) -> Int { files.count + 1 + index }
 
     /// Writes `file` stored at the writer's position (after its header), on this thread.
     private func rewriteStored(
         _ file: SourceFile, record: ZipEntryRecord, saltNumber: Int, to out: PackFileWriter
-    ) throws -> ZipEntryRecord {
+    ) throws -> (ZipEntryRecord, mac: [UInt8]) {
         var record = record
         let dataStart = out.position
         let keys = encoder.encrypted ? try encoder.keys(saltNumber) : nil
@@ -385,9 +457,32 @@ private struct ZipPackJob {
             try out.append(buffer.bytes)
             offset += UInt64(buffer.count)
         }
-        if let mac { try out.append(Array(mac.finalize().prefix(WinZipAES.macLength))) }
+        var tag = [UInt8](repeating: 0, count: WinZipAES.macLength)
+        if let mac {
+            tag = Array(mac.finalize().prefix(WinZipAES.macLength))
+            try out.append(tag)
+        }
         record.compression = 0
         record.compressedSize = out.position - dataStart
+        return (record, tag)
+    }
+
+    /// Writes the manifest entry (stored; encrypted like the others) and returns its record.
+    private func writeManifest(_ manifest: ZipManifest, to out: PackFileWriter) throws -> ZipEntryRecord {
+        let content = manifest.encoded()
+        let buffer = OwnedBuffer(capacity: encoder.head + content.count + encoder.tail)
+        content.withUnsafeBytes {
+            UnsafeMutableRawBufferPointer(rebasing: buffer.memory[encoder.head...]).copyMemory(from: $0)
+        }
+        var storing = encoder
+        storing.policy = .store
+        let encoded = try storing.seal(
+            buffer, size: content.count, path: ZipManifest.entryName, saltNumber: files.count, mtime: (0, 0x21),
+            decision: false, worker: ZipWorkerContext(level: 1))
+        var record = encoded.record
+        record.offset = out.position
+        try out.append(record.localHeader())
+        try out.append(encoded.data.bytes)
         return record
     }
 
@@ -457,6 +552,37 @@ private final class PackFileWriter {
         try flush()
         position = offset
         bufferStart = offset
+    }
+
+    /// Appends `length` bytes of `source` from `offset` (sendfile: no copy through user space).
+    func copy(from source: Int32, offset: UInt64, length: UInt64) throws {
+        try flush()
+        var from = off_t(offset)
+        var remaining = length
+        guard lseek(fd, off_t(position), SEEK_SET) >= 0 else { throw FileOutput.error("cannot seek in \(path)") }
+        while remaining > 0 {
+            let n = sendfile(fd, source, &from, Int(min(remaining, 1 << 30)))
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && (errno == EINVAL || errno == ENOSYS) { break }  // copied below instead
+            if n < 0 { throw FileOutput.error("cannot write \(path)") }
+            if n == 0 { throw AssetPackError(.io, "the previous pack at \(path) ended early") }
+            remaining -= UInt64(n)
+            position += UInt64(n)
+        }
+        if remaining > 0 {
+            var chunk = [UInt8](repeating: 0, count: 1 << 20)
+            while remaining > 0 {
+                let want = Int(min(remaining, UInt64(chunk.count)))
+                let n = chunk.withUnsafeMutableBytes { pread(source, $0.baseAddress, want, from) }
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { throw FileOutput.error("cannot read the previous pack") }
+                try chunk.withUnsafeBytes { try pwriteAll(UnsafeRawBufferPointer(rebasing: $0[0..<n]), at: position) }
+                from += off_t(n)
+                remaining -= UInt64(n)
+                position += UInt64(n)
+            }
+        }
+        bufferStart = position
     }
 
     /// Flushes and cuts the file at the logical end.

@@ -139,6 +139,19 @@ func expectReadsBack(_ path: String, _ tree: [String: [UInt8]], password: String
         #expect([UInt8](try Data(contentsOf: URL(fileURLWithPath: path))) != outputs[0])
     }
 
+    @Test func reservedPathsAreRefused() throws {
+        let dir = TemporaryDirectory()
+        let source = try dir.write([".assetpack/manifest": [1, 2, 3], "a.txt": [4]], under: "src")
+        var options = PackOptions()
+        options.credential = .password("s3cret")
+        let files = try SourceTree.scan(root: source, includeHidden: true)
+        let error = #expect(throws: AssetPackError.self) {
+            try ZipPackWriter().write(files, to: dir.appending("x.zip").path, options: options)
+        }
+        #expect(error?.code == .invalidArgument)
+        #expect(!FileManager.default.fileExists(atPath: dir.appending("x.zip").path))
+    }
+
     @Test func progressIsReportedInOrderFromOneThreadAtATime() throws {
         final class Log: @unchecked Sendable {
             let lock = NSLock()
@@ -212,5 +225,184 @@ func expectReadsBack(_ path: String, _ tree: [String: [UInt8]], password: String
         #expect(reader.entries.count == count)
         #expect(try reader.read("65/999") == [UInt8(999 & 0xFF)])
         #expect(try reader.read("00/0") == [0])
+    }
+}
+
+/// Each entry's raw bytes in a zip (local header through the end of its data), by name.
+func rawEntries(_ path: String) throws -> [String: [UInt8]] {
+    let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+    let read = { (offset: UInt64, count: Int) -> [UInt8] in Array(bytes[Int(offset)..<(Int(offset) + count)]) }
+    let structure = try ZipStructure(fileSize: UInt64(bytes.count), limits: .default, read: read)
+    var raw: [String: [UInt8]] = [:]
+    for (i, r) in structure.records.enumerated() {
+        let dataStart = try structure.checkLocalHeader(i, read: read)
+        raw[String(decoding: r.name, as: UTF8.self)] = Array(
+            bytes[Int(r.localHeaderOffset)..<Int(dataStart + r.compressedSize)])
+    }
+    return raw
+}
+
+/// Sets an entry's CRC-32 in its local and central headers.
+func setCRC(_ name: String, _ crc: UInt32, in bytes: inout [UInt8]) {
+    let (local, central) = ZipSurgery.headers(named: Array(name.utf8), in: bytes)
+    let le = (0..<4).map { UInt8(truncatingIfNeeded: crc >> (8 * $0)) }
+    for h in local { bytes.replaceSubrange((h + 14)..<(h + 18), with: le) }
+    for h in central { bytes.replaceSubrange((h + 16)..<(h + 20), with: le) }
+}
+
+@Suite struct ZipIncrementalTests {
+    static func tree() -> [String: [UInt8]] {
+        var tree = ZipWriterTests.sizedTree()
+        for i in 0..<40 { tree[String(format: "many/%02d.json", i)] = textBytes(2000 + i, seed: UInt64(i)) }
+        return tree
+    }
+
+    @Test(arguments: [PackEncryption.aes256, .none])
+    func anUnchangedTreeReusesEveryEntryByteForByte(encryption: PackEncryption) throws {
+        let dir = TemporaryDirectory()
+        let tree = Self.tree()
+        for (k, writer) in [ZipPackWriter(), smallPieceWriter()].enumerated() {
+            let (path, first) = try writeZip(tree, in: dir, writer: writer, encryption: encryption, name: "\(k).zip")
+            #expect(first.reused == 0 && first.packed == tree.count)
+            let before = try rawEntries(path)
+            let (_, second) = try writeZip(tree, in: dir, writer: writer, encryption: encryption, name: "\(k).zip")
+            let total = tree.values.reduce(UInt64(0)) { $0 + UInt64($1.count) }
+            #expect(second == PackWriteReport(reused: tree.count, packed: 0, reusedBytes: total))
+            let after = try rawEntries(path)
+            for name in tree.keys { #expect(after[name] == before[name], "\(name) was not copied as it was") }
+            #expect(after.count == tree.count + 1)  // and the manifest
+            try expectReadsBack(path, tree, password: encryption == .none ? nil : "s3cret")
+        }
+    }
+
+    @Test(arguments: [PackEncryption.aes256, .none])
+    func changedAddedAndRemovedFilesArePackedTheRestReused(encryption: PackEncryption) throws {
+        let dir = TemporaryDirectory()
+        var tree = Self.tree()
+        let password: String? = encryption == .none ? nil : "s3cret"
+        _ = try writeZip(tree, in: dir, encryption: encryption)
+        // Same size, different content.
+        var changed = tree["many/07.json"]!
+        changed[100] ^= 0x20
+        tree["many/07.json"] = changed
+        var (path, report) = try writeZip(tree, in: dir, encryption: encryption)
+        #expect(report.reused == tree.count - 1 && report.packed == 1)
+        try expectReadsBack(path, tree, password: password)
+        // Another size, one added, one removed.
+        tree["text/17.txt"] = textBytes(18, seed: 77)
+        tree["new/file.txt"] = textBytes(5000, seed: 78)
+        tree["random/65536.bin"] = nil
+        (path, report) = try writeZip(tree, in: dir, encryption: encryption)
+        #expect(report.reused == tree.count - 2 && report.packed == 2)
+        try expectReadsBack(path, tree, password: password)
+    }
+
+    @Test func aWrongPasswordOrFreshPacksEverything() throws {
+        let dir = TemporaryDirectory()
+        let tree = Self.tree()
+        _ = try writeZip(tree, in: dir)
+        var (path, report) = try writeZip(tree, in: dir, password: "another")
+        #expect(report == PackWriteReport(reused: 0, packed: tree.count))
+        try expectReadsBack(path, tree, password: "another")
+        (path, report) = try writeZip(tree, in: dir, password: "another", fresh: true)
+        #expect(report == PackWriteReport(reused: 0, packed: tree.count))
+        (path, report) = try writeZip(tree, in: dir, encryption: .none, password: "another")
+        #expect(report == PackWriteReport(reused: 0, packed: tree.count))
+        try expectReadsBack(path, tree, password: nil)
+    }
+
+    @Test func theCompressionPolicyDecidesWhichEntriesCanBeReused() throws {
+        let dir = TemporaryDirectory()
+        let tree = ["a.txt": textBytes(3000), "b.bin": testBytes(3000), "c.png": textBytes(3000)]
+        _ = try writeZip(tree, in: dir, compression: .store)
+        // Stored entries do not satisfy `.deflate`...
+        var (path, report) = try writeZip(tree, in: dir, compression: .deflate)
+        #expect(report.reused == 0)
+        // ...and deflated ones do not satisfy `.store`; `.auto` takes either.
+        (path, report) = try writeZip(tree, in: dir, compression: .auto)
+        #expect(report.reused == 3)
+        (path, report) = try writeZip(tree, in: dir, compression: .store)
+        #expect(report.reused == 1)  // b.bin: deflate did not pay, so it was stored
+        try expectReadsBack(path, tree)
+    }
+
+    /// The test vector in docs/FORMAT.md, "Zip manifest entry".
+    @Test func theManifestMatchesTheDocumentedVector() throws {
+        let dir = TemporaryDirectory()
+        let tree = ["a.txt": Array("hello\n".utf8), "dir/b.bin": (0..<32).map { UInt8($0) }]
+        let (path, _) = try writeZip(tree, in: dir, encryption: .none)
+        let stored = try #require(rawEntries(path)[ZipManifest.entryName])
+        let content = Array(stored[(30 + ZipManifest.entryName.utf8.count)...])
+        let vector =
+            "41505a4d01020000000500612e74787406000000000000005891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d0"
+            + "8286a2e846f6be0320303a360000000000000000000009006469722f622e62696e2000000000000000630dcd2966c433"
+            + "6691125448bbb25b4ff412a49c732db2c8abc1b8581bd710dd8a7e269100000000000000000000"
+        #expect(content.map { String(format: "%02x", $0) }.joined() == vector)
+        #expect(try ZipManifest(decoding: content).encoded() == content)
+    }
+
+    @Test func packsWithoutAManifestArePackedFresh() throws {
+        let dir = TemporaryDirectory()
+        let tree = ["a.txt": textBytes(3000), "b.bin": testBytes(3000)]
+        _ = try writeZip(tree, in: dir, encryption: .zipCrypto)
+        let (path, report) = try writeZip(tree, in: dir)
+        #expect(report.reused == 0)
+        try expectReadsBack(path, tree)
+        // Not a zip at all.
+        try Data("not a zip".utf8).write(to: URL(fileURLWithPath: path))
+        #expect(try writeZip(tree, in: dir).report.reused == 0)
+    }
+
+    @Test func aDamagedEncryptedManifestMeansAFreshPack() throws {
+        let dir = TemporaryDirectory()
+        let tree = Self.tree()
+        let (path, _) = try writeZip(tree, in: dir)
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        let offset = try #require(localDataOffset(of: ZipManifest.entryName, in: bytes))
+        bytes[offset + 30] ^= 1  // a ciphertext byte: the MAC fails
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let (_, report) = try writeZip(tree, in: dir)
+        #expect(report.reused == 0)
+        try expectReadsBack(path, tree)
+    }
+
+    @Test func aLyingManifestCannotMakeAReaderReturnWrongBytes() throws {
+        // An unencrypted pack's manifest is not authenticated: make it claim the new content's
+        // SHA-256 for an entry whose stored bytes are also damaged. The re-pack then copies the
+        // damaged entry, and reading it fails its CRC: wrong bytes are never returned.
+        let dir = TemporaryDirectory()
+        var tree = ["a.txt": textBytes(3000, seed: 1), "b.txt": textBytes(3000, seed: 2)]
+        let (path, _) = try writeZip(tree, in: dir, encryption: .none)
+        var changed = tree["a.txt"]!
+        changed[10] ^= 0x20
+        // The changed content's SHA-256, from the manifest of a pack of it (this target does not
+        // link AssetPackCrypto).
+        let other = TemporaryDirectory()
+        let otherPack = try writeZip(["a.txt": changed], in: other, encryption: .none).path
+        let otherManifest = try #require(rawEntries(otherPack)[ZipManifest.entryName])
+        let lie = try ZipManifest(decoding: Array(otherManifest[(30 + ZipManifest.entryName.utf8.count)...]))
+            .records[0].sha256
+
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        let m = try #require(localDataOffset(of: ZipManifest.entryName, in: bytes))
+        let stored = try #require(rawEntries(path)[ZipManifest.entryName])
+        let headerLength = 30 + ZipManifest.entryName.utf8.count
+        var manifest = try ZipManifest(decoding: Array(stored[headerLength...]))
+        #expect(manifest.records.map(\.path) == ["a.txt", "b.txt"])
+        manifest.records[0].sha256 = lie
+        let encoded = manifest.encoded()
+        bytes.replaceSubrange(m..<(m + encoded.count), with: encoded)
+        setCRC(ZipManifest.entryName, CRC32.checksum(encoded), in: &bytes)
+        let a = try #require(localDataOffset(of: "a.txt", in: bytes))
+        bytes[a + 5] ^= 0xFF  // damage a.txt's stored data (deflated), leaving its CRC as it was
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+
+        tree["a.txt"] = changed
+        let (_, report) = try writeZip(tree, in: dir, encryption: .none)
+        #expect(report.reused == 2)  // the lie is believed for a.txt...
+        let reader = try ZipPackReader(path: path, credential: nil)
+        let error = #expect(throws: AssetPackError.self) { try reader.read("a.txt") }
+        #expect(error?.code == .integrityFailure)  // ...but its bytes are still checked
+        #expect(try reader.read("b.txt") == tree["b.txt"])
     }
 }

@@ -1,0 +1,197 @@
+import AssetPackCore
+import AssetPackCrypto
+import Foundation
+
+/// The zip pack already at the output, opened so that a re-pack can copy its unchanged entries.
+///
+/// Only a pack with a manifest (`.assetpack/manifest`) that opens with the writer's credential
+/// offers anything: the manifest is decrypted (one PBKDF2) and its MAC checked, so it was written
+/// with this password. An entry is offered for reuse only if its central record, local header
+/// and stored bytes still match what the manifest recorded when it was written: name, size,
+/// CRC-32, no data descriptor, our flags, the expected method and AES strength, and, for AES,
+/// the 10-byte MAC at the end of its data (which binds those bytes to a key from this password).
+/// Anything unexpected means that entry, or the whole pack, is simply packed fresh.
+final class PreviousPack: @unchecked Sendable {
+    /// One entry that may be reused: where its raw bytes (local header and data) are, and what
+    /// the new central directory and manifest say about it.
+    struct Candidate: Sendable {
+        var record: ZipEntryRecord
+        var rawOffset: UInt64
+        var rawLength: UInt64
+        var manifest: ZipManifest.Record
+    }
+
+    let fd: Int32
+    /// Reusable entries by path.
+    let candidates: [String: Candidate]
+
+    private init(fd: Int32, candidates: [String: Candidate]) {
+        self.fd = fd
+        self.candidates = candidates
+    }
+
+    deinit { close(fd) }
+
+    /// The largest manifest read (100,000 entries take about 8 MB).
+    static let maxManifestSize: UInt64 = 64 << 20
+
+    /// Opens the pack at `path` for reuse by a writer using `encoder`'s encryption and password.
+    /// - Returns: `nil` when there is no such file, it is no zip, has no readable manifest, or the
+    ///   manifest does not open with the password (all mean: pack fresh).
+    static func open(_ path: String, encoder: ZipEntryEncoder) -> PreviousPack? {
+        // O_NONBLOCK: an output path naming a FIFO must not block the pack here.
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return nil }
+        var st = stat()
+        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG,
+            let candidates = try? readCandidates(fd: fd, fileSize: UInt64(st.st_size), encoder: encoder)
+        else {
+            close(fd)
+            return nil
+        }
+        return PreviousPack(fd: fd, candidates: candidates)
+    }
+
+    private static func readCandidates(fd: Int32, fileSize: UInt64, encoder: ZipEntryEncoder) throws -> [String:
+        Candidate]
+    {
+        let read = { (offset: UInt64, count: Int) throws -> [UInt8] in
+            var bytes = [UInt8](repeating: 0, count: count)
+            try bytes.withUnsafeMutableBytes { buffer in
+                var done = 0
+                while done < count {
+                    let n = pread(fd, buffer.baseAddress! + done, count - done, off_t(offset) + off_t(done))
+                    if n < 0 && errno == EINTR { continue }
+                    guard n > 0 else { throw AssetPackError(.integrityFailure, "previous pack is truncated") }
+                    done += n
+                }
+            }
+            return bytes
+        }
+        let structure = try ZipStructure(fileSize: fileSize, limits: .default, read: read)
+        var byName: [[UInt8]: Int] = [:]
+        var repeated: Set<[UInt8]> = []
+        for (i, r) in structure.records.enumerated() where byName.updateValue(i, forKey: r.name) != nil {
+            repeated.insert(r.name)
+        }
+        let manifestName = Array(ZipManifest.entryName.utf8)
+        guard !repeated.contains(manifestName), let m = byName[manifestName] else { return [:] }
+
+        // The manifest: decrypted (or read) and checked like any entry.
+        let header = try LocalHeader(structure, m, encoder: encoder, read: read)
+        let record = structure.records[m]
+        guard record.compressedSize <= maxManifestSize, record.size <= maxManifestSize else { return [:] }
+        let raw = try read(header.dataStart, Int(record.compressedSize))
+        let content: [UInt8]
+        if encoder.encrypted {
+            var consumed = 0
+            var timing = EntryTiming(path: ZipManifest.entryName)
+            content = try BulkAESDecoder(
+                rawSize: record.compressedSize, strength: .aes256,
+                compression: header.record.compression == 8 ? .deflate : .store, size: record.size,
+                crc32: BulkAESDecoder.expectedCRC(stored: record.crc32)
+            ).decode(password: encoder.password, timing: &timing) { buffer in
+                let n = min(buffer.count, raw.count - consumed)
+                raw.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress! + consumed, byteCount: n) }
+                consumed += n
+                return n
+            }
+        } else {
+            if header.record.compression == 8 {
+                var out = [UInt8](repeating: 0, count: Int(record.size))
+                try raw.withUnsafeBytes { i in try out.withUnsafeMutableBytes { try RawDeflate.decompress(i, into: $0) }
+                }
+                content = out
+            } else {
+                content = raw
+            }
+            try CRC32.check(
+                CRC32.checksum(content), expected: record.crc32, path: ZipManifest.entryName, authenticated: false)
+        }
+        let manifest = try ZipManifest(decoding: content)
+
+        var candidates: [String: Candidate] = [:]
+        for entry in manifest.records {
+            let name = Array(entry.path.utf8)
+            guard !repeated.contains(name), let i = byName[name], !ZipManifest.isReserved(entry.path) else { continue }
+            let r = structure.records[i]
+            guard r.size == entry.size, r.crc32 == entry.crc32, !r.hasDataDescriptor,
+                let local = try? LocalHeader(structure, i, encoder: encoder, read: read)
+            else { continue }
+            if encoder.encrypted {
+                guard r.compressedSize >= UInt64(WinZipAESKeyStrength.aes256.overhead),
+                    let mac = try? read(
+                        local.dataStart + r.compressedSize - UInt64(WinZipAES.macLength), WinZipAES.macLength),
+                    mac == entry.mac
+                else { continue }
+            }
+            // The policy asked for now must allow how the entry was stored: `.store` reuses stored
+            // entries only, `.deflate` deflated ones (and empty ones), `.auto` either.
+            switch encoder.policy {
+            case .store: guard local.record.compression == 0 else { continue }
+            case .deflate: guard local.record.compression == 8 || r.size == 0 else { continue }
+            case .auto: break
+            }
+            candidates[entry.path] = Candidate(
+                record: local.record, rawOffset: r.localHeaderOffset,
+                rawLength: local.dataStart - r.localHeaderOffset + r.compressedSize, manifest: entry)
+        }
+        return candidates
+    }
+
+    /// An entry's local header, checked against its central record and against what this writer
+    /// would have written (flags, method, AES field), turned into the record the new directory uses.
+    private struct LocalHeader {
+        var dataStart: UInt64
+        var record: ZipEntryRecord
+
+        init(
+            _ structure: ZipStructure, _ index: Int, encoder: ZipEntryEncoder,
+            read: (UInt64, Int) throws -> [UInt8]
+        ) throws {
+            let central = structure.records[index]
+            dataStart = try structure.checkLocalHeader(index, read: read)
+            let bytes = try read(central.localHeaderOffset, Int(dataStart - central.localHeaderOffset))
+            let unexpected = AssetPackError(.unsupportedFormat, "entry was not written by this writer")
+            let fields = try bytes.withUnsafeBytes { buffer in
+                var r = ByteReader(buffer, structure: "zip")
+                try r.skip(6)
+                let flags = try r.u16(), method = try r.u16(), time = try r.u16(), date = try r.u16()
+                try r.skip(12)
+                let nameLength = Int(try r.u16()), extraLength = Int(try r.u16())
+                try r.skip(nameLength)
+                var aes: (vendor: UInt16, strength: UInt8, method: UInt16)?
+                var zip64 = false
+                var extra = ByteReader(try r.raw(extraLength), structure: "zip")
+                while extra.remaining >= 4 {
+                    let id = try extra.u16(), length = Int(try extra.u16())
+                    var field = ByteReader(try extra.raw(length), structure: "zip")
+                    if id == ZipEntryRecord.zip64ExtraID { zip64 = true }
+                    if id == ZipEntryRecord.aesExtraID, length == 7 {
+                        let vendor = try field.u16()
+                        guard try field.bytes(2) == [0x41, 0x45] else { throw unexpected }
+                        aes = (vendor, try field.u8(), try field.u16())
+                    }
+                }
+                return (flags, method, time, date, aes, zip64)
+            }
+            let (flags, method, time, date, aes, zip64) = fields
+            let compression: UInt16
+            if encoder.encrypted {
+                guard flags == ZipEntryRecord.utf8Flag | ZipEntryRecord.encryptedFlag,
+                    method == ZipEntryRecord.aesMethod,
+                    let aes, aes.vendor == 1 || aes.vendor == 2, aes.strength == WinZipAESKeyStrength.aes256.rawValue,
+                    aes.method == 0 || aes.method == 8
+                else { throw unexpected }
+                compression = aes.method
+            } else {
+                guard flags == ZipEntryRecord.utf8Flag, method == 0 || method == 8, aes == nil else { throw unexpected }
+                compression = method
+            }
+            record = ZipEntryRecord(
+                name: central.name, encrypted: encoder.encrypted, compression: compression,
+                aesVendorVersion: aes?.vendor ?? 2, dosTime: time, dosDate: date, crc32: central.crc32,
+                compressedSize: central.compressedSize, size: central.size, localZip64: zip64)
+        }
+    }
+}
