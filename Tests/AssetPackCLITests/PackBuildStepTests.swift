@@ -26,7 +26,7 @@ import Testing
         run.stderr.split(separator: "\n").last.map(String.init) ?? ""
     }
 
-    @Test(arguments: [PackFormat.container])
+    @Test(arguments: [PackFormat.zip, .container])
     func repackReusesUnchangedEntriesAndSaysSo(format: PackFormat) throws {
         let dir = TemporaryDirectory()
         let source = try Self.tree(dir)
@@ -101,7 +101,7 @@ import Testing
 
     /// SIGINT or SIGTERM while a pack is being written: the previous pack stays byte for byte,
     /// no temporary file is left, and the process dies of the signal.
-    @Test(arguments: [(PackFormat.container, SIGINT), (.container, SIGTERM)])
+    @Test(arguments: [(PackFormat.container, SIGINT), (.container, SIGTERM), (.zip, SIGINT), (.zip, SIGTERM)])
     func interruptedPackLeavesThePreviousPack(format: PackFormat, signal: Int32) throws {
         let dir = TemporaryDirectory()
         let source = try dir.write(
