@@ -36,9 +36,6 @@ struct ZipEntryEncoder: Sendable {
     var head: Int { encrypted ? WinZipAESKeyStrength.aes256.headerLength : 0 }
     var tail: Int { encrypted ? WinZipAES.macLength : 0 }
 
-    /// How much of an entry `.auto` compresses first to decide whether deflate pays.
-    static let sampleSize = 64 << 10
-
     /// The salt of salt number `n` (entry order; later numbers for entries written twice).
     func salt(_ n: Int) -> [UInt8] {
         guard let saltSeed else { return secureRandomBytes(WinZipAESKeyStrength.aes256.saltLength) }
@@ -49,34 +46,6 @@ struct ZipEntryEncoder: Sendable {
     /// The keys for salt number `n`.
     func keys(_ n: Int) throws -> WinZipAESEntryKeys {
         try WinZipAESEntryKeys(password: password, salt: salt(n))
-    }
-
-    /// What to do with an entry before reading it: `.store`, `.deflate`, or `nil` (sample it).
-    func decisionByName(_ file: SourceFile) -> Bool? {
-        switch policy {
-        case .store: return false
-        case .deflate: return file.size > 0
-        case .auto:
-            let ext = (file.path as NSString).pathExtension.lowercased()
-            if CompressionPolicy.compressedExtensions.contains(ext) || file.size < 32 { return false }
-            return nil
-        }
-    }
-
-    /// Most deflated bytes an entry of `size` may take: `.auto` wants a saving of
-    /// `CompressionPolicy.minimumSaving`; anything else only something smaller.
-    func deflateLimit(_ size: Int) -> Int {
-        policy == .auto ? Int(Double(size) * (1 - CompressionPolicy.minimumSaving)) : size - 1
-    }
-
-    /// Whether a sample of the data deflates enough for `.auto`.
-    func samplePays(_ sample: UnsafeRawBufferPointer, compressor: RawDeflate.FastCompressor, scratch: OwnedBuffer)
-        -> Bool
-    {
-        let limit = deflateLimit(sample.count)
-        guard limit > 0 else { return false }
-        return compressor.compress(sample, into: UnsafeMutableRawBufferPointer(rebasing: scratch.memory[0..<limit]))
-            != nil
     }
 
     /// The record of an entry whose sizes and CRC are known.
@@ -104,14 +73,14 @@ struct ZipEntryEncoder: Sendable {
         let hasher = SHA256Hasher()
         hasher.update(plain)
         var deflate = decision ?? true
-        if decision == nil, size > Self.sampleSize {
-            deflate = samplePays(
-                UnsafeRawBufferPointer(rebasing: plain[0..<Self.sampleSize]), compressor: worker.compressor,
-                scratch: worker.sampleScratch)
+        if decision == nil, size > CompressionPolicy.sampleSize {
+            deflate = policy.samplePays(
+                UnsafeRawBufferPointer(rebasing: plain[0..<CompressionPolicy.sampleSize]),
+                compressor: worker.compressor, scratch: worker.sampleScratch.mutableBytes)
         }
         var stored = buffer
         if deflate, size > 0 {
-            let limit = deflateLimit(size)
+            let limit = policy.deflateLimit(size)
             if limit > 0 {
                 let out = OwnedBuffer(capacity: head + limit + tail)
                 if let n = worker.compressor.compress(
@@ -130,7 +99,10 @@ struct ZipEntryEncoder: Sendable {
         let record = record(
             path: path, deflated: deflate, crc: crc.value, size: UInt64(size),
             compressedSize: UInt64(stored.count), mtime: mtime)
-        return EncodedEntry(record: record, data: stored, sha256: hasher.finalize())
+        let storedHasher = SHA256Hasher()
+        storedHasher.update(stored.bytes)
+        return EncodedEntry(
+            record: record, data: stored, sha256: hasher.finalize(), storedSHA256: storedHasher.finalize())
     }
 }
 
@@ -138,13 +110,15 @@ struct ZipEntryEncoder: Sendable {
 struct EncodedEntry: @unchecked Sendable {
     var record: ZipEntryRecord
     var data: OwnedBuffer
+    /// SHA-256 of the plaintext and of `data` (for the manifest).
     var sha256: [UInt8]
+    var storedSHA256: [UInt8]
 }
 
 /// What one worker thread keeps between tasks.
 final class ZipWorkerContext {
     let compressor: RawDeflate.FastCompressor
-    let sampleScratch = OwnedBuffer(capacity: ZipEntryEncoder.sampleSize)
+    let sampleScratch = OwnedBuffer(capacity: CompressionPolicy.sampleSize)
 
     init(level: Int32) {
         compressor = RawDeflate.FastCompressor(level: level)
@@ -155,37 +129,29 @@ final class ZipWorkerContext {
 enum SourceReader {
     /// Opens `file` for reading and checks it still has the size it was scanned with.
     /// - Returns: The descriptor (the caller closes it) and the DOS modification time.
-    static func open(_ file: SourceFile) throws -> (fd: Int32, mtime: (UInt16, UInt16)) {
-        let fd = Glibc.open(file.url.path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw FileOutput.error("cannot open \(file.url.path)") }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else {
-            let error = FileOutput.error("cannot stat \(file.url.path)")
-            close(fd)
-            throw error
+    static func open(_ file: SourceFile) throws -> (fd: FileDescriptor, mtime: (UInt16, UInt16)) {
+        let fd: FileDescriptor
+        do { fd = try .open(file.url.path, .readOnly) } catch { throw error.io("cannot open \(file.url.path)") }
+        let status: FileStatus
+        do { status = try fd.status() } catch {
+            try? fd.close()
+            throw error.io("cannot stat \(file.url.path)")
         }
-        guard UInt64(st.st_size) == file.size else {
-            close(fd)
+        guard status.size == file.size else {
+            try? fd.close()
             throw changed(file)
         }
-        return (fd, ZipEntryRecord.dosDateTime(Int(st.st_mtim.tv_sec)))
+        return (fd, ZipEntryRecord.dosDateTime(Int(status.modificationTime / 1_000_000_000)))
     }
 
     /// Fills `buffer` from `fd` at `offset`.
     /// - Throws: `.io` for a read error, or a file that ends early (it changed while packing).
-    static func read(_ fd: Int32, _ file: SourceFile, into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64)
-        throws
-    {
-        var done = 0
-        while done < buffer.count {
-            let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw FileOutput.error("cannot read \(file.url.path)")
-            }
-            if n == 0 { throw changed(file) }
-            done += n
-        }
+    static func read(
+        _ fd: FileDescriptor, _ file: SourceFile, into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64
+    ) throws {
+        let n: Int
+        do { n = try fd.preadFully(into: buffer, at: offset) } catch { throw error.io("cannot read \(file.url.path)") }
+        guard n == buffer.count else { throw changed(file) }
     }
 
     static func changed(_ file: SourceFile) -> AssetPackError {

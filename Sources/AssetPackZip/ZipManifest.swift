@@ -3,13 +3,14 @@ import AssetPackCore
 /// The reserved entry `.assetpack/manifest` that lets a re-pack reuse unchanged entries.
 ///
 /// It records, per entry, the path, the size and the SHA-256 of the plaintext, plus the CRC-32
-/// and MAC the entry was stored with (which tie the record to those exact stored bytes). It is
-/// encrypted like the other entries, so reading it costs one PBKDF2 and proves the password.
+/// field and the SHA-256 of the entry's stored data (which tie the record to those exact stored
+/// bytes, so a damaged or replaced entry is never copied). It is encrypted like the other
+/// entries, so reading it costs one PBKDF2 and proves the password.
 /// Format (little-endian), specified with a test vector in docs/FORMAT.md, "Zip manifest entry":
 ///
 /// ```
 /// magic "APZM" | version u8 = 1 | count u32
-/// count × ( path length u16 | path (UTF-8) | size u64 | SHA-256 (32) | CRC-32 u32 | MAC (10) )
+/// count × ( path length u16 | path (UTF-8) | size u64 | SHA-256 (32) | CRC-32 u32 | stored SHA-256 (32) )
 /// ```
 package struct ZipManifest: Sendable, Equatable {
     /// The reserved folder: our readers hide entries below it, the packer refuses sources in it.
@@ -29,15 +30,16 @@ package struct ZipManifest: Sendable, Equatable {
         package var sha256: [UInt8]
         /// The CRC-32 field of the entry's central record as written (0 for AE-2 entries).
         package var crc32: UInt32
-        /// The last 10 bytes of the entry's stored data: the WinZip AES MAC; zeros when not encrypted.
-        package var mac: [UInt8]
+        /// SHA-256 of the entry's stored data (for AES: salt, verifier, ciphertext and MAC), the
+        /// bytes after its local header.
+        package var storedSHA256: [UInt8]
 
-        package init(path: String, size: UInt64, sha256: [UInt8], crc32: UInt32, mac: [UInt8]) {
+        package init(path: String, size: UInt64, sha256: [UInt8], crc32: UInt32, storedSHA256: [UInt8]) {
             self.path = path
             self.size = size
             self.sha256 = sha256
             self.crc32 = crc32
-            self.mac = mac
+            self.storedSHA256 = storedSHA256
         }
     }
 
@@ -62,7 +64,7 @@ package struct ZipManifest: Sendable, Equatable {
             out.u64(r.size)
             out.bytes(r.sha256)
             out.u32(r.crc32)
-            out.bytes(r.mac)
+            out.bytes(r.storedSHA256)
         }
         return out.data
     }
@@ -76,8 +78,8 @@ package struct ZipManifest: Sendable, Equatable {
                 throw AssetPackError(.unsupportedFormat, "not a version-1 AssetPack zip manifest")
             }
             let count = Int(try r.u32())
-            // Each record takes at least 56 bytes: refuse a count the data cannot hold before reserving.
-            guard count <= r.remaining / 56 else {
+            // Each record takes at least 78 bytes: refuse a count the data cannot hold before reserving.
+            guard count <= r.remaining / 78 else {
                 throw AssetPackError(.integrityFailure, "zip manifest declares more records than it holds")
             }
             var records: [Record] = []
@@ -88,7 +90,7 @@ package struct ZipManifest: Sendable, Equatable {
                 records.append(
                     Record(
                         path: path, size: try r.u64(), sha256: try r.bytes(32), crc32: try r.u32(),
-                        mac: try r.bytes(WinZipAES.macLength)))
+                        storedSHA256: try r.bytes(32)))
             }
             guard r.atEnd else { throw AssetPackError(.integrityFailure, "data after the zip manifest's records") }
             return records

@@ -16,7 +16,7 @@ import Foundation
 /// file whose name starts with `AtomicFile.temporaryPrefix`.
 package struct ZipPackWriter: PackWriter {
     /// libdeflate's level (the table behind the choice is in docs/ZIP-WRITER.md).
-    package var level: Int32 = 4
+    package var level: Int32 = CompressionPolicy.packLevel
     /// Test hook: derive every AES salt from this seed, so the output is byte-for-byte
     /// reproducible. Never for real packs: a salt must not repeat under one password.
     package var fixedSaltSeed: UInt64?
@@ -94,7 +94,7 @@ private struct Task: Sendable {
 
 /// How one entry is produced.
 private enum EntryPlan: Sendable {
-    /// One task reads, compresses and encrypts it whole (`deflate`: as `ZipEntryEncoder.decisionByName`,
+    /// One task reads, compresses and encrypts it whole (`deflate`: as `CompressionPolicy.decisionByName`,
     /// or `true` once a sample said it pays).
     case whole(deflate: Bool?)
     /// Pieces read, CRC'd, hashed and encrypted by the tasks; the writer MACs and writes them.
@@ -221,14 +221,14 @@ private struct ZipPackJob {
         for (i, file) in files.enumerated() {
             var record: ZipEntryRecord
             let sha: [UInt8]
-            var mac = [UInt8](repeating: 0, count: WinZipAES.macLength)
+            let storedSHA: [UInt8]
             switch plans[i] {
             case .reuse(let candidate):
                 record = candidate.record
                 record.offset = out.position
                 try out.copy(from: previous!.fd, offset: candidate.rawOffset, length: candidate.rawLength)
                 sha = candidate.manifest.sha256
-                mac = candidate.manifest.mac
+                storedSHA = candidate.manifest.storedSHA256
                 bytesDone += file.size
                 report.reused += 1
                 report.reusedBytes += file.size
@@ -243,14 +243,14 @@ private struct ZipPackJob {
                 record.offset = out.position
                 try out.append(record.localHeader())
                 try out.append(encoded.data.bytes)
-                if encoder.encrypted { mac = Array(encoded.data.bytes.suffix(WinZipAES.macLength)) }
                 sha = encoded.sha256
+                storedSHA = encoded.storedSHA256
                 bytesDone += file.size
                 report.packed += 1
             case .storedPieces(let state), .deflatedPieces(let state):
                 var deflated = false
                 if case .deflatedPieces = plans[i] { deflated = true }
-                (record, sha, mac) = try writePieces(
+                (record, sha, storedSHA) = try writePieces(
                     file, index: i, state: state, deflated: deflated, firstTask: firstTask[i], queue: queue, to: out
                 ) { done in
                     progress?(
@@ -264,7 +264,7 @@ private struct ZipPackJob {
             records.append(record)
             manifest.append(
                 ZipManifest.Record(
-                    path: file.path, size: file.size, sha256: sha, crc32: record.storedCRC, mac: mac))
+                    path: file.path, size: file.size, sha256: sha, crc32: record.storedCRC, storedSHA256: storedSHA))
             progress?(
                 PackProgress(
                     done: i + 1, total: files.count, path: file.path, bytesDone: bytesDone, bytesTotal: bytesTotal))
@@ -275,8 +275,10 @@ private struct ZipPackJob {
         return report
     }
 
-    /// The previous pack's entries whose source is unchanged: same path and size (checked against
-    /// the manifest) and same SHA-256 (each candidate file is hashed, on every core), by file index.
+    /// The previous pack's entries whose source is unchanged and whose stored bytes are intact:
+    /// same path and size as the manifest record, the source file's SHA-256 equal to the record's,
+    /// and the stored data's SHA-256 equal to the record's (a damaged old pack never propagates).
+    /// Both are hashed on every core. By file index.
     private func unchangedEntries() throws -> [PreviousPack.Candidate?] {
         var reusable = [PreviousPack.Candidate?](repeating: nil, count: files.count)
         guard let previous else { return reusable }
@@ -285,14 +287,15 @@ private struct ZipPackJob {
         }
         guard !candidates.isEmpty else { return reusable }
         let sources = files
-        let queue = OrderedWorkQueue<[UInt8]>(count: candidates.count, budget: 64 << 20) { _ in 1 << 20 }
+        let queue = OrderedWorkQueue<Bool>(count: candidates.count, budget: 64 << 20) { _ in 1 << 20 }
         queue.start(workers: writer.workers, context: {}) { k, _ in
+            let (index, candidate) = candidates[k]
             let hasher = SHA256Hasher()
-            try FileChunks.forEach(sources[candidates[k].index].url, chunkSize: 1 << 20) { hasher.update($0) }
-            return hasher.finalize()
+            try FileChunks.forEach(sources[index].url, chunkSize: 1 << 20) { hasher.update($0) }
+            return hasher.finalize() == candidate.manifest.sha256 && previous.storedDataMatches(candidate)
         }
         defer { queue.finish() }
-        for (k, c) in candidates.enumerated() where try queue.take(k) == c.candidate.manifest.sha256 {
+        for (k, c) in candidates.enumerated() where try queue.take(k) {
             reusable[c.index] = c.candidate
         }
         return reusable
@@ -301,15 +304,17 @@ private struct ZipPackJob {
     /// Decides how `file` is produced; samples large files under `.auto`.
     private func plan(_ file: SourceFile) throws -> EntryPlan {
         let size = Int(file.size)
-        guard size > writer.pieceSize else { return .whole(deflate: encoder.decisionByName(file)) }
-        var deflate = encoder.decisionByName(file)
+        let policy = encoder.policy
+        guard size > writer.pieceSize else { return .whole(deflate: policy.decisionByName(file)) }
+        var deflate = policy.decisionByName(file)
         let (fd, mtime) = try SourceReader.open(file)
-        defer { close(fd) }
+        defer { try? fd.close() }
         if deflate == nil {
-            let sample = OwnedBuffer(capacity: ZipEntryEncoder.sampleSize)
+            let sample = OwnedBuffer(capacity: CompressionPolicy.sampleSize)
             try SourceReader.read(fd, file, into: sample.mutableBytes, at: 0)
             let context = ZipWorkerContext(level: writer.level)
-            deflate = encoder.samplePays(sample.bytes, compressor: context.compressor, scratch: context.sampleScratch)
+            deflate = policy.samplePays(
+                sample.bytes, compressor: context.compressor, scratch: context.sampleScratch.mutableBytes)
         }
         let pieces = (size + writer.pieceSize - 1) / writer.pieceSize
         if deflate == true {
@@ -324,7 +329,7 @@ private struct ZipPackJob {
         _ file: SourceFile, entry: Int, decision: Bool?, encoder: ZipEntryEncoder, worker: ZipWorkerContext
     ) throws -> EncodedEntry {
         let (fd, mtime) = try SourceReader.open(file)
-        defer { close(fd) }
+        defer { try? fd.close() }
         let size = Int(file.size)
         let buffer = OwnedBuffer(capacity: encoder.head + size + encoder.tail)
         try SourceReader.read(
@@ -380,25 +385,25 @@ private struct ZipPackJob {
     private static func readPiece(_ file: SourceFile, into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws
     {
         let (fd, _) = try SourceReader.open(file)
-        defer { close(fd) }
+        defer { try? fd.close() }
         try SourceReader.read(fd, file, into: buffer, at: UInt64(offset))
     }
 
     /// Writes an entry produced in pieces: local header (patched at the end), salt and verifier,
     /// the pieces in order (MAC'd here; encrypted here when deflated), the MAC.
+    /// - Returns: The record, the SHA-256 of the plaintext and of the stored data.
     private func writePieces(
         _ file: SourceFile, index: Int, state: PieceState, deflated: Bool, firstTask: Int,
         queue: OrderedWorkQueue<TaskOutput>, to out: PackFileWriter, progress: (UInt64) -> Void
-    ) throws -> (record: ZipEntryRecord, sha256: [UInt8], mac: [UInt8]) {
+    ) throws -> (record: ZipEntryRecord, sha256: [UInt8], storedSHA256: [UInt8]) {
         var record = encoder.record(
             path: file.path, deflated: deflated, crc: 0, size: file.size, compressedSize: 0, mtime: state.mtime)
         record.offset = out.position
         try out.append(record.localHeader())  // patched below
         let dataStart = out.position
         let keys = encoder.encrypted ? try state.keys { try encoder.keys(index) } : nil
-        let mac = try keys.map { k in try k.macKey.withUnsafeBytes { try HMACSHA1Stream(key: $0) } }
+        var data = try StoredData(keys: keys, to: out)
         let keystream = try keys.flatMap { deflated ? try WinZipAESCounterKeystream(key: $0.encryptionKey) : nil }
-        if let keys { try out.append(keys.header) }
         var crc: UInt32 = 0
         var done: UInt64 = 0
         for k in 0..<state.count {
@@ -406,65 +411,54 @@ private struct ZipPackJob {
                 preconditionFailure()
             }
             keystream?.apply(buffer.mutableBytes)
-            mac?.update(buffer.bytes)
-            try out.append(buffer.bytes)
+            try data.append(buffer.bytes)
             crc = k == 0 ? pieceCRC : CRC32.combine(crc, pieceCRC, secondLength: length)
             done += UInt64(length)
             progress(done)
         }
-        var tag = [UInt8](repeating: 0, count: WinZipAES.macLength)
-        if let mac {
-            tag = Array(mac.finalize().prefix(WinZipAES.macLength))
-            try out.append(tag)
-        }
+        var storedSHA = try data.finish()
         record.crc32 = crc
         record.compressedSize = out.position - dataStart
         let sha = state.hasher.finalize()
-        if deflated,
-            record.compressedSize - UInt64(encoder.head + encoder.tail) > UInt64(encoder.deflateLimit(Int(file.size)))
-        {
+        let payload = record.compressedSize - UInt64(encoder.head + encoder.tail)
+        if deflated, payload > UInt64(encoder.policy.deflateLimit(Int(file.size))) {
             // Deflate did not pay after all (the sample misled): write the entry again, stored,
             // over the same place, under a new salt (a keystream is never used twice).
             try out.rewind(to: dataStart)
-            (record, tag) = try rewriteStored(file, record: record, saltNumber: writerSaltNumber(index), to: out)
+            (record, storedSHA) = try rewriteStored(file, record: record, saltNumber: writerSaltNumber(index), to: out)
         }
         try out.patch(record.localHeader(), at: record.offset)
-        return (record, sha, tag)
+        return (record, sha, storedSHA)
     }
 
     /// Salt numbers past the entries and the manifest: for entries written a second time.
     private func writerSaltNumber(_ index: Int) -> Int { files.count + 1 + index }
 
     /// Writes `file` stored at the writer's position (after its header), on this thread.
+    /// - Returns: The record and the SHA-256 of the stored data.
     private func rewriteStored(
         _ file: SourceFile, record: ZipEntryRecord, saltNumber: Int, to out: PackFileWriter
-    ) throws -> (ZipEntryRecord, mac: [UInt8]) {
+    ) throws -> (ZipEntryRecord, storedSHA256: [UInt8]) {
         var record = record
         let dataStart = out.position
         let keys = encoder.encrypted ? try encoder.keys(saltNumber) : nil
-        let mac = try keys.map { k in try k.macKey.withUnsafeBytes { try HMACSHA1Stream(key: $0) } }
+        var data = try StoredData(keys: keys, to: out)
         let keystream = try keys.map { try WinZipAESCounterKeystream(key: $0.encryptionKey) }
-        if let keys { try out.append(keys.header) }
         let (fd, _) = try SourceReader.open(file)
-        defer { close(fd) }
+        defer { try? fd.close() }
         let buffer = OwnedBuffer(capacity: writer.pieceSize)
         var offset: UInt64 = 0
         while offset < file.size {
             buffer.count = Int(min(UInt64(writer.pieceSize), file.size - offset))
             try SourceReader.read(fd, file, into: buffer.mutableBytes, at: offset)
             keystream?.apply(buffer.mutableBytes)
-            mac?.update(buffer.bytes)
-            try out.append(buffer.bytes)
+            try data.append(buffer.bytes)
             offset += UInt64(buffer.count)
         }
-        var tag = [UInt8](repeating: 0, count: WinZipAES.macLength)
-        if let mac {
-            tag = Array(mac.finalize().prefix(WinZipAES.macLength))
-            try out.append(tag)
-        }
+        let storedSHA = try data.finish()
         record.compression = 0
         record.compressedSize = out.position - dataStart
-        return (record, tag)
+        return (record, storedSHA)
     }
 
     /// Writes the manifest entry (stored; encrypted like the others) and returns its record.
@@ -503,20 +497,53 @@ private struct ZipPackJob {
     }
 }
 
+/// An entry's stored data as the writing thread appends it: salt and verifier first, then the
+/// ciphertext (MAC'd), then the MAC; everything also goes into the SHA-256 of the stored data.
+private struct StoredData {
+    private let out: PackFileWriter
+    private let mac: HMACSHA1Stream?
+    private let digest = SHA256Hasher()
+
+    /// Starts the data: writes the salt and verifier when `keys` are given.
+    init(keys: WinZipAESEntryKeys?, to out: PackFileWriter) throws {
+        self.out = out
+        mac = try keys.map { k in try k.macKey.withUnsafeBytes { try HMACSHA1Stream(key: $0) } }
+        if let keys { try write(keys.header) }
+    }
+
+    /// Appends ciphertext (or plain data).
+    mutating func append(_ bytes: UnsafeRawBufferPointer) throws {
+        mac?.update(bytes)
+        try write(bytes)
+    }
+
+    /// Appends the MAC; returns the SHA-256 of all the stored data.
+    func finish() throws -> [UInt8] {
+        if let mac { try write(Array(mac.finalize().prefix(WinZipAES.macLength))) }
+        return digest.finalize()
+    }
+
+    private func write(_ bytes: [UInt8]) throws { try bytes.withUnsafeBytes { try write($0) } }
+
+    private func write(_ bytes: UnsafeRawBufferPointer) throws {
+        digest.update(bytes)
+        try out.append(bytes)
+    }
+}
+
 /// Appends to the pack file through a 1 MiB buffer, with positional writes so that a header
 /// can be patched later.
 private final class PackFileWriter {
-    let fd: Int32
+    let fd: FileDescriptor
     let path: String
     /// The logical end of the file: where the next byte goes.
     private(set) var position: UInt64 = 0
     private var buffer = [UInt8]()
     private var bufferStart: UInt64 = 0
-    private var furthest: UInt64 = 0
     private static let capacity = 1 << 20
 
     init(fd: Int32, path: String) {
-        self.fd = fd
+        self.fd = FileDescriptor(rawValue: fd)
         self.path = path
         buffer.reserveCapacity(Self.capacity)
     }
@@ -526,7 +553,7 @@ private final class PackFileWriter {
     func append(_ bytes: UnsafeRawBufferPointer) throws {
         if buffer.count + bytes.count > Self.capacity { try flush() }
         if bytes.count >= Self.capacity {
-            try pwriteAll(bytes, at: position)
+            try write(bytes, at: position)
             position += UInt64(bytes.count)
             bufferStart = position
             return
@@ -536,7 +563,7 @@ private final class PackFileWriter {
     }
 
     func flush() throws {
-        if !buffer.isEmpty { try buffer.withUnsafeBytes { try pwriteAll($0, at: bufferStart) } }
+        if !buffer.isEmpty { try buffer.withUnsafeBytes { try write($0, at: bufferStart) } }
         buffer.removeAll(keepingCapacity: true)
         bufferStart = position
     }
@@ -544,7 +571,7 @@ private final class PackFileWriter {
     /// Overwrites bytes already appended.
     func patch(_ bytes: [UInt8], at offset: UInt64) throws {
         try flush()
-        try bytes.withUnsafeBytes { try pwriteAll($0, at: offset) }
+        try bytes.withUnsafeBytes { try write($0, at: offset) }
     }
 
     /// Moves the end back to `offset` (what follows is overwritten, or cut by ``finish()``).
@@ -554,33 +581,22 @@ private final class PackFileWriter {
         bufferStart = offset
     }
 
-    /// Appends `length` bytes of `source` from `offset` (sendfile: no copy through user space).
-    func copy(from source: Int32, offset: UInt64, length: UInt64) throws {
+    /// Appends `length` bytes of `source` from `offset`.
+    func copy(from source: FileDescriptor, offset: UInt64, length: UInt64) throws {
         try flush()
-        var from = off_t(offset)
-        var remaining = length
-        guard lseek(fd, off_t(position), SEEK_SET) >= 0 else { throw FileOutput.error("cannot seek in \(path)") }
-        while remaining > 0 {
-            let n = sendfile(fd, source, &from, Int(min(remaining, 1 << 30)))
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 && (errno == EINVAL || errno == ENOSYS) { break }  // copied below instead
-            if n < 0 { throw FileOutput.error("cannot write \(path)") }
-            if n == 0 { throw AssetPackError(.io, "the previous pack at \(path) ended early") }
-            remaining -= UInt64(n)
-            position += UInt64(n)
-        }
-        if remaining > 0 {
-            var chunk = [UInt8](repeating: 0, count: 1 << 20)
-            while remaining > 0 {
-                let want = Int(min(remaining, UInt64(chunk.count)))
-                let n = chunk.withUnsafeMutableBytes { pread(source, $0.baseAddress, want, from) }
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { throw FileOutput.error("cannot read the previous pack") }
-                try chunk.withUnsafeBytes { try pwriteAll(UnsafeRawBufferPointer(rebasing: $0[0..<n]), at: position) }
-                from += off_t(n)
-                remaining -= UInt64(n)
-                position += UInt64(n)
+        let chunk = OwnedBuffer(capacity: Int(min(length, UInt64(Self.capacity))))
+        var done: UInt64 = 0
+        while done < length {
+            let piece = UnsafeMutableRawBufferPointer(
+                rebasing: chunk.memory[0..<Int(min(length - done, UInt64(chunk.memory.count)))])
+            let n: Int
+            do { n = try source.preadFully(into: piece, at: offset + done) } catch {
+                throw error.io("cannot read the previous pack at \(path)")
             }
+            guard n == piece.count else { throw AssetPackError(.io, "the previous pack at \(path) ended early") }
+            try write(UnsafeRawBufferPointer(piece), at: position)
+            position += UInt64(n)
+            done += UInt64(n)
         }
         bufferStart = position
     }
@@ -588,19 +604,11 @@ private final class PackFileWriter {
     /// Flushes and cuts the file at the logical end.
     func finish() throws {
         try flush()
-        guard ftruncate(fd, off_t(position)) == 0 else { throw FileOutput.error("cannot write \(path)") }
+        do { try fd.truncate(to: position) } catch { throw error.io("cannot write \(path)") }
     }
 
-    private func pwriteAll(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws {
-        var done = 0
-        while done < bytes.count {
-            let n = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw FileOutput.error("cannot write \(path)")
-            }
-            done += n
-        }
+    private func write(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws {
+        do { try fd.pwriteAll(bytes, at: offset) } catch { throw error.io("cannot write \(path)") }
     }
 }
 
@@ -626,7 +634,7 @@ private enum LibzipZipCryptoWriter {
         var renamed = false
         defer {
             if !closed { zip_discard(za) }
-            if !renamed { unlink(temporary) }
+            if !renamed { try? FileSystem.unlink(temporary) }
         }
         let total = files.reduce(UInt64(0)) { $0 + $1.size }
         for file in files {
@@ -662,17 +670,16 @@ private enum LibzipZipCryptoWriter {
             throw LibzipError.from(zip_get_error(za), path: nil, context: "cannot write \(output)")
         }
         closed = true
-        let fd = open(temporary, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw FileOutput.error("cannot open \(temporary)") }
-        let synced = fsync(fd) == 0
-        close(fd)
-        guard synced else { throw FileOutput.error("cannot sync \(temporary)") }
-        guard rename(temporary, output) == 0 else { throw FileOutput.error("cannot rename into \(output)") }
+        do {
+            let fd = try FileDescriptor.open(temporary, .readOnly)
+            try fd.closeAfter { () throws(Errno) in try fd.fsync() }
+        } catch { throw error.io("cannot sync \(temporary)") }
+        do { try FileSystem.rename(temporary, to: output) } catch { throw error.io("cannot rename into \(output)") }
         renamed = true
-        let dir = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard dir >= 0 else { throw FileOutput.error("cannot open \(folder)") }
-        defer { close(dir) }
-        guard fsync(dir) == 0 else { throw FileOutput.error("cannot sync \(folder)") }
+        do {
+            let dir = try FileDescriptor.open(folder, .readOnly, options: .directory)
+            try dir.closeAfter { () throws(Errno) in try dir.fsync() }
+        } catch { throw error.io("cannot sync \(folder)") }
         return PackWriteReport(packed: files.count)
     }
 }

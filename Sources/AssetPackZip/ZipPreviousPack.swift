@@ -6,10 +6,11 @@ import Foundation
 ///
 /// Only a pack with a manifest (`.assetpack/manifest`) that opens with the writer's credential
 /// offers anything: the manifest is decrypted (one PBKDF2) and its MAC checked, so it was written
-/// with this password. An entry is offered for reuse only if its central record, local header
-/// and stored bytes still match what the manifest recorded when it was written: name, size,
-/// CRC-32, no data descriptor, our flags, the expected method and AES strength, and, for AES,
-/// the 10-byte MAC at the end of its data (which binds those bytes to a key from this password).
+/// with this password. An entry is offered for reuse only if its central record and local header
+/// still match what the manifest recorded and what this writer writes: name, size, CRC-32, no
+/// data descriptor, our flags, the expected method and AES strength. The writer then checks the
+/// SHA-256 of its stored data against the manifest (``storedDataMatches(_:)``) before copying it,
+/// so a damaged or replaced entry is packed again instead of copied (damage never propagates).
 /// Anything unexpected means that entry, or the whole pack, is simply packed fresh.
 final class PreviousPack: @unchecked Sendable {
     /// One entry that may be reused: where its raw bytes (local header and data) are, and what
@@ -21,16 +22,16 @@ final class PreviousPack: @unchecked Sendable {
         var manifest: ZipManifest.Record
     }
 
-    let fd: Int32
+    let fd: FileDescriptor
     /// Reusable entries by path.
     let candidates: [String: Candidate]
 
-    private init(fd: Int32, candidates: [String: Candidate]) {
+    private init(fd: FileDescriptor, candidates: [String: Candidate]) {
         self.fd = fd
         self.candidates = candidates
     }
 
-    deinit { close(fd) }
+    deinit { try? fd.close() }
 
     /// The largest manifest read (100,000 entries take about 8 MB).
     static let maxManifestSize: UInt64 = 64 << 20
@@ -40,32 +41,49 @@ final class PreviousPack: @unchecked Sendable {
     ///   manifest does not open with the password (all mean: pack fresh).
     static func open(_ path: String, encoder: ZipEntryEncoder) -> PreviousPack? {
         // O_NONBLOCK: an output path naming a FIFO must not block the pack here.
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { return nil }
-        var st = stat()
-        guard fstat(fd, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG,
-            let candidates = try? readCandidates(fd: fd, fileSize: UInt64(st.st_size), encoder: encoder)
+        guard let fd = try? FileDescriptor.open(path, .readOnly, options: .init(rawValue: O_NONBLOCK)) else {
+            return nil
+        }
+        guard let status = try? fd.status(), status.kind == .regular,
+            let candidates = try? readCandidates(fd: fd, fileSize: status.size, encoder: encoder)
         else {
-            close(fd)
+            try? fd.close()
             return nil
         }
         return PreviousPack(fd: fd, candidates: candidates)
     }
 
-    private static func readCandidates(fd: Int32, fileSize: UInt64, encoder: ZipEntryEncoder) throws -> [String:
-        Candidate]
+    /// Whether the stored data of `candidate` (the bytes after its local header) still has the
+    /// SHA-256 its manifest record gives. Reads them once; safe from any thread.
+    func storedDataMatches(_ candidate: Candidate) -> Bool {
+        let size = candidate.record.compressedSize
+        let headerLength = candidate.rawLength - size
+        let hasher = SHA256Hasher()
+        let chunk = OwnedBuffer(capacity: Int(min(size, 1 << 20)))
+        var done: UInt64 = 0
+        while done < size {
+            let piece = UnsafeMutableRawBufferPointer(
+                rebasing: chunk.memory[0..<Int(min(size - done, UInt64(chunk.memory.count)))])
+            guard let n = try? fd.preadFully(into: piece, at: candidate.rawOffset + headerLength + done),
+                n == piece.count
+            else { return false }
+            hasher.update(UnsafeRawBufferPointer(piece))
+            done += UInt64(n)
+        }
+        return hasher.finalize() == candidate.manifest.storedSHA256
+    }
+
+    private static func readCandidates(fd: FileDescriptor, fileSize: UInt64, encoder: ZipEntryEncoder) throws
+        -> [String: Candidate]
     {
-        let read = { (offset: UInt64, count: Int) throws -> [UInt8] in
+        let read: (UInt64, Int) throws -> [UInt8] = { offset, count in
             var bytes = [UInt8](repeating: 0, count: count)
-            try bytes.withUnsafeMutableBytes { buffer in
-                var done = 0
-                while done < count {
-                    let n = pread(fd, buffer.baseAddress! + done, count - done, off_t(offset) + off_t(done))
-                    if n < 0 && errno == EINTR { continue }
-                    guard n > 0 else { throw AssetPackError(.integrityFailure, "previous pack is truncated") }
-                    done += n
-                }
+            let n: Int
+            do { n = try bytes.withUnsafeMutableBytes { try fd.preadFully(into: $0, at: offset) } } catch let e as Errno
+            {
+                throw e.io("cannot read the previous pack")
             }
+            guard n == count else { throw AssetPackError(.integrityFailure, "previous pack is truncated") }
             return bytes
         }
         let structure = try ZipStructure(fileSize: fileSize, limits: .default, read: read)
@@ -116,15 +134,9 @@ final class PreviousPack: @unchecked Sendable {
             guard !repeated.contains(name), let i = byName[name], !ZipManifest.isReserved(entry.path) else { continue }
             let r = structure.records[i]
             guard r.size == entry.size, r.crc32 == entry.crc32, !r.hasDataDescriptor,
-                let local = try? LocalHeader(structure, i, encoder: encoder, read: read)
+                let local = try? LocalHeader(structure, i, encoder: encoder, read: read),
+                !encoder.encrypted || r.compressedSize >= UInt64(WinZipAESKeyStrength.aes256.overhead)
             else { continue }
-            if encoder.encrypted {
-                guard r.compressedSize >= UInt64(WinZipAESKeyStrength.aes256.overhead),
-                    let mac = try? read(
-                        local.dataStart + r.compressedSize - UInt64(WinZipAES.macLength), WinZipAES.macLength),
-                    mac == entry.mac
-                else { continue }
-            }
             // The policy asked for now must allow how the entry was stored: `.store` reuses stored
             // entries only, `.deflate` deflated ones (and empty ones), `.auto` either.
             switch encoder.policy {

@@ -206,25 +206,23 @@ func expectReadsBack(_ path: String, _ tree: [String: [UInt8]], password: String
     }
 
     @Test func moreThan65535EntriesUseZip64() throws {
+        // 66,000 entries, all read from one source file (creating 66,000 files costs ~40 s here).
         let dir = TemporaryDirectory()
-        let source = dir.appending("src")
+        let source = try dir.write(["one": [42]], under: "src").appendingPathComponent("one")
         let count = 66_000
-        for folder in 0..<66 {
-            let d = source.appendingPathComponent(String(format: "%02d", folder))
-            try FileManager.default.createDirectory(at: d, withIntermediateDirectories: true)
-            for i in 0..<1000 {
-                _ = FileManager.default.createFile(
-                    atPath: d.appendingPathComponent("\(i)").path, contents: Data([UInt8(i & 0xFF)]))
-            }
-        }
+        let files = (0..<count).map { SourceFile(path: String(format: "e/%05d", $0), url: source, size: 1) }
         var options = PackOptions()
         options.zip.encryption = .none
         let path = dir.appending("many.zip").path
-        try ZipPackWriter().write(SourceTree.scan(root: source, includeHidden: false), to: path, options: options)
+        try ZipPackWriter().write(files, to: path, options: options)
         let reader = try ZipPackReader(path: path, credential: nil)
         #expect(reader.entries.count == count)
-        #expect(try reader.read("65/999") == [UInt8(999 & 0xFF)])
-        #expect(try reader.read("00/0") == [0])
+        #expect(try reader.read("e/65999") == [42])
+        #expect(try reader.read("e/00000") == [42])
+        // The end record defers to zip64's: its count field is saturated.
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        #expect(Array(bytes[(bytes.count - 22)..<(bytes.count - 18)]) == [0x50, 0x4B, 5, 6])
+        #expect(Array(bytes[(bytes.count - 12)..<(bytes.count - 10)]) == [0xFF, 0xFF])
     }
 }
 
@@ -335,8 +333,9 @@ func setCRC(_ name: String, _ crc: UInt32, in bytes: inout [UInt8]) {
         let content = Array(stored[(30 + ZipManifest.entryName.utf8.count)...])
         let vector =
             "41505a4d01020000000500612e74787406000000000000005891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d0"
-            + "8286a2e846f6be0320303a360000000000000000000009006469722f622e62696e2000000000000000630dcd2966c433"
-            + "6691125448bbb25b4ff412a49c732db2c8abc1b8581bd710dd8a7e269100000000000000000000"
+            + "8286a2e846f6be0320303a365891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be0309006469"
+            + "722f622e62696e2000000000000000630dcd2966c4336691125448bbb25b4ff412a49c732db2c8abc1b8581bd710dd8a"
+            + "7e2691630dcd2966c4336691125448bbb25b4ff412a49c732db2c8abc1b8581bd710dd"
         #expect(content.map { String(format: "%02x", $0) }.joined() == vector)
         #expect(try ZipManifest(decoding: content).encoded() == content)
     }
@@ -366,35 +365,49 @@ func setCRC(_ name: String, _ crc: UInt32, in bytes: inout [UInt8]) {
         try expectReadsBack(path, tree)
     }
 
+    @Test func aDamagedEntryInThePreviousPackIsPackedAgainNotCopied() throws {
+        let dir = TemporaryDirectory()
+        let tree = ["a.txt": textBytes(3000, seed: 1), "b.txt": textBytes(3000, seed: 2)]
+        for encryption in [PackEncryption.aes256, .none] {
+            let name = "\(encryption.rawValue).zip"
+            let (path, _) = try writeZip(tree, in: dir, encryption: encryption, name: name)
+            var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+            let a = try #require(localDataOffset(of: "a.txt", in: bytes))
+            bytes[a + 40] ^= 0x01  // bit rot in a.txt's stored data
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+            let (_, report) = try writeZip(tree, in: dir, encryption: encryption, name: name)
+            #expect(report.reused == 1 && report.packed == 1)
+            try expectReadsBack(path, tree, password: encryption == .none ? nil : "s3cret")
+        }
+    }
+
     @Test func aLyingManifestCannotMakeAReaderReturnWrongBytes() throws {
-        // An unencrypted pack's manifest is not authenticated: make it claim the new content's
-        // SHA-256 for an entry whose stored bytes are also damaged. The re-pack then copies the
-        // damaged entry, and reading it fails its CRC: wrong bytes are never returned.
+        // An unencrypted pack's manifest is not authenticated: rewrite it so that it vouches for
+        // a damaged a.txt as if it held the new content (SHA-256 of the new content, stored
+        // SHA-256 of the damaged bytes). The re-pack then copies the damaged entry, and reading
+        // it fails its CRC: the manifest can make a re-pack stale, never a reader wrong.
         let dir = TemporaryDirectory()
         var tree = ["a.txt": textBytes(3000, seed: 1), "b.txt": textBytes(3000, seed: 2)]
         let (path, _) = try writeZip(tree, in: dir, encryption: .none)
         var changed = tree["a.txt"]!
         changed[10] ^= 0x20
-        // The changed content's SHA-256, from the manifest of a pack of it (this target does not
-        // link AssetPackCrypto).
-        let other = TemporaryDirectory()
-        let otherPack = try writeZip(["a.txt": changed], in: other, encryption: .none).path
-        let otherManifest = try #require(rawEntries(otherPack)[ZipManifest.entryName])
-        let lie = try ZipManifest(decoding: Array(otherManifest[(30 + ZipManifest.entryName.utf8.count)...]))
-            .records[0].sha256
 
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        let a = try #require(localDataOffset(of: "a.txt", in: bytes))
+        let aStored = try #require(rawEntries(path)["a.txt"])
+        let aHeader = 30 + "a.txt".utf8.count
+        var damaged = Array(aStored[aHeader...])
+        damaged[5] ^= 0xFF  // damage a.txt's stored data (deflated), leaving its CRC field as it was
+        bytes.replaceSubrange(a..<(a + damaged.count), with: damaged)
         let m = try #require(localDataOffset(of: ZipManifest.entryName, in: bytes))
         let stored = try #require(rawEntries(path)[ZipManifest.entryName])
-        let headerLength = 30 + ZipManifest.entryName.utf8.count
-        var manifest = try ZipManifest(decoding: Array(stored[headerLength...]))
+        var manifest = try ZipManifest(decoding: Array(stored[(30 + ZipManifest.entryName.utf8.count)...]))
         #expect(manifest.records.map(\.path) == ["a.txt", "b.txt"])
-        manifest.records[0].sha256 = lie
+        manifest.records[0].sha256 = try sha256(changed)
+        manifest.records[0].storedSHA256 = try sha256(damaged)
         let encoded = manifest.encoded()
         bytes.replaceSubrange(m..<(m + encoded.count), with: encoded)
         setCRC(ZipManifest.entryName, CRC32.checksum(encoded), in: &bytes)
-        let a = try #require(localDataOffset(of: "a.txt", in: bytes))
-        bytes[a + 5] ^= 0xFF  // damage a.txt's stored data (deflated), leaving its CRC as it was
         try Data(bytes).write(to: URL(fileURLWithPath: path))
 
         tree["a.txt"] = changed
@@ -404,5 +417,24 @@ func setCRC(_ name: String, _ crc: UInt32, in bytes: inout [UInt8]) {
         let error = #expect(throws: AssetPackError.self) { try reader.read("a.txt") }
         #expect(error?.code == .integrityFailure)  // ...but its bytes are still checked
         #expect(try reader.read("b.txt") == tree["b.txt"])
+    }
+}
+
+/// SHA-256 through the system's `sha256sum` (this test target does not link AssetPackCrypto).
+func sha256(_ bytes: [UInt8]) throws -> [UInt8] {
+    let dir = TemporaryDirectory()
+    let file = dir.appending("input")
+    try Data(bytes).write(to: file)
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
+    process.arguments = [file.path]
+    let out = Pipe()
+    process.standardOutput = out
+    try process.run()
+    let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    let hex = Array(text.utf8.prefix(64))
+    return stride(from: 0, to: hex.count, by: 2).map {
+        UInt8(String(decoding: hex[$0..<($0 + 2)], as: UTF8.self), radix: 16)!
     }
 }
