@@ -182,7 +182,7 @@ bench-pack: release
 	python3 Benchmarks/make-pack-corpus.py "$(BENCH_DIR)/tree"
 	@set -e; cd "$(BENCH_DIR)"; export ASSETPACK_PASSWORD=bench-only; bin="$(RELEASE_BIN)"; \
 	hyperfine --runs $(BENCH_RUNS) --warmup 1 --export-markdown full.md \
-	  -n "7zz a -tzip -mx1 -mem=AES256" -p "rm -f 7z.zip" "7zz a -tzip -mx1 -mem=AES256 -pbench-only 7z.zip ./tree/* >/dev/null" \
+	  -n "7zz a -tzip -mx1 -mem=AES256" "rm -f 7z.zip && 7zz a -tzip -mx1 -mem=AES256 -pbench-only 7z.zip ./tree/* >/dev/null" \
 	  -n "assetpack pack --format zip --fresh" "$$bin pack tree --format zip --output ap.zip --fresh --quiet" \
 	  -n "assetpack pack --format container --fresh" "$$bin pack tree --format container --output ap.apack --fresh --quiet"; \
 	ls -l 7z.zip ap.zip ap.apack; \

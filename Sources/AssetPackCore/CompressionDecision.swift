@@ -42,4 +42,24 @@ extension CompressionPolicy {
         guard limit > 0 else { return false }
         return compressor.compress(sample, into: UnsafeMutableRawBufferPointer(rebasing: scratch[0..<limit])) != nil
     }
+
+    /// The whole decision for a file whose bytes the writer does not read itself (libzip's
+    /// ZipCrypto path): by name, else from a sample read from the file.
+    /// - Throws: `.io` if the file cannot be read.
+    package func decide(_ file: SourceFile) throws -> Bool {
+        if let byName = decisionByName(file) { return byName }
+        let fd: FileDescriptor
+        do { fd = try .open(file.url.path, .readOnly) } catch { throw error.io("cannot open \(file.url.path)") }
+        defer { try? fd.close() }
+        let sample = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.sampleSize, alignment: 16)
+        defer { sample.deallocate() }
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.sampleSize, alignment: 16)
+        defer { scratch.deallocate() }
+        let n: Int
+        do { n = try fd.readFully(into: sample) } catch { throw error.io("cannot read \(file.url.path)") }
+        return samplePays(
+            UnsafeRawBufferPointer(rebasing: sample[0..<n]),
+            compressor: RawDeflate.FastCompressor(level: Self.packLevel),
+            scratch: scratch)
+    }
 }

@@ -300,34 +300,3 @@ package final class Inflater {
         .integrityFailure, "compressed data inflates to more than the declared size")
     private static let trailingData = AssetPackError(.integrityFailure, "data after the end of the compressed stream")
 }
-
-extension RawDeflate {
-    /// Counts the raw deflate size of a stream of buffers without keeping the output.
-    package final class SizeEstimator {
-        private let stream = ZStream(deflateLevel: 6)
-        private var scratch = [UInt8](repeating: 0, count: 64 << 10)
-        /// Compressed bytes produced so far.
-        package private(set) var compressedSize: UInt64 = 0
-
-        /// Creates an estimator at zlib level 6.
-        package init() {}
-        deinit { stream.end() }
-
-        /// Feeds more input; pass `finish: true` with the last piece.
-        package func feed(_ input: UnsafeRawBufferPointer, finish: Bool) {
-            let s = stream.pointer
-            s.pointee.next_in = UnsafeMutablePointer(mutating: input.baseAddress?.assumingMemoryBound(to: UInt8.self))
-            s.pointee.avail_in = UInt32(input.count)
-            scratch.withUnsafeMutableBytes { out in
-                while true {
-                    s.pointee.next_out = out.baseAddress!.assumingMemoryBound(to: UInt8.self)
-                    s.pointee.avail_out = UInt32(out.count)
-                    let rc = deflate(s, finish ? Z_FINISH : Z_NO_FLUSH)
-                    compressedSize += UInt64(out.count - Int(s.pointee.avail_out))
-                    if rc == Z_STREAM_END { break }
-                    if s.pointee.avail_in == 0 && s.pointee.avail_out != 0 && !finish { break }
-                }
-            }
-        }
-    }
-}

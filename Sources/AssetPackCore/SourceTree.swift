@@ -156,27 +156,4 @@ public enum CompressionPolicy: String, Sendable, CaseIterable {
 
     /// Smallest saving, as a fraction of the size, that makes deflate worth it under `.auto`.
     public static let minimumSaving = 0.05
-
-    /// Whether `file` should be deflated.
-    ///
-    /// Under `.auto` this deflates the file once to measure (without keeping the output).
-    /// - Throws: `.io` if the file cannot be read.
-    public func shouldDeflate(_ file: SourceFile) throws -> Bool {
-        switch self {
-        case .store: return false
-        case .deflate: return true
-        case .auto:
-            let ext = (file.path as NSString).pathExtension.lowercased()
-            if Self.compressedExtensions.contains(ext) || file.size < 32 { return false }
-            let estimator = RawDeflate.SizeEstimator()
-            var total: UInt64 = 0
-            try FileChunks.forEach(file.url, chunkSize: 1 << 20) { chunk in
-                total += UInt64(chunk.count)
-                estimator.feed(chunk, finish: false)
-            }
-            estimator.feed(UnsafeRawBufferPointer(start: nil, count: 0), finish: true)
-            guard total > 0 else { return false }
-            return Double(estimator.compressedSize) <= Double(total) * (1 - Self.minimumSaving)
-        }
-    }
 }

@@ -649,7 +649,7 @@ private enum LibzipZipCryptoWriter {
                 zip_source_free(source)
                 throw LibzipError.from(zip_get_error(za), path: nil, context: "cannot add \(file.path)")
             }
-            let deflate = try options.compression.shouldDeflate(file)
+            let deflate = try options.compression.decide(file)
             guard zip_set_file_compression(za, UInt64(index), deflate ? ZIP_CM_DEFLATE : ZIP_CM_STORE, 0) == 0,
                 zip_file_set_encryption(za, UInt64(index), UInt16(ZIP_EM_TRAD_PKWARE), password) == 0
             else {

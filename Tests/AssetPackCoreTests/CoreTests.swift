@@ -167,10 +167,12 @@ import Testing
         let dir = TemporaryDirectory()
         try dir.write(["a.png": textBytes(10_000), "b.bin": testBytes(10_000), "c.json": textBytes(10_000)])
         let files = try SourceTree.scan(root: dir.url, includeHidden: false)
-        let decisions = try files.map { try CompressionPolicy.auto.shouldDeflate($0) }
+        let decisions = try files.map { try CompressionPolicy.auto.decide($0) }
         #expect(decisions == [false, false, true])
-        #expect(try CompressionPolicy.deflate.shouldDeflate(files[1]))
-        #expect(try !CompressionPolicy.store.shouldDeflate(files[2]))
+        #expect(try CompressionPolicy.deflate.decide(files[1]))
+        #expect(try !CompressionPolicy.store.decide(files[2]))
+        // By name alone: media and tiny files are stored, the rest needs a sample.
+        #expect(files.map { CompressionPolicy.auto.decisionByName($0) } == [false, nil, nil])
     }
 }
 
