@@ -614,29 +614,35 @@ private final class PackFileWriter {
 
 /// ZipCrypto packs through libzip, which compresses and encrypts inside `zip_close`.
 ///
-/// libzip writes its own temporary file (`NAME.XXXXXX`) beside the archive it closes and renames
-/// it to NAME. NAME is here a temporary path, `AtomicFile.temporaryPrefix` + UUID, beside the
-/// output; so every file this pack creates, libzip's included, starts with that prefix (a
-/// signal handler or the installer can sweep them), and the output is replaced only by our final
-/// rename after `fsync`.
+/// libzip writes its own temporary file (`NAME.XXXXXX`, a name we cannot know) beside the archive
+/// it closes and renames it to NAME. So NAME lies in a temporary directory of ours,
+/// `.assetpack-tmp-UUID` beside the output, registered with `TemporaryFiles` before it exists: an
+/// interrupted pack removes the directory and everything libzip had in it, and a crash leaves only
+/// a `.assetpack-tmp-` name for a sweep. The output is replaced by our rename after `fsync`.
 private enum LibzipZipCryptoWriter {
     static func write(_ files: [SourceFile], to output: String, password: String, options: PackOptions) throws
         -> PackWriteReport
     {
         try AtomicFile.checkTarget(output)
         let folder = AtomicFile.folder(of: output)
-        let temporary = folder + "/" + AtomicFile.temporaryPrefix + UUID().uuidString
+        let directory = folder + "/" + AtomicFile.temporaryPrefix + UUID().uuidString
+        let temporary = directory + "/pack.zip"
+        TemporaryFiles.register(directory)  // before it exists: an interrupt removes it
+        defer {
+            try? FileManager.default.removeItem(atPath: directory)
+            TemporaryFiles.forget(directory)
+        }
+        do { try FileSystem.mkdir(directory, permissions: 0o700) } catch { throw error.io("cannot write \(output)") }
         var code: Int32 = 0
         guard let za = zip_open(temporary, ZIP_CREATE | ZIP_EXCL, &code) else {
             throw LibzipError.make(code, system: errno, context: "cannot create \(output)")
         }
         var closed = false
-        var renamed = false
-        defer {
-            if !closed { zip_discard(za) }
-            if !renamed { try? FileSystem.unlink(temporary) }
-        }
+        defer { if !closed { zip_discard(za) } }
         let total = files.reduce(UInt64(0)) { $0 + $1.size }
+        let compressor = RawDeflate.FastCompressor(level: CompressionPolicy.packLevel)
+        let sample = OwnedBuffer(capacity: CompressionPolicy.sampleSize)
+        let scratch = OwnedBuffer(capacity: CompressionPolicy.sampleSize)
         for file in files {
             var error = zip_error_t()
             zip_error_init(&error)
@@ -649,8 +655,17 @@ private enum LibzipZipCryptoWriter {
                 zip_source_free(source)
                 throw LibzipError.from(zip_get_error(za), path: nil, context: "cannot add \(file.path)")
             }
-            let deflate = try options.compression.shouldDeflate(file)
-            guard zip_set_file_compression(za, UInt64(index), deflate ? ZIP_CM_DEFLATE : ZIP_CM_STORE, 0) == 0,
+            // The one rule for both formats: by name, or from a sample of the first 64 KiB.
+            var deflate = options.compression.decisionByName(file)
+            if deflate == nil {
+                let (fd, _) = try SourceReader.open(file)
+                defer { try? fd.close() }
+                sample.count = Int(min(file.size, UInt64(CompressionPolicy.sampleSize)))
+                try SourceReader.read(fd, file, into: sample.mutableBytes, at: 0)
+                deflate = options.compression.samplePays(
+                    sample.bytes, compressor: compressor, scratch: scratch.mutableBytes)
+            }
+            guard zip_set_file_compression(za, UInt64(index), deflate == true ? ZIP_CM_DEFLATE : ZIP_CM_STORE, 0) == 0,
                 zip_file_set_encryption(za, UInt64(index), UInt16(ZIP_EM_TRAD_PKWARE), password) == 0
             else {
                 throw LibzipError.from(zip_get_error(za), path: nil, context: "cannot configure \(file.path)")
@@ -675,7 +690,6 @@ private enum LibzipZipCryptoWriter {
             try fd.closeAfter { () throws(Errno) in try fd.fsync() }
         } catch { throw error.io("cannot sync \(temporary)") }
         do { try FileSystem.rename(temporary, to: output) } catch { throw error.io("cannot rename into \(output)") }
-        renamed = true
         do {
             let dir = try FileDescriptor.open(folder, .readOnly, options: .directory)
             try dir.closeAfter { () throws(Errno) in try dir.fsync() }
