@@ -614,28 +614,31 @@ private final class PackFileWriter {
 
 /// ZipCrypto packs through libzip, which compresses and encrypts inside `zip_close`.
 ///
-/// libzip writes its own temporary file (`NAME.XXXXXX`) beside the archive it closes and renames
-/// it to NAME. NAME is here a temporary path, `AtomicFile.temporaryPrefix` + UUID, beside the
-/// output; so every file this pack creates, libzip's included, starts with that prefix (a
-/// signal handler or the installer can sweep them), and the output is replaced only by our final
-/// rename after `fsync`.
+/// libzip writes its own temporary file (`NAME.XXXXXX`, a name we cannot know) beside the archive
+/// it closes and renames it to NAME. So NAME lies in a temporary directory of ours,
+/// `.assetpack-tmp-UUID` beside the output, registered with `TemporaryFiles` before it exists: an
+/// interrupted pack removes the directory and everything libzip had in it, and a crash leaves only
+/// a `.assetpack-tmp-` name for a sweep. The output is replaced by our rename after `fsync`.
 private enum LibzipZipCryptoWriter {
     static func write(_ files: [SourceFile], to output: String, password: String, options: PackOptions) throws
         -> PackWriteReport
     {
         try AtomicFile.checkTarget(output)
         let folder = AtomicFile.folder(of: output)
-        let temporary = folder + "/" + AtomicFile.temporaryPrefix + UUID().uuidString
+        let directory = folder + "/" + AtomicFile.temporaryPrefix + UUID().uuidString
+        let temporary = directory + "/pack.zip"
+        TemporaryFiles.register(directory)  // before it exists: an interrupt removes it
+        defer {
+            try? FileManager.default.removeItem(atPath: directory)
+            TemporaryFiles.forget(directory)
+        }
+        do { try FileSystem.mkdir(directory, permissions: 0o700) } catch { throw error.io("cannot write \(output)") }
         var code: Int32 = 0
         guard let za = zip_open(temporary, ZIP_CREATE | ZIP_EXCL, &code) else {
             throw LibzipError.make(code, system: errno, context: "cannot create \(output)")
         }
         var closed = false
-        var renamed = false
-        defer {
-            if !closed { zip_discard(za) }
-            if !renamed { try? FileSystem.unlink(temporary) }
-        }
+        defer { if !closed { zip_discard(za) } }
         let total = files.reduce(UInt64(0)) { $0 + $1.size }
         for file in files {
             var error = zip_error_t()
@@ -675,7 +678,6 @@ private enum LibzipZipCryptoWriter {
             try fd.closeAfter { () throws(Errno) in try fd.fsync() }
         } catch { throw error.io("cannot sync \(temporary)") }
         do { try FileSystem.rename(temporary, to: output) } catch { throw error.io("cannot rename into \(output)") }
-        renamed = true
         do {
             let dir = try FileDescriptor.open(folder, .readOnly, options: .directory)
             try dir.closeAfter { () throws(Errno) in try dir.fsync() }

@@ -1,0 +1,52 @@
+import AssetPack
+import AssetPackTestSupport
+import Foundation
+import Testing
+
+/// SIGINT or SIGTERM while a zip pack is being written (our writer for AES, libzip inside a
+/// temporary directory for ZipCrypto): the previous pack stays byte for byte, nothing is left
+/// behind, and the process dies of the signal.
+@Suite struct ZipInterruptTests {
+    static let password = "interrupt-me"
+
+    @Test(arguments: [("aes256", SIGINT), ("aes256", SIGTERM), ("zipcrypto", SIGTERM)])
+    func interruptedZipPackLeavesThePreviousPack(encryption: String, signal: Int32) throws {
+        let dir = TemporaryDirectory()
+        let source = try dir.write(["small.txt": textBytes(100)], under: "src")
+        let output = dir.appending("out.zip")
+        let first = try CLI.run(
+            ["pack", source.path, "--output", output.path, "--encryption", encryption], password: Self.password)
+        #expect(first.status == 0, "\(first.stderr)")
+        let before = try Data(contentsOf: output)
+        // Large enough that the write takes a while: compressible text in 8 MiB files.
+        for i in 0..<16 {
+            try Data(textBytes(8 << 20, seed: UInt64(100 + i))).write(to: source.appendingPathComponent("t\(i).json"))
+        }
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = ["pack", source.path, "--output", output.path, "--encryption", encryption, "--fresh"]
+        process.environment = ProcessInfo.processInfo.environment.merging(["ASSETPACK_PASSWORD": Self.password]) {
+            $1
+        }
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // Wait until the temporary exists (a file, or libzip's directory), then interrupt.
+        let deadline = Date().addingTimeInterval(60)
+        var sawTemporary = false
+        while Date() < deadline, process.isRunning {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []
+            if names.contains(where: { $0.hasPrefix(AtomicFile.temporaryPrefix) }) {
+                sawTemporary = true
+                break
+            }
+            usleep(2000)
+        }
+        #expect(sawTemporary, "the pack finished before it could be interrupted")
+        kill(process.processIdentifier, signal)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == signal)
+        let left = try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()
+        #expect(left == ["out.zip", "src"], "left behind: \(left)")
+        #expect(try Data(contentsOf: output) == before)
+    }
+}
