@@ -46,6 +46,19 @@ package enum WinZipAESKeyStrength: UInt8, Sendable, CaseIterable {
 
 /// Constants of the WinZip AES format (AE-1/AE-2).
 package enum WinZipAES {
+    /// PBKDF2-HMAC-SHA1(password, salt, 1000) → encryption key ‖ MAC key ‖ 2-byte verifier, the
+    /// derivation both the reader and the writer run. The caller cleanses the result.
+    /// - Throws: `.unsupportedFormat` if OpenSSL refuses (it does not for these parameters).
+    package static func derive(password: [UInt8], salt: [UInt8], strength: WinZipAESKeyStrength) throws -> [UInt8] {
+        do {
+            return try KeyDerivation.pbkdf2SHA1(
+                password: password, salt: salt, iterations: Int(iterations),
+                count: 2 * strength.keyLength + verifierLength)
+        } catch {
+            throw AssetPackError(.unsupportedFormat, "OpenSSL PBKDF2-HMAC-SHA1 failed")
+        }
+    }
+
     /// Length of the password verifier stored after the salt.
     package static let verifierLength = 2
     /// Length of the stored MAC: the first 10 bytes of HMAC-SHA1 over the ciphertext.
@@ -83,14 +96,7 @@ package struct WinZipAESDecryptor {
             throw AssetPackError(.integrityFailure, "WinZip AES header has the wrong length")
         }
         let keyLength = strength.keyLength
-        var derived: [UInt8]
-        do {
-            derived = try KeyDerivation.pbkdf2SHA1(
-                password: password, salt: salt, iterations: Int(WinZipAES.iterations),
-                count: 2 * keyLength + WinZipAES.verifierLength)
-        } catch {
-            throw AssetPackError(.unsupportedFormat, "OpenSSL PBKDF2-HMAC-SHA1 failed")
-        }
+        var derived = try WinZipAES.derive(password: password, salt: salt, strength: strength)
         defer { derived.withUnsafeMutableBytes { cleanse($0) } }
         let check = derived.withUnsafeBytes { d in
             verifier.withUnsafeBytes {

@@ -22,14 +22,7 @@ struct WinZipAESEntryKeys {
     init(password: [UInt8], salt: [UInt8], strength: WinZipAESKeyStrength = .aes256) throws {
         precondition(salt.count == strength.saltLength)
         let n = strength.keyLength
-        var derived: [UInt8]
-        do {
-            derived = try KeyDerivation.pbkdf2SHA1(
-                password: password, salt: salt, iterations: Int(WinZipAES.iterations),
-                count: 2 * n + WinZipAES.verifierLength)
-        } catch {
-            throw AssetPackError(.unsupportedFormat, "OpenSSL PBKDF2-HMAC-SHA1 failed")
-        }
+        var derived = try WinZipAES.derive(password: password, salt: salt, strength: strength)
         defer { derived.withUnsafeMutableBytes { cleanse($0) } }
         self.salt = salt
         encryptionKey = Array(derived[0..<n])

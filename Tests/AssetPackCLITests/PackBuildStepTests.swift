@@ -115,31 +115,12 @@ import Testing
             try Data(testBytes(8 << 20, seed: UInt64(100 + i))).write(to: source.appendingPathComponent("r\(i).bin"))
         }
 
-        let process = Process()
-        process.executableURL = CLI.binary
-        process.arguments = ["pack", source.path, "--output", output.path, "--format", format.rawValue, "--fresh"]
-        process.environment = ProcessInfo.processInfo.environment.merging(["ASSETPACK_PASSWORD": Self.password]) {
-            $1
-        }
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        // Wait until the temporary exists, then interrupt.
-        let deadline = Date().addingTimeInterval(60)
-        var sawTemporary = false
-        while Date() < deadline, process.isRunning {
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []
-            if names.contains(where: { $0 != "out.pack" && $0 != "src" }) {
-                sawTemporary = true
-                break
-            }
-            usleep(2000)
-        }
-        #expect(sawTemporary, "the pack finished before it could be interrupted")
-        kill(process.processIdentifier, signal)
-        process.waitUntilExit()
-        #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == signal)
-        let left = try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted()
-        #expect(left == ["out.pack", "src"], "left behind: \(left)")
+        let run = try CLI.interruptWhileWriting(
+            ["pack", source.path, "--output", output.path, "--format", format.rawValue, "--fresh"],
+            password: Self.password, in: dir.url, signal: signal)
+        #expect(run.sawTemporary, "the pack finished before it could be interrupted")
+        #expect(run.diedOfSignal)
+        #expect(run.left == ["out.pack", "src"], "left behind: \(run.left)")
         #expect(try Data(contentsOf: output) == before)
     }
 }

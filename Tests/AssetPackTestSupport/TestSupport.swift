@@ -159,6 +159,47 @@ public enum CLI {
     }
 }
 
+extension CLI {
+    /// What an interrupted run left.
+    public struct Interrupted: Sendable {
+        /// Whether a temporary (a name starting with `.assetpack-tmp-`) appeared before the signal.
+        public var sawTemporary: Bool
+        /// Whether the process died of exactly `signal`.
+        public var diedOfSignal: Bool
+        /// The folder's names afterwards, sorted.
+        public var left: [String]
+    }
+
+    /// Runs `assetpack ARGS` with the password in `$ASSETPACK_PASSWORD`, waits until a temporary
+    /// file appears in `folder`, sends `signal`, and reports what the process and folder show.
+    public static func interruptWhileWriting(
+        _ arguments: [String], password: String, in folder: URL, signal: Int32
+    ) throws -> Interrupted {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(["ASSETPACK_PASSWORD": password]) { $1 }
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(60)
+        var sawTemporary = false
+        while Date() < deadline, process.isRunning {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+            if names.contains(where: { $0.hasPrefix(".assetpack-tmp-") }) {
+                sawTemporary = true
+                break
+            }
+            usleep(2000)
+        }
+        kill(process.processIdentifier, signal)
+        process.waitUntilExit()
+        return Interrupted(
+            sawTemporary: sawTemporary,
+            diedOfSignal: process.terminationReason == .uncaughtSignal && process.terminationStatus == signal,
+            left: try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted())
+    }
+}
+
 /// Flips one byte of a file in place.
 public func flipByte(at offset: Int, in path: String, with mask: UInt8 = 0xFF) throws {
     var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
