@@ -229,9 +229,10 @@ package final class WinZipAESAuthenticator {
     }
 }
 
-/// `dst[i] ^= src[i]` for `count` bytes, 8 bytes per word in an unrolled loop LLVM vectorises.
+/// `dst[i] ^= src[i]` for `count` bytes, 8 bytes per word in an unrolled loop LLVM vectorises
+/// (the keystream XOR of both the decoder and the encoder).
 @inline(__always)
-private func xorBytes(_ dst: UnsafeMutableRawPointer, _ src: UnsafeRawPointer, _ count: Int) {
+func xorBytes(_ dst: UnsafeMutableRawPointer, _ src: UnsafeRawPointer, _ count: Int) {
     var i = 0
     while i + 32 <= count {
         let a =

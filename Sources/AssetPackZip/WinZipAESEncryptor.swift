@@ -74,7 +74,7 @@ final class WinZipAESCounterKeystream {
                 counter += 1
             }
             cipher.encryptBlocks(UnsafeMutableRawBufferPointer(rebasing: scratch[0..<(16 * blocks)]))
-            xor(base + done, scratch.baseAddress! + skip, wanted)
+            xorBytes(base + done, scratch.baseAddress! + skip, wanted)
             done += wanted
             offset += UInt64(wanted)
         }
@@ -94,23 +94,4 @@ func winZipAESSeal(_ buffer: UnsafeMutableRawBufferPointer, keys: WinZipAESEntry
     mac.update(UnsafeRawBufferPointer(payload))
     let tag = mac.finalize()
     for i in 0..<WinZipAES.macLength { buffer[buffer.count - WinZipAES.macLength + i] = tag[i] }
-}
-
-/// `dst[i] ^= src[i]` for `count` bytes, a word at a time (LLVM vectorises the loop).
-@inline(__always)
-private func xor(_ dst: UnsafeMutableRawPointer, _ src: UnsafeRawPointer, _ count: Int) {
-    var i = 0
-    while i + 8 <= count {
-        let v =
-            dst.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-            ^ src.loadUnaligned(fromByteOffset: i, as: UInt64.self)
-        dst.storeBytes(of: v, toByteOffset: i, as: UInt64.self)
-        i += 8
-    }
-    while i < count {
-        dst.storeBytes(
-            of: dst.load(fromByteOffset: i, as: UInt8.self) ^ src.load(fromByteOffset: i, as: UInt8.self),
-            toByteOffset: i, as: UInt8.self)
-        i += 1
-    }
 }
