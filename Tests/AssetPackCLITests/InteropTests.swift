@@ -34,6 +34,7 @@ func runTool(_ tool: String, _ arguments: [String], in dir: URL, stdin: Data? = 
 
 let sevenZip = which("7zz") ?? which("7z")
 let infoZip = which("zip")
+let infoUnzip = which("unzip")
 let hasPyzipper: Bool = {
     guard let python = which("python3") else { return false }
     return (try? runTool(python, ["-c", "import pyzipper"], in: URL(fileURLWithPath: "/"))) != nil
@@ -123,6 +124,26 @@ let hasPyzipper: Bool = {
         for (path, bytes) in Self.tree {
             let out = try runTool(sevenZip!, ["x", "-so", "-p\(Self.password)", ours, path], in: dir.url)
             #expect([UInt8](out) == bytes, "7-Zip read \(path) differently")
+        }
+    }
+
+    /// Info-ZIP's unzip reads what it can: our ZipCrypto packs (libzip writes those) and our
+    /// unencrypted ones (our own writer); it has no WinZip AES.
+    @Test(
+        .enabled(if: infoUnzip != nil, "Info-ZIP unzip is not installed"),
+        arguments: [PackEncryption.zipCrypto, .none])
+    func ourPacksOpenInInfoZipUnzip(encryption: PackEncryption) throws {
+        let dir = TemporaryDirectory()
+        let src = try dir.write(Self.tree, under: "src")
+        let ours = dir.appending("ours.zip").path
+        let packed = try CLI.run(
+            ["pack", src.path, "-o", ours, "--encryption", encryption.rawValue], password: Self.password)
+        #expect(packed.status == 0, "\(packed.stderr)")
+        let password = encryption == .none ? [] : ["-P", Self.password]
+        try runTool(infoUnzip!, ["-tqq"] + password + [ours], in: dir.url)
+        for (path, bytes) in Self.tree {
+            let out = try runTool(infoUnzip!, ["-p"] + password + [ours, path], in: dir.url)
+            #expect([UInt8](out) == bytes, "unzip read \(path) differently (\(encryption))")
         }
     }
 
