@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// The temporary files this process has in flight (`AtomicFile`'s, and any a writer registers),
 /// so that an interrupted command can remove them before it dies.
@@ -11,22 +10,36 @@ import Synchronization
 /// there is harmless. The previous file at the target is never touched: it is replaced only by
 /// the rename of a complete temporary.
 package enum TemporaryFiles {
-    private static let paths = Mutex<Set<String>>([])
+    /// The set behind a lock. (A `static let` `Mutex` from Synchronization drew a ThreadSanitizer
+    /// "Swift access race" report on the global under concurrent `withLock`; a class holding an
+    /// `NSLock` is the plain form of the same thing.)
+    private final class Registry: @unchecked Sendable {
+        private let lock = NSLock()
+        private var paths: Set<String> = []
+
+        func update<R>(_ body: (inout Set<String>) -> R) -> R {
+            lock.lock()
+            defer { lock.unlock() }
+            return body(&paths)
+        }
+    }
+
+    private static let registry = Registry()
 
     /// Starts tracking `path`.
     package static func register(_ path: String) {
-        _ = paths.withLock { $0.insert(path) }
+        _ = registry.update { $0.insert(path) }
     }
 
     /// Stops tracking `path` (it was renamed into place or removed).
     package static func forget(_ path: String) {
-        _ = paths.withLock { $0.remove(path) }
+        _ = registry.update { $0.remove(path) }
     }
 
     /// Removes every tracked file or directory (recursively); returns how many were tracked.
     @discardableResult
     package static func removeAll() -> Int {
-        let all = paths.withLock { set -> Set<String> in
+        let all = registry.update { set -> Set<String> in
             defer { set.removeAll() }
             return set
         }
@@ -35,5 +48,5 @@ package enum TemporaryFiles {
     }
 
     /// The paths tracked now (for tests).
-    package static var current: Set<String> { paths.withLock { $0 } }
+    package static var current: Set<String> { registry.update { $0 } }
 }
