@@ -46,7 +46,4 @@ package enum TemporaryFiles {
         for path in all { try? FileManager.default.removeItem(atPath: path) }
         return all.count
     }
-
-    /// The paths tracked now (for tests).
-    package static var current: Set<String> { registry.update { $0 } }
 }
