@@ -6,12 +6,15 @@ import Foundation
 package enum ContainerFormat {
     /// The eight bytes every container pack starts with: `"APACK\0\r\n"`.
     public static let magic: [UInt8] = [0x41, 0x50, 0x41, 0x43, 0x4B, 0x00, 0x0D, 0x0A]
-    /// The format version this build writes. It reads `readableVersions`.
+    /// The format version this build writes for unsigned packs. It reads `readableVersions`.
     public static let version: UInt8 = 2
+    /// The version of a publisher-signed pack: version 2 followed by a signature block.
+    package static let signedVersion: UInt8 = 3
     /// Version 1 (round 1: keys and nonces bound to the entry's index position, fixed index
-    /// nonce) and version 2 (per-entry random key ids, plaintext SHA-256 in the index, random
-    /// index nonce), so that unchanged entries can be reused by an incremental re-pack.
-    static let readableVersions: ClosedRange<UInt8> = 1...2
+    /// nonce), version 2 (per-entry random key ids, plaintext SHA-256 in the index, random
+    /// index nonce), so that unchanged entries can be reused by an incremental re-pack, and
+    /// version 3 (version 2 with a signature block after the index).
+    static let readableVersions: ClosedRange<UInt8> = 1...3
     /// Size of a version-2 entry key id, in bytes.
     static let keyIDSize = 16
     /// Size of the random nonce in front of a version-2 index.

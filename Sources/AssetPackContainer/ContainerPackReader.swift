@@ -17,6 +17,8 @@ public final class ContainerPackReader: PackReader {
     public let entries: [EntryInfo]
     /// Seconds spent opening the pack, key derivation included.
     public let openSeconds: Double
+    /// The trusted key that signed the pack, when the reader was given trusted keys.
+    public let publisher: PublisherKey?
 
     private let fd: FileDescriptor
     /// Every entry's record, in index order (what an incremental re-pack reuses).
@@ -28,22 +30,33 @@ public final class ContainerPackReader: PackReader {
     package let header: ContainerHeader
     private let chunkShift: Int
     private let limits: ReadLimits
+    /// With trusted keys: the verified signature block, whose items are every sealed chunk's
+    /// SHA-256 in file order, and where each record's chunks start in that list.
+    private let signed: (block: PackSignature, firstChunk: [Int])?
 
     /// Opens a container pack.
     /// - Parameters:
     ///   - path: The pack's file path.
     ///   - credential: The password or raw 32-byte key it was written with.
     ///   - limits: Caps on KDF cost, index size, entry count and sizes.
-    /// - Throws: `AssetPackError`: `.missingPassword` when `credential` is nil, `.wrongPassword`
+    ///   - trustedKeys: Publisher keys to require a signature from (docs/SECURITY.md). When not
+    ///     empty, the pack must be signed by one of them, its header and index must be the signed
+    ///     ones (checked before the key derivation), and every chunk a read touches must match its
+    ///     signed SHA-256. Empty: a signed pack reads as an unsigned one.
+    /// - Throws: `AssetPackError`: `.untrusted` (trusted keys given, and the pack is unsigned,
+    ///   signed by another key, or altered), `.missingPassword` when `credential` is nil, `.wrongPassword`
     ///   when it does not open the pack, `.limitExceeded` for hostile KDF parameters (before
     ///   running the KDF) or sizes, `.unsupportedFormat` for a non-container file or a newer
     ///   version, `.integrityFailure` for a corrupt or truncated pack, `.io` for file errors.
-    public init(path: String, credential: PackCredential?, limits: ReadLimits = .default) throws {
+    public init(
+        path: String, credential: PackCredential?, limits: ReadLimits = .default, trustedKeys: [PublisherKey] = []
+    ) throws {
         let watch = Stopwatch()
         let fd: FileDescriptor
         do { fd = try .open(path, .readOnly) } catch { throw error.io("cannot open \(path)") }
         do {
-            let (header, keys, records) = try Self.load(fd: fd, credential: credential, limits: limits)
+            let (header, keys, records, block) = try Self.load(
+                fd: fd, credential: credential, limits: limits, trusted: trustedKeys)
             let entries = records.map(\.info)
             guard let index = EntryIndex(positionsOf: entries.map(\.path)) else {
                 throw AssetPackError(.integrityFailure, "container index is corrupt (equivalent paths)")
@@ -56,9 +69,28 @@ public final class ContainerPackReader: PackReader {
             self.entries = entries
             self.chunkShift = Int(header.chunkShift)
             self.limits = limits
+            if let block {
+                var first: [Int] = []
+                first.reserveCapacity(records.count)
+                var total = 0
+                for r in records {
+                    first.append(total)
+                    total += r.chunkCount
+                }
+                guard total == block.itemCount else {
+                    throw AssetPackError(
+                        .untrusted,
+                        "the signed manifest lists \(block.itemCount) chunks and the index \(total)")
+                }
+                self.signed = (block, first)
+                self.publisher = block.publisher
+            } else {
+                self.signed = nil
+                self.publisher = nil
+            }
         } catch {
             try? fd.close()
-            throw error
+            throw (error as? AssetPackError)?.untrustedIfUnreadable(trusting: trustedKeys) ?? error
         }
         openSeconds = watch.elapsed
     }
@@ -66,8 +98,8 @@ public final class ContainerPackReader: PackReader {
     deinit { try? fd.close() }
 
     private static func load(
-        fd: FileDescriptor, credential: PackCredential?, limits: ReadLimits
-    ) throws -> (ContainerHeader, ContainerKeys, [ContainerEntry]) {
+        fd: FileDescriptor, credential: PackCredential?, limits: ReadLimits, trusted: [PublisherKey]
+    ) throws -> (ContainerHeader, ContainerKeys, [ContainerEntry], PackSignature?) {
         let fileSize: UInt64
         do {
             fileSize = try fd.status().size
@@ -83,15 +115,12 @@ public final class ContainerPackReader: PackReader {
         }
         let headerBytes = try preadArray(fd, count: ContainerFormat.headerSize, at: 0)
         let header = try headerBytes.withUnsafeBytes { try ContainerHeader.parse($0) }
-        guard let credential else {
-            throw AssetPackError(.missingPassword, "this pack is encrypted; a password or key is needed")
-        }
-        try header.checkKDF(limits)
         let tag = UInt64(ContainerFormat.tagSize)
         let (end, overflow) = header.indexOffset.addingReportingOverflow(header.indexLength)
         let nonceSize = UInt64(header.version == 1 ? 0 : ContainerFormat.indexNonceSize)
+        let isSigned = header.version == ContainerFormat.signedVersion
         guard header.indexOffset >= UInt64(ContainerFormat.headerSize), header.indexLength >= nonceSize + 4 + tag,
-            !overflow, end == fileSize
+            !overflow, end <= fileSize, isSigned || end == fileSize
         else {
             throw AssetPackError(.integrityFailure, "container is truncated or has trailing data")
         }
@@ -99,6 +128,22 @@ public final class ContainerPackReader: PackReader {
             throw AssetPackError(
                 .limitExceeded, "index of \(header.indexLength) bytes exceeds the limit \(limits.maxIndexSize)")
         }
+        var sealed = try preadArray(fd, count: Int(header.indexLength), at: header.indexOffset)
+        let block =
+            trusted.isEmpty
+            ? nil
+            : try checkSignature(
+                fd: fd, header: header, headerBytes: headerBytes, sealedIndex: sealed, fileSize: fileSize,
+                trusted: trusted)
+        if isSigned && trusted.isEmpty {
+            // Read as an unsigned pack; the block's structure must still fill the rest of the file.
+            let trailer = try preadArray(fd, count: try trailerLength(header, fileSize: fileSize), at: end)
+            _ = try trailer.withUnsafeBytes { try PackSignature.parse($0, kind: .container, trusted: []) }
+        }
+        guard let credential else {
+            throw AssetPackError(.missingPassword, "this pack is encrypted; a password or key is needed")
+        }
+        try header.checkKDF(limits)
 
         let keys = ContainerKeys(master: try ContainerKeys.master(credential, header: header), salt: header.salt)
         guard
@@ -107,7 +152,6 @@ public final class ContainerPackReader: PackReader {
             throw AssetPackError(.wrongPassword, "wrong password or key (or a damaged header)")
         }
 
-        var sealed = try preadArray(fd, count: Int(header.indexLength), at: header.indexOffset)
         let nonce = header.version == 1 ? indexNonceV1 : Array(sealed.prefix(Int(nonceSize)))
         sealed.removeFirst(Int(nonceSize))
         guard
@@ -121,7 +165,92 @@ public final class ContainerPackReader: PackReader {
                 $0, version: header.version, chunkShift: header.chunkShift, dataEnd: header.indexOffset,
                 limits: limits)
         }
-        return (header, keys, records)
+        return (header, keys, records, block)
+    }
+
+    /// The length of a signed pack's signature block: everything after the index, at most
+    /// what a block for as many chunks as the data region can hold (each is at least its tag).
+    private static func trailerLength(_ header: ContainerHeader, fileSize: UInt64) throws -> Int {
+        let end = header.indexOffset + header.indexLength
+        let maxChunks = (header.indexOffset - UInt64(ContainerFormat.headerSize)) / UInt64(ContainerFormat.tagSize)
+        guard fileSize - end <= UInt64(PackSignature.size(items: Int(min(maxChunks, UInt64(Int32.max))))) else {
+            throw AssetPackError(.integrityFailure, "container's signature block is longer than its chunks allow")
+        }
+        return Int(fileSize - end)
+    }
+
+    /// Checks a container's signature against `trusted`, before any key derivation: the pack
+    /// must be signed (version 3) by one of them, and its header and sealed index must be the
+    /// signed ones. The chunks are checked as they are read (their count, once the index is open).
+    /// - Throws: `.untrusted`; `.integrityFailure` for a malformed block.
+    private static func checkSignature(
+        fd: FileDescriptor, header: ContainerHeader, headerBytes: [UInt8], sealedIndex: [UInt8], fileSize: UInt64,
+        trusted: [PublisherKey]
+    ) throws -> PackSignature {
+        guard header.version == ContainerFormat.signedVersion else {
+            throw AssetPackError(.untrusted, "the pack is not signed, and trusted keys were given")
+        }
+        let end = header.indexOffset + header.indexLength
+        let trailer = try preadArray(fd, count: try trailerLength(header, fileSize: fileSize), at: end)
+        let block = try trailer.withUnsafeBytes { try PackSignature.parse($0, kind: .container, trusted: trusted) }
+        let hasher = SHA256Hasher()
+        hasher.update(headerBytes)
+        hasher.update(sealedIndex)
+        guard hasher.finalize() == block.headDigest else {
+            throw AssetPackError(.untrusted, "the pack's header or index is not the one its publisher signed")
+        }
+        return block
+    }
+
+    /// Whether the container at `path` is a signed one (version 3; the signature is not checked).
+    package static func isSigned(at path: String) throws -> Bool {
+        let fd: FileDescriptor
+        do { fd = try .open(path, .readOnly) } catch { throw error.io("cannot open \(path)") }
+        defer { try? fd.close() }
+        let header = try preadArray(fd, count: ContainerFormat.headerSize, at: 0)
+        return try header.withUnsafeBytes { try ContainerHeader.parse($0) }.version == ContainerFormat.signedVersion
+    }
+
+    /// Checks the signature of the container at `path` without a password: the block, the header
+    /// and index, and the data region as one stream (what an installer can check; a reader
+    /// checks each chunk as it reads it).
+    /// - Returns: The key that signed it.
+    /// - Throws: `.untrusted`, `.integrityFailure`, `.unsupportedFormat`, `.io`.
+    package static func verifySignature(at path: String, trusted: [PublisherKey]) throws -> PublisherKey {
+        let fd: FileDescriptor
+        do { fd = try .open(path, .readOnly) } catch { throw error.io("cannot open \(path)") }
+        defer { try? fd.close() }
+        let fileSize: UInt64
+        do { fileSize = try fd.status().size } catch { throw error.io("cannot stat \(path)") }
+        guard fileSize >= UInt64(ContainerFormat.headerSize) else {
+            throw AssetPackError(.integrityFailure, "container is truncated")
+        }
+        let headerBytes = try preadArray(fd, count: ContainerFormat.headerSize, at: 0)
+        let header = try headerBytes.withUnsafeBytes { try ContainerHeader.parse($0) }
+        let (end, overflow) = header.indexOffset.addingReportingOverflow(header.indexLength)
+        guard header.indexOffset >= UInt64(ContainerFormat.headerSize), !overflow, end <= fileSize,
+            header.indexLength <= ReadLimits.default.maxIndexSize
+        else {
+            throw AssetPackError(.integrityFailure, "container is truncated or damaged")
+        }
+        let sealed = try preadArray(fd, count: Int(header.indexLength), at: header.indexOffset)
+        let block = try checkSignature(
+            fd: fd, header: header, headerBytes: headerBytes, sealedIndex: sealed, fileSize: fileSize, trusted: trusted)
+        let hasher = SHA256Hasher()
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
+        defer { buffer.deallocate() }
+        var at = UInt64(ContainerFormat.headerSize)
+        while at < header.indexOffset {
+            let piece = UnsafeMutableRawBufferPointer(
+                rebasing: buffer[0..<Int(min(UInt64(buffer.count), header.indexOffset - at))])
+            try readExactly(fd, piece, at: at)
+            hasher.update(UnsafeRawBufferPointer(piece))
+            at += UInt64(piece.count)
+        }
+        guard hasher.finalize() == block.dataDigest else {
+            throw AssetPackError(.untrusted, "the pack's chunks are not the ones its publisher signed")
+        }
+        return block.publisher
     }
 
     /// Looks up an entry by path (normalised first).
@@ -283,6 +412,7 @@ public final class ContainerPackReader: PackReader {
                 byteCount: maxPlain + ContainerFormat.tagSize, alignment: 64)
             defer { scratch.deallocate() }
             let gcm = AESGCM()
+            let hasher = signed == nil ? nil : SHA256Hasher()
             var temp: UnsafeMutableRawBufferPointer?
             defer { temp?.deallocate() }
             var dec = 0.0, crcTime = 0.0
@@ -298,7 +428,9 @@ public final class ContainerPackReader: PackReader {
                     if temp == nil { temp = .allocate(byteCount: maxPlain, alignment: 64) }
                     dest = UnsafeMutableRawBufferPointer(rebasing: temp![0..<len])
                 }
-                try Stopwatch.time(&dec) { try openChunk(e, key, c, gcm: gcm, scratch: scratch, into: dest) }
+                try Stopwatch.time(&dec) {
+                    try openChunk(e, key, c, gcm: gcm, hasher: hasher, scratch: scratch, into: dest)
+                }
                 if let crcs {
                     crcs[c - range.lowerBound] = Stopwatch.time(&crcTime) {
                         CRC32.checksum(UnsafeRawBufferPointer(dest))
@@ -318,9 +450,10 @@ public final class ContainerPackReader: PackReader {
     /// Reads, authenticates and (if deflated) inflates chunk `c` of `e` into `dest`.
     ///
     /// A stored chunk's ciphertext is read straight into `dest` and opened there; a deflated
-    /// one is opened in `scratch` and inflated into `dest`.
+    /// one is opened in `scratch` and inflated into `dest`. A signed pack read with trusted keys
+    /// first compares the sealed chunk's SHA-256 (through `hasher`) with the signed one.
     private func openChunk(
-        _ e: ContainerEntry, _ key: [UInt8], _ c: Int, gcm: AESGCM,
+        _ e: ContainerEntry, _ key: [UInt8], _ c: Int, gcm: AESGCM, hasher: SHA256Hasher?,
         scratch: UnsafeMutableRawBufferPointer, into dest: UnsafeMutableRawBufferPointer
     ) throws {
         let plainLen = dest.count
@@ -344,6 +477,15 @@ public final class ContainerPackReader: PackReader {
         let tag = UnsafeMutableRawBufferPointer(rebasing: scratch[(scratch.count - tagSize)...])
         try readExactly(fd, ciphertext, at: offset)
         try readExactly(fd, tag, at: offset + UInt64(payload))
+        if let hasher, let (block, firstChunk) = signed {
+            hasher.reset()
+            hasher.update(UnsafeRawBufferPointer(ciphertext))
+            hasher.update(UnsafeRawBufferPointer(tag))
+            guard block.item(firstChunk[Int(e.id)] + c, is: hasher.finalize()) else {
+                throw AssetPackError(
+                    .untrusted, "chunk \(c) is not the one its publisher signed", path: e.info.path)
+            }
+        }
         guard gcm.open(ciphertext, tag: UnsafeRawBufferPointer(tag), nonce: nonce, key: key) else {
             throw AssetPackError(.integrityFailure, "chunk \(c) failed authentication", path: e.info.path)
         }
@@ -361,7 +503,11 @@ extension ContainerPackReader {
     /// Hands `e`'s stored bytes (sealed chunks, tags included) to `sink` in pieces of whole
     /// chunks, after checking every chunk's GCM tag: an incremental re-pack copies an entry only
     /// as it was written. Memory: one piece of up to 8 MiB plus one chunk.
-    package func copyStored(_ e: ContainerEntry, to sink: (UnsafeRawBufferPointer) throws -> Void) throws {
+    /// `eachChunk` sees each sealed chunk once its tag checked, before the piece holding it goes to `sink`.
+    package func copyStored(
+        _ e: ContainerEntry, to sink: (UnsafeRawBufferPointer) throws -> Void,
+        eachChunk: (UnsafeRawBufferPointer) -> Void = { _ in }
+    ) throws {
         let key = keys.entryKey(e)
         let tagSize = ContainerFormat.tagSize
         let slot = (1 << chunkShift) + tagSize
@@ -401,6 +547,7 @@ extension ContainerPackReader {
                 else {
                     throw AssetPackError(.integrityFailure, "chunk \(k) failed authentication", path: e.info.path)
                 }
+                eachChunk(sealed)
             }
             try sink(UnsafeRawBufferPointer(bytes))
         }

@@ -2,14 +2,14 @@ import AssetPackCore
 import AssetPackCrypto
 import Foundation
 
-/// Writes AssetPack container packs (chunked AES-256-GCM, format version 2, see `docs/FORMAT.md`).
+/// Writes AssetPack container packs (chunked AES-256-GCM, format version 2, or 3 when signed; see `docs/FORMAT.md`).
 ///
 /// Entries are streamed: each file is read in batches of chunks, and the chunks of a batch
 /// are deflated (where the policy asks and it pays) and sealed in parallel, then appended to
 /// a temporary file next to the output. The encrypted index and the header are written last;
 /// the file is synced and renamed into place.
 ///
-/// **Incremental.** Unless `options.fresh`, when the output already holds a version-2 pack
+/// **Incremental.** Unless `options.fresh`, when the output already holds a version-2 or -3 pack
 /// that opens with the same credential, KDF and chunk size, the new pack keeps its salt (so its
 /// keys) and copies every entry whose path, size and plaintext SHA-256 are unchanged as it is:
 /// its sealed chunks (tags checked on the way) and its key id. Changed and new entries get a
@@ -59,7 +59,6 @@ package struct ContainerPackWriter: PackWriter {
         let keys: ContainerKeys
         if let previous {
             header = previous.header
-            header.version = ContainerFormat.version
             keys = previous.keys
         } else {
             header = ContainerHeader(
@@ -80,6 +79,9 @@ package struct ContainerPackWriter: PackWriter {
             }
             keys = ContainerKeys(master: try ContainerKeys.master(credential, header: header), salt: header.salt)
         }
+        header.version = options.signingKey == nil ? ContainerFormat.version : ContainerFormat.signedVersion
+        // Signed packs: the SHA-256 of every sealed chunk, in file order (docs/FORMAT.md).
+        var chunkDigests: [UInt8]? = options.signingKey == nil ? nil : []
         var reusable: [String: ContainerEntry] = [:]
         for e in previous?.records ?? [] where e.keyID != nil && e.sha256 != nil { reusable[e.info.path] = e }
 
@@ -101,7 +103,8 @@ package struct ContainerPackWriter: PackWriter {
                             bytesTotal: bytesTotal))
                 }
                 if let old = reusable[file.path], let previous,
-                    let record = try reuse(old, of: file, from: previous, buffers: buffers, to: fd, at: &pos)
+                    let record = try reuse(
+                        old, of: file, from: previous, buffers: buffers, to: fd, at: &pos, digests: &chunkDigests)
                 {
                     // (A damaged previous entry is not reused: `reuse` returns nil and it is packed afresh.)
                     records.append(record)
@@ -113,7 +116,7 @@ package struct ContainerPackWriter: PackWriter {
                     let record = try writeEntry(
                         file, keyID: keyID, key: keys.entryKey(keyID: keyID),
                         policy: options.compression, buffers: buffers, to: fd, at: &pos,
-                        progress: partial)
+                        digests: &chunkDigests, progress: partial)
                     records.append(record)
                     report.packed += 1
                     bytesDone += file.size
@@ -132,10 +135,23 @@ package struct ContainerPackWriter: PackWriter {
             let headerBytes = committed + keys.commitment(committed)
             let sealedIndex = AESGCM().seal(
                 index, nonce: nonce, key: keys.indexKey(version: header.version), authenticating: headerBytes)
-            try pwriteAll(fd, nonce + sealedIndex, at: pos)
+            let indexRegion = nonce + sealedIndex
+            try pwriteAll(fd, indexRegion, at: pos)
             try pwriteAll(fd, headerBytes, at: 0)
+            var end = pos + header.indexLength
+            if let key = options.signingKey, let chunkDigests {
+                let block = PackSignature(
+                    kind: .container, publisher: key.verifyingKey,
+                    headDigest: SHA256Hasher.digest(headerBytes + indexRegion),
+                    dataDigest: try Self.digest(
+                        fd, from: UInt64(ContainerFormat.headerSize), to: pos, buffer: buffers.plain),
+                    items: chunkDigests
+                ).signed(with: key)
+                try pwriteAll(fd, block, at: end)
+                end += UInt64(block.count)
+            }
             // A reused entry that failed its tag check may have left bytes past the end.
-            do { try fd.truncate(to: pos + header.indexLength) } catch let e as Errno {
+            do { try fd.truncate(to: end) } catch let e as Errno {
                 throw e.io("cannot size the pack")
             }
         }
@@ -143,6 +159,22 @@ package struct ContainerPackWriter: PackWriter {
     }
 
     /// The header fields of `kdf`.
+    /// The SHA-256 of bytes `[from, to)` of the pack being written (its data region, for the
+    /// signature), read back through `buffer` (the page cache still holds them).
+    private static func digest(_ fd: FileDescriptor, from: UInt64, to: UInt64, buffer: UnsafeMutableRawBufferPointer)
+        throws -> [UInt8]
+    {
+        let hasher = SHA256Hasher()
+        var at = from
+        while at < to {
+            let piece = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<Int(min(UInt64(buffer.count), to - at))])
+            try readExactly(fd, piece, at: at)
+            hasher.update(UnsafeRawBufferPointer(piece))
+            at += UInt64(piece.count)
+        }
+        return hasher.finalize()
+    }
+
     private static func kdfFields(_ kdf: ContainerKDF) -> (KDFID, [UInt32]) {
         switch kdf {
         case .scrypt(let logN, let r, let p): (.scrypt, [UInt32(logN), r, p])
@@ -150,7 +182,7 @@ package struct ContainerPackWriter: PackWriter {
         }
     }
 
-    /// The pack at `output` if an incremental re-pack may reuse its entries: a version-2
+    /// The pack at `output` if an incremental re-pack may reuse its entries: a version-2 or -3
     /// container that opens with `credential` and has the chunk size and KDF `options` ask for.
     /// Anything else (no file, another format, a wrong password, damage) means a full pack.
     private static func reusable(at output: String, credential: PackCredential, options: PackOptions)
@@ -158,7 +190,7 @@ package struct ContainerPackWriter: PackWriter {
     {
         guard FileManager.default.fileExists(atPath: output),
             let reader = try? ContainerPackReader(path: output, credential: credential),
-            reader.header.version == ContainerFormat.version,
+            reader.header.version >= ContainerFormat.version,
             reader.header.chunkSize == options.container.chunkSize
         else { return nil }
         if case .password = credential {
@@ -172,21 +204,27 @@ package struct ContainerPackWriter: PackWriter {
     /// record, or nil when the file changed (then nothing was written).
     private func reuse(
         _ old: ContainerEntry, of file: SourceFile, from previous: ContainerPackReader, buffers: Buffers,
-        to fd: FileDescriptor, at pos: inout UInt64
+        to fd: FileDescriptor, at pos: inout UInt64, digests: inout [UInt8]?
     ) throws -> IndexRecord? {
         guard old.info.size == file.size, let digest = old.sha256, let keyID = old.keyID,
             let crc = old.info.crc32, try Self.sha256(of: file, buffer: buffers.plain) == digest
         else { return nil }
         var at = pos
+        var copiedDigests: [UInt8] = []
+        let signing = digests != nil
         do {
-            try previous.copyStored(old) { bytes in
-                try pwriteAll(fd, bytes, at: at)
-                at += UInt64(bytes.count)
-            }
+            try previous.copyStored(
+                old,
+                to: { bytes in
+                    try pwriteAll(fd, bytes, at: at)
+                    at += UInt64(bytes.count)
+                },
+                eachChunk: { sealed in if signing { copiedDigests += SHA256Hasher.digest(sealed) } })
         } catch let error as AssetPackError where error.code == .integrityFailure {
             return nil  // what was copied is overwritten by the fresh entry; the file is cut to size at the end
         }
         pos = at
+        digests? += copiedDigests
         let lengths = old.starts.map { starts in
             (0..<old.chunkCount).map { c -> UInt32 in
                 let payload = UInt32(starts[c + 1] - starts[c]) - UInt32(ContainerFormat.tagSize)
@@ -222,7 +260,7 @@ package struct ContainerPackWriter: PackWriter {
     /// Appends one entry's sealed chunks at `pos`; returns its index record.
     private func writeEntry(
         _ file: SourceFile, keyID: [UInt8], key: [UInt8], policy: CompressionPolicy, buffers: Buffers,
-        to fd: FileDescriptor, at pos: inout UInt64, progress: (UInt64) -> Void
+        to fd: FileDescriptor, at pos: inout UInt64, digests: inout [UInt8]?, progress: (UInt64) -> Void
     ) throws -> IndexRecord {
         let src = try Self.openSource(file)
         defer { try? src.close() }
@@ -238,6 +276,7 @@ package struct ContainerPackWriter: PackWriter {
         var crc: UInt32 = 0
         let hasher = SHA256Hasher()
         var deflate = policy.decisionByName(file)  // nil: decided by a sample of the first batch
+        let signing = digests != nil
         var first = 0
         while first < chunks {
             let n = min(buffers.batch, chunks - first)
@@ -279,6 +318,12 @@ package struct ContainerPackWriter: PackWriter {
                         tag: UnsafeMutableRawBufferPointer(start: dest + count, count: ContainerFormat.tagSize),
                         nonce: nonce, key: key)
                     buffers.lengths[j] = UInt32(count) | (deflated == nil ? 0 : ContainerIndex.deflatedBit)
+                    if signing {
+                        let digest = SHA256Hasher.digest(
+                            UnsafeRawBufferPointer(start: dest, count: count + ContainerFormat.tagSize))
+                        UnsafeMutableRawBufferPointer(rebasing: buffers.digests[j * 32..<j * 32 + 32])
+                            .copyBytes(from: digest)
+                    }
                 }
             }
             var w = 0
@@ -290,6 +335,7 @@ package struct ContainerPackWriter: PackWriter {
                 w += stored
                 crc = CRC32.combine(crc, buffers.crcs[j], secondLength: min(cs, bytes - j * cs))
                 lengths.append(buffers.lengths[j])
+                if signing { digests! += buffers.digests[j * 32..<j * 32 + 32] }
             }
             try pwriteAll(fd, UnsafeRawBufferPointer(rebasing: buffers.sealed[0..<w]), at: pos)
             pos += UInt64(w)
@@ -323,6 +369,8 @@ private final class Buffers {
     let sealed: UnsafeMutableRawBufferPointer
     let crcs: UnsafeMutableBufferPointer<UInt32>
     let lengths: UnsafeMutableBufferPointer<UInt32>
+    /// Each chunk's SHA-256 (signed packs), 32 bytes per chunk of the batch.
+    let digests: UnsafeMutableRawBufferPointer
     /// One AES-GCM context per concurrent task (a context serves one thread at a time).
     private let ciphers: [AESGCM]
     /// One libdeflate compressor per concurrent task, made when first used.
@@ -336,6 +384,7 @@ private final class Buffers {
         sealed = .allocate(byteCount: batch * ((1 << chunkShift) + ContainerFormat.tagSize), alignment: 64)
         crcs = .allocate(capacity: batch)
         lengths = .allocate(capacity: batch)
+        digests = .allocate(byteCount: 32 * batch, alignment: 16)
         ciphers = (0..<max(1, ContainerPackReader.cores * 4)).map { _ in AESGCM() }
         compressors = Array(repeating: nil, count: ciphers.count)
     }
@@ -359,6 +408,7 @@ private final class Buffers {
         sealed.deallocate()
         crcs.deallocate()
         lengths.deallocate()
+        digests.deallocate()
     }
 }
 

@@ -30,6 +30,9 @@ public struct AssetPackError: Error, Sendable, Equatable, CustomStringConvertibl
         public static let invalidArgument = Code(rawValue: "invalid-argument")
         /// The operating system refused a file operation.
         public static let io = Code(rawValue: "io")
+        /// Trusted publisher keys were given and the pack is not signed by one of them, or its
+        /// bytes differ from what the publisher signed (docs/SECURITY.md).
+        public static let untrusted = Code(rawValue: "untrusted")
     }
 
     /// The lower-level code behind an error, by where it comes from.
@@ -83,6 +86,14 @@ public struct AssetPackError: Error, Sendable, Equatable, CustomStringConvertibl
     public var description: String {
         if let path { return "\(EntryPath.printable(path)): \(message)" }
         return message
+    }
+
+    /// With trusted publisher keys, a file this build cannot read as a pack is not a pack signed
+    /// by one of them: `.unsupportedFormat` becomes `.untrusted` (the CLI's exit 5), with the
+    /// reason kept. Other errors are returned as they are.
+    package func untrustedIfUnreadable(trusting keys: [PublisherKey]) -> AssetPackError {
+        guard !keys.isEmpty, code == .unsupportedFormat else { return self }
+        return AssetPackError(.untrusted, "\(message) (trusted keys were given: only a pack they signed is accepted)")
     }
 
     /// Returns a copy of this error naming `path`, unless it already names one.

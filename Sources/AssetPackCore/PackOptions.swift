@@ -52,6 +52,9 @@ public struct PackOptions: Sendable {
     public var zip = ZipPackOptions()
     /// Container-only settings.
     public var container = ContainerPackOptions()
+    /// Signs the pack with this publisher key, so that readers given its ``PublisherKey``
+    /// accept only what the publisher packed (docs/SECURITY.md). `nil`: unsigned.
+    public var signingKey: PublisherSigningKey?
 
     /// Default options: zip, AES-256, automatic compression.
     public init() {}

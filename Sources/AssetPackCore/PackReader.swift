@@ -15,6 +15,10 @@ public protocol PackReader: AnyObject, Sendable {
     var entries: [EntryInfo] { get }
     /// Seconds spent opening the pack (parsing, and for the container the key derivation).
     var openSeconds: Double { get }
+    /// The trusted publisher key whose signature was verified when the pack was opened, or
+    /// `nil` when the reader was given no trusted keys. Every read of such a reader also checks
+    /// the entry's bytes against the signed manifest (`.untrusted` when they differ).
+    var publisher: PublisherKey? { get }
 
     /// Looks up an entry by path, normalising the path first (NFC, `/`).
     /// - Parameter path: The entry path.

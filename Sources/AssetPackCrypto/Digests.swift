@@ -13,6 +13,11 @@ package final class SHA256Hasher {
 
     deinit { EVP_MD_CTX_free(context) }
 
+    /// Starts a new hash, forgetting what was added.
+    package func reset() {
+        guard EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1 else { allocationFailed("EVP_DigestInit_ex") }
+    }
+
     /// Adds `bytes` to the hash.
     package func update(_ bytes: UnsafeRawBufferPointer) {
         guard bytes.count > 0 else { return }
@@ -26,9 +31,18 @@ package final class SHA256Hasher {
 
     /// The 32-byte SHA-256 of `bytes`.
     package static func digest(_ bytes: [UInt8]) -> [UInt8] {
-        let hasher = SHA256Hasher()
-        hasher.update(bytes)
-        return hasher.finalize()
+        bytes.withUnsafeBytes { digest($0) }
+    }
+
+    /// The 32-byte SHA-256 of `bytes`, in one call (`EVP_Digest`).
+    package static func digest(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        let base = bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
+        guard EVP_Digest(base, bytes.count, &out, &length, EVP_sha256(), nil) == 1, length == 32 else {
+            allocationFailed("EVP_Digest")
+        }
+        return out
     }
 
     /// The 32-byte digest of everything added.

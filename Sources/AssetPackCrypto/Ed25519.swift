@@ -167,6 +167,9 @@ extension PublisherKey {
 }
 
 extension PublisherSigningKey {
+    /// The public key of this signing key (apps see it as `publicKey`, in the AssetPack module).
+    package var verifyingKey: PublisherKey { PublisherKey(Ed25519PrivateKey(self).publicKey) }
+
     /// The 64-byte Ed25519 signature of `message`.
     package func signature(for message: UnsafeRawBufferPointer) -> [UInt8] {
         Ed25519PrivateKey(self).signature(for: message)

@@ -67,7 +67,7 @@ final class ZipHandlePool: @unchecked Sendable {
 
     /// Fills `buffer` from `offset` or up to the end of the file.
     /// - Returns: The bytes read, fewer than `buffer.count` only at the end of the file.
-    private func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int {
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int {
         do { return try fd.preadFully(into: buffer, at: offset) } catch { throw error.io("cannot read \(path)") }
     }
 

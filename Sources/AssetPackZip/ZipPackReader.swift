@@ -1,4 +1,5 @@
 import AssetPackCore
+import AssetPackCrypto
 internal import CLibzip
 import Foundation
 
@@ -43,6 +44,8 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
     public let openSeconds: Double
     /// The limits this reader enforces.
     public let limits: ReadLimits
+    /// The trusted key that signed the pack, when the reader was given trusted keys.
+    public let publisher: PublisherKey?
 
     let table: [Entry]
     private let index: EntryIndex<Int>
@@ -52,6 +55,8 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
     private let pool: ZipHandlePool
     private let password: String?
     private let decoder: Decoder
+    /// With trusted keys: the verified signature, whose item `i` is the SHA-256 of record `i`'s span.
+    private let signature: PackSignature?
 
     /// Opens a zip pack.
     /// - Parameters:
@@ -60,10 +65,28 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
     ///     fail to read with `.missingPassword`). A raw key is not valid for zip.
     ///   - limits: Safety limits for hostile or damaged packs.
     ///   - decoder: Which code decodes entries (default: bulk AES where it applies).
-    /// - Throws: `AssetPackError` (`.io`, `.unsupportedFormat`, `.integrityFailure`, `.limitExceeded`,
-    ///   `.invalidArgument` for a raw key).
-    public init(
-        path: String, credential: PackCredential?, limits: ReadLimits = .default, decoder: Decoder = .automatic
+    ///   - trustedKeys: Publisher keys to require a signature from (docs/SECURITY.md). When not
+    ///     empty, the pack must be signed by one of them and its central directory must be the
+    ///     signed one (checked here), and every read compares the entry's stored bytes with their
+    ///     signed SHA-256 before it returns. Empty: a signed pack reads as an unsigned one.
+    /// - Throws: `AssetPackError` (`.untrusted` when trusted keys were given and the pack is
+    ///   unsigned, signed by another key or altered, `.io`, `.unsupportedFormat`, `.integrityFailure`,
+    ///   `.limitExceeded`, `.invalidArgument` for a raw key).
+    public convenience init(
+        path: String, credential: PackCredential?, limits: ReadLimits = .default, decoder: Decoder = .automatic,
+        trustedKeys: [PublisherKey] = []
+    ) throws {
+        do {
+            try self.init(
+                opening: path, credential: credential, limits: limits, decoder: decoder, trustedKeys: trustedKeys)
+        } catch let error as AssetPackError {
+            throw error.untrustedIfUnreadable(trusting: trustedKeys)
+        }
+    }
+
+    private init(
+        opening path: String, credential: PackCredential?, limits: ReadLimits, decoder: Decoder,
+        trustedKeys: [PublisherKey]
     ) throws {
         self.decoder = decoder
         let watch = Stopwatch()
@@ -77,10 +100,18 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
         self.pool = pool
         // Our own structure checks first: they name damage precisely, and refuse overlapping
         // entries that libzip would read happily.
-        let structure = try ZipStructure(fileSize: try pool.fileSize(), limits: limits) {
+        let fileSize = try pool.fileSize()
+        let structure = try ZipStructure(fileSize: fileSize, limits: limits, signed: !trustedKeys.isEmpty) {
             try pool.read(at: $0, count: $1)
         }
         self.structure = structure
+        signature =
+            trustedKeys.isEmpty
+            ? nil
+            : try ZipSignature.verify(structure, fileSize: fileSize, trusted: trustedKeys) {
+                try pool.read(at: $0, count: $1)
+            }
+        publisher = signature?.publisher
         // The handle that parsed the central directory goes back to the pool for the first read.
         var table = try pool.withHandle { za in
             try Self.readDirectory(za, limits: limits, expectedCount: structure.records.count)
@@ -155,14 +186,15 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
     public func readTimed(_ path: String) throws -> (bytes: [UInt8], timing: EntryTiming) {
         var timing = EntryTiming(path: path)
         let watch = Stopwatch()
-        let entry = try find(path, &timing)
+        let (entry, dataStart) = try find(path, &timing)
         if let bulk = try bulkDecoder(for: entry) {
-            let bytes = try withRawEntry(entry) { source in
+            let bytes = try withRawEntry(entry, dataStart: dataStart) { source in
                 try bulk.decode(password: Array(password!.utf8), timing: &timing, from: source)
             }
             timing.total = watch.elapsed
             return (bytes, timing)
         }
+        try checkSpanFirst(entry)
         let size = Int(entry.info.size)
         var crc = CRC32()
         let bytes = try [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
@@ -190,14 +222,15 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
     public func stream(_ path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> EntryTiming {
         var timing = EntryTiming(path: path)
         let watch = Stopwatch()
-        let entry = try find(path, &timing)
+        let (entry, dataStart) = try find(path, &timing)
         if let bulk = try bulkDecoder(for: entry) {
-            try withRawEntry(entry) { source in
+            try withRawEntry(entry, dataStart: dataStart) { source in
                 try bulk.stream(password: Array(password!.utf8), timing: &timing, from: source, body)
             }
             timing.total = watch.elapsed
             return timing
         }
+        try checkSpanFirst(entry)
         var crc = CRC32()
         let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)
         defer { chunk.deallocate() }
@@ -223,7 +256,7 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
 
     // MARK: - Internals
 
-    private func find(_ path: String, _ timing: inout EntryTiming) throws -> Entry {
+    private func find(_ path: String, _ timing: inout EntryTiming) throws -> (entry: Entry, dataStart: UInt64) {
         let found = Stopwatch.time(&timing.lookup) { index.lookup(path) }
         guard let found else { throw AssetPackError(.entryNotFound, "no such entry", path: path) }
         let entry = table[found]
@@ -237,11 +270,27 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
         }
         try limits.check(entry.info)
         do {
-            try structure.checkLocalHeader(Int(entry.index)) { try pool.read(at: $0, count: $1) }
+            let dataStart = try structure.checkLocalHeader(Int(entry.index)) { try pool.read(at: $0, count: $1) }
+            return (entry, dataStart)
         } catch let error as AssetPackError {
-            throw error.naming(entry.info.path)
+            throw untrustedIfAltered(entry) ?? error.naming(entry.info.path)
         }
-        return entry
+    }
+
+    /// With a signature: when reading `entry` failed, whether it failed because its bytes are not
+    /// the signed ones. An altered entry is reported as `.untrusted` (what it is), not as the
+    /// damage a check happened to meet first (a local header, a password verifier, a MAC).
+    private func untrustedIfAltered(_ entry: Entry) -> AssetPackError? {
+        guard let signature else { return nil }
+        let record = structure.records[Int(entry.index)]
+        do {
+            try finishSpan(entry, record, from: record.localHeaderOffset, hasher: SHA256Hasher(), signature: signature)
+            return nil
+        } catch let error as AssetPackError where error.code == .untrusted {
+            return error
+        } catch {
+            return nil
+        }
     }
 
     /// The bulk AES decoder for `entry`, or `nil` when libzip decodes it.
@@ -267,8 +316,36 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
     ///
     /// The source never reads past `storedSize`: on a stored AES entry libzip 1.7.3 wraps the
     /// raw handle in its CRC check, which would compare the plaintext CRC with the ciphertext.
-    private func withRawEntry<T>(_ entry: Entry, _ body: (BulkAESDecoder.RawSource) throws -> T) throws -> T {
-        try pool.withHandle { za in
+    ///
+    /// A signed pack read with trusted keys reads the raw bytes with `pread` instead, hashing the
+    /// entry's span as they go by: the bytes decoded are the bytes hashed. The span's digest is
+    /// compared with the signed one after `body` returns, before its result is handed on.
+    private func withRawEntry<T>(
+        _ entry: Entry, dataStart: UInt64, _ body: (BulkAESDecoder.RawSource) throws -> T
+    ) throws -> T {
+        if let signature {
+            let record = structure.records[Int(entry.index)]
+            let hasher = SHA256Hasher()
+            hasher.update(try pool.read(at: record.localHeaderOffset, count: Int(dataStart - record.localHeaderOffset)))
+            var offset = dataStart
+            let dataEnd = dataStart + record.compressedSize
+            let result: T
+            do {
+                result = try body { buffer in
+                    let want = Int(min(UInt64(buffer.count), dataEnd - offset))
+                    guard want > 0 else { return 0 }
+                    let n = try pool.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]), at: offset)
+                    hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+                    offset += UInt64(n)
+                    return n
+                }
+            } catch let error as AssetPackError {
+                throw untrustedIfAltered(entry) ?? error
+            }
+            try finishSpan(entry, record, from: offset, hasher: hasher, signature: signature)
+            return result
+        }
+        return try pool.withHandle { za in
             guard let zf = zip_fopen_index(za, entry.index, zip_flags_t(ZIP_FL_ENCRYPTED | ZIP_FL_COMPRESSED)) else {
                 throw LibzipError.from(zip_get_error(za), path: entry.info.path, context: "cannot open entry")
             }
@@ -280,6 +357,33 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
                 }
                 return Int(n)
             }
+        }
+    }
+
+    /// A signed pack read with trusted keys, for an entry libzip decodes (ZipCrypto, unencrypted,
+    /// `Decoder.libzip`): hashes the entry's span and compares it with the signed digest before
+    /// libzip reads it. (libzip reads the file again; the pack is one the app keeps in its own
+    /// 0600 file, see docs/SECURITY.md.)
+    private func checkSpanFirst(_ entry: Entry) throws {
+        guard let signature else { return }
+        let record = structure.records[Int(entry.index)]
+        try finishSpan(entry, record, from: record.localHeaderOffset, hasher: SHA256Hasher(), signature: signature)
+    }
+
+    /// Adds the rest of `record`'s span from `offset` to `hasher` and compares the digest with
+    /// the signed one.
+    private func finishSpan(
+        _ entry: Entry, _ record: ZipStructure.Record, from offset: UInt64, hasher: SHA256Hasher,
+        signature: PackSignature
+    ) throws {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(
+            byteCount: Int(min(256 << 10, max(1, record.end - offset))), alignment: 64)
+        defer { buffer.deallocate() }
+        try ZipSignature.hashSpan(record, from: offset, buffer: buffer, into: hasher) {
+            try pool.read(into: $0, at: $1)
+        }
+        guard signature.item(Int(entry.index), is: hasher.finalize()) else {
+            throw AssetPackError(.untrusted, "entry is not the one its publisher signed", path: entry.info.path)
         }
     }
 

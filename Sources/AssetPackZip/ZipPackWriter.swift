@@ -80,7 +80,13 @@ package struct ZipPackWriter: PackWriter {
         let previous = options.fresh ? nil : PreviousPack.open(output, encoder: encoder)
         let pack = ZipPackJob(
             writer: self, files: sorted, encoder: encoder, previous: previous, progress: options.progress)
-        return try AtomicFile.write(output) { fd in try pack.run(to: fd, path: output) }
+        return try AtomicFile.write(output) { fd in
+            let report = try pack.run(to: fd, path: output)
+            if let key = options.signingKey {
+                try ZipSignature.sign(FileDescriptor(rawValue: fd), path: output, key: key)
+            }
+            return report
+        }
     }
 }
 
@@ -673,6 +679,12 @@ private enum LibzipZipCryptoWriter {
             throw LibzipError.from(zip_get_error(za), path: nil, context: "cannot write \(output)")
         }
         closed = true
+        if let key = options.signingKey {
+            let fd: FileDescriptor
+            do { fd = try .open(temporary, .readWrite) } catch { throw error.io("cannot open \(temporary)") }
+            defer { try? fd.close() }
+            try ZipSignature.sign(fd, path: output, key: key)
+        }
         do {
             let fd = try FileDescriptor.open(temporary, .readOnly)
             try fd.closeAfter { () throws(Errno) in try fd.fsync() }

@@ -1,4 +1,5 @@
 import AssetPackCore
+import AssetPackCrypto
 
 /// The zip structure checks AssetPack makes itself, on top of libzip.
 ///
@@ -45,17 +46,35 @@ package struct ZipStructure: Sendable {
     package var records: [Record]
     /// Where the central directory starts.
     package var directoryOffset: UInt64
+    /// The central directory's length in bytes.
+    package var directorySize: UInt64
+    /// With `signed: true`: the SHA-256 of the central directory before its last record, and
+    /// that record's bytes (where a signed pack keeps its signature entry's record).
+    package var lastRecord: (digestBefore: [UInt8], bytes: [UInt8])?
 
     static let localHeaderSize = 30
     static let centralHeaderSize = 46
     static let endRecordSize = 22
 
     /// Reads and checks the directory of a zip of `fileSize` bytes.
-    /// - Parameter read: Reads exactly `count` bytes at an offset (throws at end of file).
+    /// - Parameters:
+    ///   - read: Reads exactly `count` bytes at an offset (throws at end of file).
+    ///   - signed: Also keep ``lastRecord`` (for a signature check).
     /// - Throws: `.integrityFailure` for a damaged or hostile structure, `.limitExceeded` past `limits`.
-    package init(fileSize: UInt64, limits: ReadLimits, read: (_ offset: UInt64, _ count: Int) throws -> [UInt8]) throws
-    {
+    package init(
+        fileSize: UInt64, limits: ReadLimits, signed: Bool = false,
+        read: (_ offset: UInt64, _ count: Int) throws -> [UInt8]
+    ) throws {
         let end = try Self.findEnd(fileSize: fileSize, read: read)
+        // Damage first: a directory that does not fit, or more records than it can hold, is a
+        // damaged zip whatever the limits say; the limits apply to directories that exist.
+        let (directoryEnd, overflow) = end.directoryOffset.addingReportingOverflow(end.directorySize)
+        guard !overflow, directoryEnd <= end.offset else {
+            throw Self.damaged("the central directory runs past the end record (truncated or damaged zip)")
+        }
+        guard end.count <= end.directorySize / UInt64(Self.centralHeaderSize) else {
+            throw Self.damaged("the central directory is too short for the \(end.count) records it declares")
+        }
         guard end.directorySize <= limits.maxIndexSize else {
             throw Self.damaged(
                 "central directory of \(end.directorySize) bytes exceeds the limit of \(limits.maxIndexSize)",
@@ -64,15 +83,13 @@ package struct ZipStructure: Sendable {
         guard end.count <= UInt64(limits.maxEntries) else {
             throw Self.damaged("pack declares \(end.count) entries; the limit is \(limits.maxEntries)", .limitExceeded)
         }
-        let (directoryEnd, overflow) = end.directoryOffset.addingReportingOverflow(end.directorySize)
-        guard !overflow, directoryEnd <= end.offset else {
-            throw Self.damaged("the central directory runs past the end record (truncated or damaged zip)")
-        }
         let directory = try read(end.directoryOffset, Int(end.directorySize))
+        var lastStart = 0
         let records = try Self.parse(directory) { reader in
             var records: [Record] = []
             records.reserveCapacity(Int(end.count))
             while records.count < Int(end.count) {
+                lastStart = reader.position
                 records.append(try Self.readRecord(&reader, index: records.count))
             }
             guard reader.atEnd else {
@@ -82,6 +99,12 @@ package struct ZipStructure: Sendable {
         }
         self.records = records
         self.directoryOffset = end.directoryOffset
+        self.directorySize = end.directorySize
+        if signed {
+            lastRecord = directory.withUnsafeBytes {
+                (SHA256Hasher.digest(UnsafeRawBufferPointer(rebasing: $0[..<lastStart])), Array($0[lastStart...]))
+            }
+        }
         try checkRanges()
     }
 

@@ -1,0 +1,262 @@
+import AssetPackCore
+import AssetPackCrypto
+import Dispatch
+import Foundation
+
+/// The publisher signature of a zip pack: the reserved entry `.assetpack/signature`, stored
+/// and unencrypted, last in the file and last in the central directory (docs/FORMAT.md, "Signed
+/// zip packs"). Its content is a ``PackSignature`` block of kind zip:
+/// - the head digest is the SHA-256 of the central directory before the signature's record;
+/// - item `i` is the SHA-256 of entry `i`'s *span*, in central directory order: the bytes from
+///   its local header to the next entry's local header (or, for the last entry, to the
+///   signature's), so local header, data, data descriptor and any gap are all covered.
+///
+/// The first entry starts at offset 0, and everything from the signature entry's local header
+/// to the end of the file except the block itself (its local header, its central record, the
+/// end records) must be exactly what ``tail(block:offset:directorySize:count:)`` writes: a
+/// reader rebuilds those bytes and compares. So every byte of a signed pack is either signed
+/// or rebuilt, and a changed byte anywhere is refused when the entry holding it is read (or,
+/// for the directory and the signature, at open).
+package enum ZipSignature {
+    package static let entryName = ".assetpack/signature"
+    static let nameBytes = Array(entryName.utf8)
+
+    /// The signature entry's record, for a block of `length` bytes with `crc` at `offset`.
+    static func record(length: Int, crc: UInt32, offset: UInt64) -> ZipEntryRecord {
+        ZipEntryRecord(
+            name: nameBytes, encrypted: false, compression: 0, dosTime: 0, dosDate: 0x21, crc32: crc,
+            compressedSize: UInt64(length), size: UInt64(length), localZip64: false, offset: offset)
+    }
+
+    /// The bytes that follow the central directory's other records: the signature entry's
+    /// central record and the end records.
+    static func directoryTail(_ record: ZipEntryRecord, directoryOffset: UInt64, otherRecords: UInt64, count: Int)
+        -> [UInt8]
+    {
+        var central = ZipBytes()
+        record.appendCentralRecord(to: &central)
+        return central.data
+            + ZipEntryRecord.endOfDirectory(
+                count: count, directoryOffset: directoryOffset, directorySize: otherRecords + UInt64(central.data.count)
+            )
+    }
+
+    /// Signs the complete zip in `fd` (our writer's or libzip's): appends the signature entry
+    /// after the last entry, and rewrites the central directory and end records after it.
+    /// - Throws: `.invalidArgument` for a zip that already holds a signature or does not start
+    ///   with an entry; `.io`; what ``ZipStructure`` throws for a damaged zip.
+    package static func sign(_ fd: FileDescriptor, path: String, key: PublisherSigningKey) throws {
+        let size: UInt64
+        do { size = try fd.status().size } catch { throw error.io("cannot stat \(path)") }
+        let read = { (offset: UInt64, count: Int) throws -> [UInt8] in
+            try [UInt8](unsafeUninitializedCapacity: count) { buffer, n in
+                n = try preadFully(fd, UnsafeMutableRawBufferPointer(buffer), at: offset, path: path)
+                guard n == count else { throw AssetPackError(.io, "\(path) ended early") }
+            }
+        }
+        let structure = try ZipStructure(fileSize: size, limits: .default, read: read)
+        let records = structure.records
+        guard !records.contains(where: { $0.name == nameBytes }) else {
+            throw AssetPackError(.invalidArgument, "\(path) already holds a signature")
+        }
+        guard records.isEmpty || records.map(\.localHeaderOffset).min() == 0 else {
+            throw AssetPackError(.invalidArgument, "\(path) has bytes before its first entry")
+        }
+        let items = try spanDigests(records, fd: fd, path: path)
+        let directory = try read(structure.directoryOffset, Int(structure.directorySize))
+        let block = PackSignature(
+            kind: .zip, publisher: key.verifyingKey, headDigest: SHA256Hasher.digest(directory),
+            dataDigest: try dataDigest(fd, end: structure.directoryOffset, path: path), items: items
+        ).signed(with: key)
+        let at = structure.directoryOffset
+        let record = record(length: block.count, crc: CRC32.checksum(block), offset: at)
+        let local = record.localHeader()
+        let newDirectory = at + UInt64(local.count + block.count)
+        let tail = directoryTail(
+            record, directoryOffset: newDirectory, otherRecords: structure.directorySize, count: records.count + 1)
+        let bytes = local + block + directory + tail
+        do {
+            try bytes.withUnsafeBytes { try fd.pwriteAll($0, at: at) }
+            try fd.truncate(to: at + UInt64(bytes.count))
+        } catch let error as Errno { throw error.io("cannot write \(path)") }
+    }
+
+    /// The SHA-256 of bytes `[0, end)` of `fd` (a signed zip's data region: every entry span).
+    package static func dataDigest(_ fd: FileDescriptor, end: UInt64, path: String) throws -> [UInt8] {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
+        defer { buffer.deallocate() }
+        let hasher = SHA256Hasher()
+        var at: UInt64 = 0
+        while at < end {
+            let piece = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<Int(min(UInt64(buffer.count), end - at))])
+            guard try preadFully(fd, piece, at: at, path: path) == piece.count else {
+                throw AssetPackError(.integrityFailure, "zip is truncated")
+            }
+            hasher.update(UnsafeRawBufferPointer(piece))
+            at += UInt64(piece.count)
+        }
+        return hasher.finalize()
+    }
+
+    /// The SHA-256 of every record's span, in directory order, hashed on every core.
+    private static func spanDigests(_ records: [ZipStructure.Record], fd: FileDescriptor, path: String) throws
+        -> [UInt8]
+    {
+        var digests = [UInt8](repeating: 0, count: 32 * records.count)
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let tasks = max(1, min(records.count, cores * 4))
+        let failure = FirstError()
+        digests.withUnsafeMutableBytes { out in
+            let out = UncheckedBuffer(out)
+            DispatchQueue.concurrentPerform(iterations: tasks) { task in
+                let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
+                defer { buffer.deallocate() }
+                let hasher = SHA256Hasher()
+                for i in (records.count * task / tasks)..<(records.count * (task + 1) / tasks) {
+                    do {
+                        hasher.reset()
+                        try hashSpan(records[i], buffer: buffer, into: hasher) {
+                            try preadFully(fd, $0, at: $1, path: path)
+                        }
+                        let digest = hasher.finalize()
+                        UnsafeMutableRawBufferPointer(rebasing: out.value[32 * i..<32 * i + 32]).copyBytes(from: digest)
+                    } catch {
+                        failure.record(error)
+                        return
+                    }
+                }
+            }
+        }
+        try failure.rethrow()
+        return digests
+    }
+
+    /// Adds bytes `[from, record.end)` of `record`'s span to `hasher`, read through `buffer`.
+    /// - Parameter read: Fills a buffer at an offset; fewer bytes only at the end of the file.
+    static func hashSpan(
+        _ record: ZipStructure.Record, from: UInt64? = nil, buffer: UnsafeMutableRawBufferPointer,
+        into hasher: SHA256Hasher, read: (UnsafeMutableRawBufferPointer, UInt64) throws -> Int
+    ) throws {
+        var offset = from ?? record.localHeaderOffset
+        while offset < record.end {
+            let want = Int(min(UInt64(buffer.count), record.end - offset))
+            let piece = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want])
+            guard try read(piece, offset) == want else {
+                throw AssetPackError(.integrityFailure, "zip is truncated")
+            }
+            hasher.update(UnsafeRawBufferPointer(piece))
+            offset += UInt64(want)
+        }
+    }
+
+    /// Whether the zip at `path` ends with a signature entry (not checked).
+    package static func isPresent(at path: String) throws -> Bool {
+        let fd: FileDescriptor
+        do { fd = try .open(path, .readOnly) } catch { throw error.io("cannot open \(path)") }
+        defer { try? fd.close() }
+        let size: UInt64
+        do { size = try fd.status().size } catch { throw error.io("cannot stat \(path)") }
+        let structure = try ZipStructure(fileSize: size, limits: .default) { offset, count in
+            try [UInt8](unsafeUninitializedCapacity: count) { buffer, n in
+                n = try preadFully(fd, UnsafeMutableRawBufferPointer(buffer), at: offset, path: path)
+                guard n == count else { throw AssetPackError(.integrityFailure, "zip is truncated") }
+            }
+        }
+        return structure.records.last?.name == nameBytes
+    }
+
+    /// Checks the signature of the zip at `path` without a password: the block, the central
+    /// directory and the end records, and every entry span as one stream (what an installer can
+    /// check; a reader checks each entry's span as it reads it).
+    /// - Returns: The key that signed it.
+    /// - Throws: `.untrusted`, `.integrityFailure`, `.unsupportedFormat`, `.io`.
+    package static func verifySignature(at path: String, trusted: [PublisherKey]) throws -> PublisherKey {
+        let fd: FileDescriptor
+        do { fd = try .open(path, .readOnly) } catch { throw error.io("cannot open \(path)") }
+        defer { try? fd.close() }
+        let size: UInt64
+        do { size = try fd.status().size } catch { throw error.io("cannot stat \(path)") }
+        let read = { (offset: UInt64, count: Int) throws -> [UInt8] in
+            try [UInt8](unsafeUninitializedCapacity: count) { buffer, n in
+                n = try preadFully(fd, UnsafeMutableRawBufferPointer(buffer), at: offset, path: path)
+                guard n == count else { throw AssetPackError(.integrityFailure, "zip is truncated") }
+            }
+        }
+        let structure = try ZipStructure(fileSize: size, limits: .default, signed: true, read: read)
+        let block = try verify(structure, fileSize: size, trusted: trusted, read: read)
+        guard try dataDigest(fd, end: structure.records.last!.localHeaderOffset, path: path) == block.dataDigest
+        else {
+            throw AssetPackError(.untrusted, "the pack's entries are not the ones its publisher signed")
+        }
+        return block.publisher
+    }
+
+    /// Checks a signed zip's signature when it is opened with trusted keys.
+    ///
+    /// - Parameters:
+    ///   - structure: The pack's structure, parsed with `signed: true`.
+    ///   - read: Reads exactly `count` bytes at an offset.
+    /// - Returns: The verified block, whose items the reads compare spans with.
+    /// - Throws: `.untrusted` when the pack is not signed, is signed by a key not in `trusted`,
+    ///   or its directory, signature entry or end records are not the signed or canonical ones.
+    package static func verify(
+        _ structure: ZipStructure, fileSize: UInt64, trusted: [PublisherKey],
+        read: (_ offset: UInt64, _ count: Int) throws -> [UInt8]
+    ) throws -> PackSignature {
+        let records = structure.records
+        guard let last = records.last, last.name == nameBytes, let (digestBefore, lastBytes) = structure.lastRecord
+        else {
+            throw AssetPackError(.untrusted, "the pack is not signed, and trusted keys were given")
+        }
+        let others = records.dropLast()
+        guard !others.contains(where: { $0.name == nameBytes }) else {
+            throw AssetPackError(.untrusted, "the pack holds more than one signature entry")
+        }
+        // The block's size follows from the entry count, so nothing is read on a hostile size.
+        let length = PackSignature.size(items: others.count)
+        let headerLength = 30 + nameBytes.count
+        guard last.compressedSize == UInt64(length),
+            last.localHeaderOffset + UInt64(headerLength + length) == structure.directoryOffset,
+            others.allSatisfy({ $0.localHeaderOffset < last.localHeaderOffset }),
+            records.map(\.localHeaderOffset).min() == 0
+        else {
+            throw AssetPackError(.untrusted, "the signature entry is not where a signed pack keeps it")
+        }
+        let region = try read(last.localHeaderOffset, headerLength + length)
+        let block = Array(region[headerLength...])
+        let record = record(length: length, crc: CRC32.checksum(block), offset: last.localHeaderOffset)
+        let directoryEnd = structure.directoryOffset + structure.directorySize
+        let expectedTail = directoryTail(
+            record, directoryOffset: structure.directoryOffset,
+            otherRecords: structure.directorySize - UInt64(lastBytes.count), count: records.count)
+        let tail = try read(directoryEnd - UInt64(lastBytes.count), Int(fileSize - directoryEnd) + lastBytes.count)
+        guard region[..<headerLength].elementsEqual(record.localHeader()), tail == expectedTail else {
+            throw AssetPackError(.untrusted, "the signature entry or the end records were altered")
+        }
+        let signature = try block.withUnsafeBytes { try PackSignature.parse($0, kind: .zip, trusted: trusted) }
+        guard signature.headDigest == digestBefore else {
+            throw AssetPackError(.untrusted, "the central directory is not the one its publisher signed")
+        }
+        return signature
+    }
+}
+
+/// Fills `buffer` from `offset`; fewer bytes only at the end of the file.
+private func preadFully(_ fd: FileDescriptor, _ buffer: UnsafeMutableRawBufferPointer, at offset: UInt64, path: String)
+    throws -> Int
+{
+    do { return try fd.preadFully(into: buffer, at: offset) } catch { throw error.io("cannot read \(path)") }
+}
+
+/// The first error thrown by any of several threads.
+private final class FirstError: @unchecked Sendable {
+    private let lock = NSLock()
+    private var error: Error?
+    func record(_ e: Error) { lock.withLock { if error == nil { error = e } } }
+    func rethrow() throws { if let error = lock.withLock({ error }) { throw error } }
+}
+
+private struct UncheckedBuffer: @unchecked Sendable {
+    let value: UnsafeMutableRawBufferPointer
+    init(_ value: UnsafeMutableRawBufferPointer) { self.value = value }
+}
