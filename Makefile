@@ -97,7 +97,7 @@ asan: deps
 
 ## fuzz: every libFuzzer target for FUZZ_SECONDS (default 60) each; non-zero on any crash.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= FuzzZip FuzzZipStructure FuzzContainer FuzzContainerIndex
+FUZZ_TARGETS ?= FuzzZip FuzzZipStructure FuzzContainer FuzzContainerIndex FuzzSignature
 FUZZ_FLAGS = -c release --scratch-path .build-fuzz -Xswiftc -DFUZZING -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library
 fuzz: deps
 	$(SWIFT) build

@@ -65,6 +65,9 @@ let package = Package(
         .executableTarget(
             name: "FuzzContainerIndex", dependencies: ["AssetPackContainer", "FuzzSupport"],
             path: "Fuzz/FuzzContainerIndex"),
+        .executableTarget(
+            name: "FuzzSignature", dependencies: ["AssetPackZip", "AssetPackCrypto", "FuzzSupport"],
+            path: "Fuzz/FuzzSignature"),
 
         // Release-mode benchmarks of the two backends (swift run -c release ContainerBench / ZipAESBench).
         .executableTarget(
@@ -78,7 +81,7 @@ let package = Package(
         .testTarget(name: "AssetPackCryptoTests", dependencies: ["AssetPackCrypto", "AssetPackTestSupport"]),
         .testTarget(
             name: "AssetPackZipTests",
-            dependencies: ["AssetPackZip", "AssetPackCore", "CLibzip", "AssetPackTestSupport"]),
+            dependencies: ["AssetPackZip", "AssetPackCore", "AssetPackCrypto", "CLibzip", "AssetPackTestSupport"]),
         .testTarget(
             name: "AssetPackContainerTests",
             dependencies: ["AssetPackContainer", "AssetPackCore", "AssetPackCrypto", "AssetPackTestSupport"],

@@ -12,9 +12,9 @@ import Foundation
 /// let music = try await library.load("audio/music.ogg")       // the same, off the caller's executor
 /// ```
 ///
-/// `openInstalling(bundled:appID:credential:limits:)` copies the bundled pack into the app's
+/// `openInstalling(bundled:appID:credential:limits:trustedKeys:)` copies the bundled pack into the app's
 /// private directory with ``PrivateInstaller`` when it is missing or changed (and copies nothing
-/// otherwise), then opens the installed copy with ``AssetPacks/open(_:credential:limits:)``.
+/// otherwise), then opens the installed copy with ``AssetPacks/open(_:credential:limits:trustedKeys:)``.
 ///
 /// A library is `Sendable`: the reader behind it is safe to use from many threads at once, so
 /// one library can serve a whole app. Every read verifies the entry (CRC-32, and the MAC or
@@ -47,9 +47,14 @@ public final class AssetLibrary: Sendable {
     ///   - url: The pack's file.
     ///   - credential: Password (either format) or raw key (container); `nil` for an unencrypted zip.
     ///   - limits: Safety limits for damaged or hostile packs.
-    /// - Throws: `AssetPackError` (`.io`, `.unsupportedFormat`, `.missingPassword`, `.wrongPassword`, …).
-    public convenience init(contentsOf url: URL, credential: PackCredential?, limits: ReadLimits = .default) throws {
-        let reader = try AssetPacks.open(url.path, credential: credential, limits: limits)
+    ///   - trustedKeys: The publisher keys the app pins (<doc:Security>); empty: unchecked.
+    /// - Throws: `AssetPackError` (`.io`, `.unsupportedFormat`, `.missingPassword`, `.wrongPassword`,
+    ///   `.untrusted`, …).
+    public convenience init(
+        contentsOf url: URL, credential: PackCredential?, limits: ReadLimits = .default,
+        trustedKeys: [PublisherKey] = []
+    ) throws {
+        let reader = try AssetPacks.open(url.path, credential: credential, limits: limits, trustedKeys: trustedKeys)
         self.init(reader: reader, url: url)
     }
 
@@ -62,27 +67,31 @@ public final class AssetLibrary: Sendable {
     /// - Parameters:
     ///   - bundled: The pack shipped with the app (for example from `Bundle.module`).
     ///   - appID: The app's id: the private directory is `$XDG_DATA_HOME/<appID>`, else
-    ///     `~/.local/share/<appID>` (see ``PrivateInstaller/init(appID:)``).
+    ///     `~/.local/share/<appID>` (see ``PrivateInstaller/init(appID:trustedKeys:)``).
     ///   - credential: Password (either format) or raw key (container); `nil` for an unencrypted zip.
     ///   - limits: Safety limits for damaged or hostile packs.
+    ///   - trustedKeys: The publisher keys the app pins (<doc:Security>): the install and every
+    ///     read check the pack's signature. Empty: unchecked.
     /// - Returns: The open library.
     /// - Throws: `AssetPackError`: `.invalidArgument` for a bad app id, `.io` or `.integrityFailure`
-    ///   from the install, and any error opening the pack (`.wrongPassword`, `.unsupportedFormat`, …).
+    ///   from the install, `.untrusted`, and any error opening the pack (`.wrongPassword`, …).
     public static func openInstalling(
-        bundled: URL, appID: String, credential: PackCredential?, limits: ReadLimits = .default
+        bundled: URL, appID: String, credential: PackCredential?, limits: ReadLimits = .default,
+        trustedKeys: [PublisherKey] = []
     ) throws -> AssetLibrary {
         try openInstalling(
-            bundled: bundled, installer: PrivateInstaller(appID: appID), credential: credential, limits: limits)
+            bundled: bundled, installer: PrivateInstaller(appID: appID, trustedKeys: trustedKeys),
+            credential: credential, limits: limits)
     }
 
     /// Installs a bundled pack with an explicit installer if needed, then opens the installed copy.
     /// - Parameters:
     ///   - bundled: The pack shipped with the app.
-    ///   - installer: Where to install it (``PrivateInstaller/init(directory:)`` for a directory of your choice).
+    ///   - installer: Where to install it (``PrivateInstaller/init(directory:trustedKeys:)`` for a directory of your choice).
     ///   - name: The installed file's name; the bundled pack's file name when `nil`.
     ///   - credential: Password (either format) or raw key (container); `nil` for an unencrypted zip.
     ///   - limits: Safety limits for damaged or hostile packs.
-    /// - Returns: The open library.
+    /// - Returns: The open library, checking signatures with the installer's trusted keys.
     /// - Throws: `AssetPackError` from the install or from opening the pack.
     public static func openInstalling(
         bundled: URL, installer: PrivateInstaller, as name: String? = nil, credential: PackCredential?,
@@ -92,11 +101,12 @@ public final class AssetLibrary: Sendable {
             throw AssetPackError(.io, "no bundled pack at \(bundled.path)")
         }
         let installed = try installer.install(bundled, as: name)
-        let reader = try AssetPacks.open(installed.path.path, credential: credential, limits: limits)
+        let reader = try AssetPacks.open(
+            installed.path.path, credential: credential, limits: limits, trustedKeys: installer.trustedKeys)
         return AssetLibrary(reader: reader, url: installed.path, installation: installed)
     }
 
-    /// Like the synchronous `openInstalling(bundled:appID:credential:limits:)`, but the install (a copy and
+    /// Like the synchronous `openInstalling(bundled:appID:credential:limits:trustedKeys:)`, but the install (a copy and
     /// SHA-256 on first launch) and the open (scrypt for a password-protected container) run on a
     /// global Dispatch queue instead of the caller's executor.
     /// - Parameters:
@@ -104,13 +114,16 @@ public final class AssetLibrary: Sendable {
     ///   - appID: The app's id, naming its private directory.
     ///   - credential: Password (either format) or raw key (container); `nil` for an unencrypted zip.
     ///   - limits: Safety limits for damaged or hostile packs.
+    ///   - trustedKeys: The publisher keys the app pins; empty: unchecked.
     /// - Returns: The open library.
     /// - Throws: `AssetPackError`, or `CancellationError` if the task was cancelled before it started.
     public static func openInstalling(
-        bundled: URL, appID: String, credential: PackCredential?, limits: ReadLimits = .default
+        bundled: URL, appID: String, credential: PackCredential?, limits: ReadLimits = .default,
+        trustedKeys: [PublisherKey] = []
     ) async throws -> AssetLibrary {
         try await offExecutor {
-            try openInstalling(bundled: bundled, appID: appID, credential: credential, limits: limits)
+            try openInstalling(
+                bundled: bundled, appID: appID, credential: credential, limits: limits, trustedKeys: trustedKeys)
         }
     }
 

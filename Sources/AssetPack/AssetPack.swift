@@ -37,14 +37,47 @@ public enum AssetPacks {
     ///   - path: The pack's path.
     ///   - credential: Password (zip or container) or raw key (container); `nil` for unencrypted zips.
     ///   - limits: Safety limits for damaged or hostile packs.
+    ///   - trustedKeys: The publisher keys the app pins (<doc:Security>). When not empty, only a
+    ///     pack signed by one of them opens, and every read checks the entry's bytes against the
+    ///     signed manifest. Empty: signatures are not checked.
     /// - Returns: A reader safe to share across threads.
-    /// - Throws: `AssetPackError`.
-    public static func open(_ path: String, credential: PackCredential?, limits: ReadLimits = .default) throws
-        -> any PackReader
-    {
+    /// - Throws: `AssetPackError`; `.untrusted` when trusted keys were given and the pack is not
+    ///   signed by one of them, or was altered.
+    public static func open(
+        _ path: String, credential: PackCredential?, limits: ReadLimits = .default, trustedKeys: [PublisherKey] = []
+    ) throws -> any PackReader {
+        let format: PackFormat
+        do { format = try sniff(path) } catch let error as AssetPackError {
+            throw error.untrustedIfUnreadable(trusting: trustedKeys)
+        }
+        switch format {
+        case .zip:
+            return try ZipPackReader(path: path, credential: credential, limits: limits, trustedKeys: trustedKeys)
+        case .container:
+            return try ContainerPackReader(path: path, credential: credential, limits: limits, trustedKeys: trustedKeys)
+        }
+    }
+
+    /// Whether the pack at `path` carries a publisher signature (checked or not).
+    package static func isSigned(_ path: String) throws -> Bool {
         switch try sniff(path) {
-        case .zip: return try ZipPackReader(path: path, credential: credential, limits: limits)
-        case .container: return try ContainerPackReader(path: path, credential: credential, limits: limits)
+        case .zip: try ZipSignature.isPresent(at: path)
+        case .container: try ContainerPackReader.isSigned(at: path)
+        }
+    }
+
+    /// Checks the publisher signature of the pack at `path` without its password: the signature,
+    /// the directory or index, and every stored byte (what an installer can check).
+    /// - Returns: The trusted key that signed it.
+    /// - Throws: `.untrusted` when it is unsigned, signed by another key, or altered.
+    package static func verifySignature(at path: String, trustedKeys: [PublisherKey]) throws -> PublisherKey {
+        do {
+            switch try sniff(path) {
+            case .zip: return try ZipSignature.verifySignature(at: path, trusted: trustedKeys)
+            case .container: return try ContainerPackReader.verifySignature(at: path, trusted: trustedKeys)
+            }
+        } catch let error as AssetPackError {
+            throw error.untrustedIfUnreadable(trusting: trustedKeys)
         }
     }
 
@@ -82,6 +115,14 @@ public enum AssetPacks {
         try AtomicFile.checkTarget(output.path)  // before the scan, for both writers
         let (files, skipped) = try SourceTree.scanReporting(
             root: source, includeHidden: options.includeHidden, excluding: output)
+        var options = options
+        if let key = options.signingKey, !options.fresh,
+            (try? verifySignature(at: output.path, trustedKeys: [key.publicKey])) == nil
+        {
+            // A re-pack signs what it reuses: reuse only a previous pack this key signed, whole,
+            // so bytes someone changed in it (with the password) are never signed afresh.
+            options.fresh = true
+        }
         let writer: any PackWriter =
             switch options.format {
             case .zip: ZipPackWriter()

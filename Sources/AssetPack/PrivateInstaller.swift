@@ -19,6 +19,8 @@ import Foundation
 public struct PrivateInstaller: Sendable {
     /// The private directory packs are installed into.
     public let directory: URL
+    /// The publisher keys an installed pack must be signed by (<doc:Security>); empty: any pack.
+    public let trustedKeys: [PublisherKey]
 
     /// The outcome of an install.
     public struct Installation: Sendable, Equatable {
@@ -28,18 +30,30 @@ public struct PrivateInstaller: Sendable {
         public var copied: Bool
         /// SHA-256 of the installed pack, lowercase hex.
         public var sha256: String
+        /// The trusted key whose signature the installer checked, when it was given trusted keys.
+        public var publisher: PublisherKey?
     }
 
     /// Creates an installer for an explicit directory.
-    public init(directory: URL) {
+    /// - Parameters:
+    ///   - directory: The private directory.
+    ///   - trustedKeys: When not empty, a pack is installed only if one of these keys signed it
+    ///     and every byte is the signed one (checked on the copy, before it replaces anything);
+    ///     an install verified under a key no longer trusted is checked again.
+    public init(directory: URL, trustedKeys: [PublisherKey] = []) {
         self.directory = directory
+        self.trustedKeys = trustedKeys
     }
 
     /// Creates an installer for an app's default private directory:
     /// `$XDG_DATA_HOME/<appID>`, else `~/.local/share/<appID>`.
+    /// - Parameters:
+    ///   - appID: The app's id.
+    ///   - trustedKeys: As for ``init(directory:trustedKeys:)``.
     /// - Throws: `.invalidArgument` for an app id that is not a single safe path component.
-    public init(appID: String) throws {
+    public init(appID: String, trustedKeys: [PublisherKey] = []) throws {
         self.directory = try Self.defaultDirectory(appID: appID)
+        self.trustedKeys = trustedKeys
     }
 
     /// The default private directory for an app id.
@@ -84,27 +98,31 @@ public struct PrivateInstaller: Sendable {
         let installed = try? Self.regularFile(destination.path)
 
         let fingerprint = try Self.fingerprint(of: pack.path)
-        let record = { (digest: String) in
+        let record = { (digest: String, publisher: PublisherKey?) in
             InstallRecord(
                 sha256: digest, size: source.size, sourceSize: source.size, sourceModified: source.modificationTime,
-                sourceFingerprint: fingerprint)
+                sourceFingerprint: fingerprint, publisher: publisher?.text)
         }
-        if let recorded, let installed, installed.size == recorded.size {
+        // An install checked under a key this installer trusts (or any install, without keys).
+        let recordedPublisher = recorded?.publisher.flatMap { try? PublisherKey(text: $0) }
+        let trustedBefore = trustedKeys.isEmpty || recordedPublisher.map(trustedKeys.contains) == true
+        if let recorded, let installed, installed.size == recorded.size, trustedBefore {
+            let publisher = trustedKeys.isEmpty ? nil : recordedPublisher
             if recorded.sourceSize == source.size && recorded.sourceModified == source.modificationTime
                 && recorded.sourceFingerprint == fingerprint
             {
-                return Installation(path: destination, copied: false, sha256: recorded.sha256)
+                return Installation(path: destination, copied: false, sha256: recorded.sha256, publisher: publisher)
             }
             let digest = try Self.sha256(of: pack.path)
             if digest == recorded.sha256 {
-                try record(digest).save(manifestURL)
-                return Installation(path: destination, copied: false, sha256: digest)
+                try record(digest, recordedPublisher).save(manifestURL)
+                return Installation(path: destination, copied: false, sha256: digest, publisher: publisher)
             }
         }
 
-        let digest = try copyVerified(from: pack.path, to: destination)
-        try record(digest).save(manifestURL)
-        return Installation(path: destination, copied: true, sha256: digest)
+        let (digest, publisher) = try copyVerified(from: pack.path, to: destination)
+        try record(digest, publisher).save(manifestURL)
+        return Installation(path: destination, copied: true, sha256: digest, publisher: publisher)
     }
 
     // MARK: - Steps
@@ -130,12 +148,14 @@ public struct PrivateInstaller: Sendable {
         }
     }
 
-    /// Copies `source` to a temporary file, fsyncs it, reads it back to compare SHA-256s,
-    /// renames it over `destination` and fsyncs the directory.
-    /// - Returns: The SHA-256 (hex) of the installed bytes.
-    private func copyVerified(from source: String, to destination: URL) throws -> String {
+    /// Copies `source` to a temporary file, fsyncs it, reads it back to compare SHA-256s and,
+    /// with trusted keys, checks its publisher signature on every byte; then renames it over
+    /// `destination` and fsyncs the directory. Nothing is replaced unless every check passed.
+    /// - Returns: The SHA-256 (hex) of the installed bytes, and the key that signed them.
+    private func copyVerified(from source: String, to destination: URL) throws -> (String, PublisherKey?) {
         let hasher = SHA256Hasher()
         var sourceDigest = ""
+        var publisher: PublisherKey?
         try AtomicFile.write(
             destination.path, mode: 0o600, exactMode: true,
             { out in
@@ -150,8 +170,11 @@ public struct PrivateInstaller: Sendable {
                     throw AssetPackError(
                         .integrityFailure, "the installed copy does not match the source (SHA-256 differs)")
                 }
+                if !trustedKeys.isEmpty {
+                    publisher = try AssetPacks.verifySignature(at: temporary, trustedKeys: trustedKeys)
+                }
             })
-        return sourceDigest
+        return (sourceDigest, publisher)
     }
 
     /// What a pack carries that tells it from any other pack, read without reading it whole:
@@ -254,6 +277,8 @@ struct InstallRecord: Codable, Equatable {
     var sourceModified: Int64
     /// `PrivateInstaller.fingerprint(of:)` of the source; `nil` in records from before it existed.
     var sourceFingerprint: String?
+    /// The text of the trusted key whose signature was checked at install, if any.
+    var publisher: String?
 
     static func load(_ url: URL) -> InstallRecord? {
         guard let data = try? Data(contentsOf: url) else { return nil }

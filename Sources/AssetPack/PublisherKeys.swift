@@ -7,7 +7,7 @@ import AssetPackCrypto
 extension PublisherSigningKey {
     /// The public key that verifies this key's signatures: what apps that accept packs signed
     /// with this key hold.
-    public var publicKey: PublisherKey { PublisherKey(Ed25519PrivateKey(self).publicKey) }
+    public var publicKey: PublisherKey { verifyingKey }
 
     /// A new random key from OpenSSL's random generator (what `assetpack keygen` writes).
     package static func generate() -> PublisherSigningKey {

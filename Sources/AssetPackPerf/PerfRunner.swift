@@ -23,6 +23,10 @@ public struct PerfConfiguration: Sendable {
     /// The password or key. `nil` with `.source`/`.corpus`: a random throwaway password is
     /// generated (the packs are temporary). `nil` with `.packs`: only unencrypted zips read.
     public var credential: PackCredential?
+    /// Publisher keys: `--pack` inputs that are signed are opened with them (every read checks
+    /// the signature, label `<format>-signed`); unsigned ones are read as before. So a signed and
+    /// an unsigned pack of the same tree compare signed against unsigned reads.
+    public var trustedKeys: [PublisherKey] = []
     /// Settings for the packs written by `.source`/`.corpus` (format is set per backend).
     public var packOptions = PackOptions()
     /// Parent of the private temporary work directory (default: the system temporary directory).
@@ -105,13 +109,16 @@ public enum PerfRunner {
             var labels: Set<String> = []
             for (i, url) in urls.enumerated() {
                 report(configuration, "open \(url.lastPathComponent)", i, urls.count)
+                let signed = try !configuration.trustedKeys.isEmpty && AssetPacks.isSigned(url.path)
                 let watch = Stopwatch()
-                let reader = try AssetPacks.open(url.path, credential: configuration.credential)
+                let reader = try AssetPacks.open(
+                    url.path, credential: configuration.credential,
+                    trustedKeys: signed ? configuration.trustedKeys : [])
                 let openWall = watch.elapsed
-                var label = reader.format.rawValue
+                var label = reader.format.rawValue + (signed ? "-signed" : "")
                 var n = 2
                 while labels.contains(label) {
-                    label = "\(reader.format.rawValue)-\(n)"
+                    label = "\(reader.format.rawValue)\(signed ? "-signed" : "")-\(n)"
                     n += 1
                 }
                 labels.insert(label)

@@ -14,7 +14,8 @@ struct AssetPackCommand: ParsableCommand {
             --password-file PATH, --key-file PATH (container raw key), or answer the prompt on a terminal.
 
             Exit codes: 0 success, 1 other error, 2 missing or wrong password, 3 entry not found, \
-            4 integrity failure (CRC, MAC, corrupt or truncated pack), 64 usage.
+            4 integrity failure (CRC, MAC, corrupt or truncated pack), 5 untrusted (--trust given and the pack \
+            is not signed by one of those keys, or differs from what was signed), 64 usage.
             """,
         version: assetpackVersion,
         subcommands: [Pack.self, List.self, Cat.self, Extract.self, Verify.self, Install.self, Keygen.self, Perf.self])
@@ -83,6 +84,7 @@ func cliExitCode(for code: AssetPackError.Code) -> Int32 {
     case .missingPassword, .wrongPassword: 2
     case .entryNotFound: 3
     case .integrityFailure: 4
+    case .untrusted: 5
     default: 1
     }
 }

@@ -17,10 +17,11 @@ extension AssetPackCommand {
         @Argument(help: "The entry's path.") var entry: String
         @Option(name: .shortAndLong, help: "Write to this file instead of standard output.") var output: String?
         @OptionGroup var credentials: CredentialOptions
+        @OptionGroup var trust: TrustOptions
 
         func run() throws {
             try reporting {
-                let reader = try credentials.open(pack, forData: true)
+                let reader = try credentials.open(pack, forData: true, trust: trust)
                 guard let output else {
                     try reader.writeVerified(entry, to: STDOUT_FILENO, outputName: "standard output")
                     return

@@ -70,15 +70,17 @@ struct CredentialOptions: ParsableArguments {
     }
 
     /// Opens a pack, asking for a password on a terminal only if the pack needs one for `forData`.
-    func open(_ path: String, forData: Bool) throws -> any PackReader {
-        if let credential = try given() { return try AssetPacks.open(path, credential: credential) }
+    /// With `trust`, the pack must be signed by one of those keys (exit 5 otherwise).
+    func open(_ path: String, forData: Bool, trust: TrustOptions) throws -> any PackReader {
+        let keys = try trust.keys()
+        if let credential = try given() { return try AssetPacks.open(path, credential: credential, trustedKeys: keys) }
         if try AssetPacks.sniff(path) == .container {
-            return try AssetPacks.open(path, credential: try resolve(needed: true))
+            return try AssetPacks.open(path, credential: try resolve(needed: true), trustedKeys: keys)
         }
-        let plain = try AssetPacks.open(path, credential: nil)
+        let plain = try AssetPacks.open(path, credential: nil, trustedKeys: keys)
         let encrypted = plain.entries.contains { $0.encryption != .none }
         guard forData && encrypted && isatty(STDIN_FILENO) == 1 else { return plain }
-        return try AssetPacks.open(path, credential: try resolve(needed: true))
+        return try AssetPacks.open(path, credential: try resolve(needed: true), trustedKeys: keys)
     }
 
     static func readKey(_ path: String) throws -> [UInt8] {
@@ -119,5 +121,21 @@ struct CredentialOptions: ParsableArguments {
             throw AssetPackError(.missingPassword, "no password entered")
         }
         return line
+    }
+}
+
+/// `--trust NAME.pub`: the publisher keys a pack must be signed by. Public keys are not secret,
+/// so they are files given on the command line (the app pins the same text in its code).
+struct TrustOptions: ParsableArguments {
+    @Option(
+        name: .customLong("trust"),
+        help: ArgumentHelp(
+            "Accept the pack only if this publisher key signed it, every byte as signed (repeatable; exit 5 otherwise).",
+            valueName: "NAME.pub"))
+    var files: [String] = []
+
+    /// The keys, loaded from their files.
+    func keys() throws -> [PublisherKey] {
+        try files.map { try PublisherKey.load(from: URL(fileURLWithPath: $0)) }
     }
 }

@@ -18,10 +18,11 @@ extension AssetPackCommand {
         @Option(help: "The directory to extract into.") var into: String
         @OptionGroup var quiet: QuietOption
         @OptionGroup var credentials: CredentialOptions
+        @OptionGroup var trust: TrustOptions
 
         func run() throws {
             try reporting {
-                let reader = try credentials.open(pack, forData: true)
+                let reader = try credentials.open(pack, forData: true, trust: trust)
                 var count = 0
                 try Extractor(directory: URL(fileURLWithPath: into)).extract(from: reader, paths: entries) { url, _ in
                     count += 1

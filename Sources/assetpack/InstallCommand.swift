@@ -15,6 +15,7 @@ extension AssetPackCommand {
         @Option(help: "Install into $XDG_DATA_HOME/<app-id> (or ~/.local/share/<app-id>).") var appId: String?
         @Option(help: "The installed file's name (default: the pack's name).") var name: String?
         @OptionGroup var quiet: QuietOption
+        @OptionGroup var trust: TrustOptions
 
         func validate() throws {
             if (into == nil) == (appId == nil) {
@@ -25,13 +26,17 @@ extension AssetPackCommand {
         func run() throws {
             try reporting {
                 _ = try AssetPacks.sniff(pack)  // refuse to install something that is not a pack
+                let keys = try trust.keys()
                 let installer =
-                    if let into { PrivateInstaller(directory: URL(fileURLWithPath: into)) } else {
-                        try PrivateInstaller(appID: appId!)
+                    if let into { PrivateInstaller(directory: URL(fileURLWithPath: into), trustedKeys: keys) } else {
+                        try PrivateInstaller(appID: appId!, trustedKeys: keys)
                     }
                 let result = try installer.install(URL(fileURLWithPath: pack), as: name)
                 print(result.path.path)
                 if !result.copied { quiet.say("assetpack: already installed and current") }
+                if let publisher = result.publisher {
+                    quiet.say("assetpack: signed by trusted key \(publisher.fingerprint)")
+                }
             }
         }
     }

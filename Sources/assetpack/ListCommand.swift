@@ -13,10 +13,11 @@ extension AssetPackCommand {
         @Flag(help: "Print JSON instead of a table (names exact, not escaped).") var json = false
         @OptionGroup var quiet: QuietOption
         @OptionGroup var credentials: CredentialOptions
+        @OptionGroup var trust: TrustOptions
 
         func run() throws {
             try reporting {
-                let reader = try credentials.open(pack, forData: false)
+                let reader = try credentials.open(pack, forData: false, trust: trust)
                 if json {
                     let document = ListDocument(
                         format: reader.format.rawValue, entries: reader.entries.map(ListDocument.Entry.init))

@@ -26,6 +26,12 @@ extension AssetPackCommand {
                 "Compress and encrypt every entry, even those an existing pack at --output (same credential) already holds unchanged."
         )
         var fresh = false
+        @Option(
+            name: .customLong("sign-key"),
+            help: ArgumentHelp(
+                "Sign the pack with this publisher key (from assetpack keygen); readers check it with --trust NAME.pub.",
+                valueName: "NAME.key"))
+        var signKey: String?
         @OptionGroup var quiet: QuietOption
         @OptionGroup var credentials: CredentialOptions
 
@@ -47,6 +53,7 @@ extension AssetPackCommand {
                 options.includeHidden = includeHidden
                 options.container.chunkSize = chunkKiB << 10
                 options.fresh = fresh
+                options.signingKey = try signKey.map { try PublisherSigningKey.load(from: URL(fileURLWithPath: $0)) }
                 options.credential = try credentials.resolve(needed: encryption != .none, confirm: true)
                 if encryption == .zipCrypto {
                     printWarning(
@@ -67,7 +74,7 @@ extension AssetPackCommand {
                 let inputBytes = summary.files.reduce(UInt64(0)) { $0 + $1.size }
                 quiet.say(
                     "packed \(summary.files.count) entries (\(inputBytes) bytes) into \(output) (\(summary.packSize) bytes, \(format.rawValue)) in \(String(format: "%.2f", summary.seconds)) s: \(summary.reused) reused, \(summary.packed) packed"
-                )
+                        + (options.signingKey.map { ", signed by key \($0.publicKey.fingerprint)" } ?? ""))
             }
         }
     }

@@ -41,6 +41,7 @@ extension AssetPackCommand {
                 valueName: "DIR"))
         var keepWork: String?
         @OptionGroup var credentials: CredentialOptions
+        @OptionGroup var trust: TrustOptions
 
         func validate() throws {
             let inputs = (source != nil ? 1 : 0) + (packs.isEmpty ? 0 : 1) + (corpus != nil ? 1 : 0)
@@ -67,6 +68,11 @@ extension AssetPackCommand {
                 var configuration = PerfConfiguration(input: input)
                 configuration.iterations = iterations
                 configuration.credential = credential
+                configuration.trustedKeys = try trust.keys()
+                if !configuration.trustedKeys.isEmpty && packs.isEmpty {
+                    throw AssetPackError(
+                        .invalidArgument, "--trust applies to --pack inputs (give a signed and an unsigned pack)")
+                }
                 configuration.probeToolchain = true
                 configuration.compareLibzipDecoder = withLibzip
                 if let keepWork {
