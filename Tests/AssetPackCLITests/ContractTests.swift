@@ -83,6 +83,9 @@ import Testing
         let passwordFile: String
         let keyFile: String
         let keyPack: String
+        /// A publisher key pair; the fixture's packs are signed with it.
+        let signKey: String
+        let trustKey: String
 
         init() throws {
             source = try dir.write(["a.txt": Array("hello".utf8), "b/c.json": Array("{}".utf8)], under: "src").path
@@ -91,13 +94,22 @@ import Testing
             passwordFile = dir.appending("pw").path
             keyFile = dir.appending("key").path
             keyPack = dir.appending("k.apack").path
+            signKey = dir.appending("publisher.key").path
+            trustKey = dir.appending("publisher.pub").path
+            let keygen = try CLI.run(["keygen", "--out", dir.appending("publisher").path])
+            #expect(keygen.status == 0, "\(keygen.stderr)")
             try Data("\(ContractTests.password)\n".utf8).write(to: URL(fileURLWithPath: passwordFile))
             try Data(String(repeating: "ab", count: 32).utf8).write(to: URL(fileURLWithPath: keyFile))
             for (pack, extra) in [(zipPack, ["--format", "zip"]), (containerPack, ["--format", "container"])] {
-                let run = try CLI.run(["pack", source, "--output", pack] + extra, password: ContractTests.password)
+                let run = try CLI.run(
+                    ["pack", source, "--output", pack, "--sign-key", signKey] + extra, password: ContractTests.password)
                 #expect(run.status == 0, "\(run.stderr)")
             }
-            let run = try CLI.run(["pack", source, "--output", keyPack, "--format", "container", "--key-file", keyFile])
+            let run = try CLI.run(
+                [
+                    "pack", source, "--output", keyPack, "--format", "container", "--key-file", keyFile, "--sign-key",
+                    signKey,
+                ])
             #expect(run.status == 0, "\(run.stderr)")
         }
 
@@ -150,7 +162,7 @@ import Testing
             "--password-env": "CONTRACT_PASSWORD", "--password-file": f.passwordFile, "--key-file": f.keyFile,
             "--iterations": "1", "--json": f.fresh("r") + ".json", "--csv": f.fresh("r") + ".csv",
             "--html": f.fresh("r") + ".html", "--pack": pack, "--corpus": "standard", "--keep-work": f.fresh("work"),
-            "--out": f.fresh("publisher"),
+            "--out": f.fresh("publisher"), "--sign-key": f.signKey, "--trust": f.trustKey,
         ]
         if let value = required.removeValue(forKey: flag) {
             return base + [flag, value] + required.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] }

@@ -141,7 +141,7 @@ import Testing
                 path: scratch.write(Array("PK\u{3}\u{4} not a container".utf8), name: "zip"), credential: testKey)
         }
         var newer = bytes(of: path)
-        newer[8] = ContainerFormat.version + 1
+        newer[8] = ContainerFormat.signedVersion + 1
         expectError(.unsupportedFormat) {
             _ = try ContainerPackReader(path: scratch.write(newer, name: "v3"), credential: testKey)
         }

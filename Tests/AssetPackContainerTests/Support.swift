@@ -44,7 +44,8 @@ final class Scratch {
     func pack(
         _ files: [(String, [UInt8])], name: String = "test.apack", credential: PackCredential? = testKey,
         chunkSize: Int = 4096, compression: CompressionPolicy = .auto,
-        kdf: ContainerKDF = cheapKDF, writer: ContainerPackWriter = ContainerPackWriter()
+        kdf: ContainerKDF = cheapKDF, writer: ContainerPackWriter = ContainerPackWriter(),
+        signingKey: PublisherSigningKey? = nil
     ) throws -> String {
         let src = url.appendingPathComponent("src-\(name)")
         var sources: [SourceFile] = []
@@ -60,6 +61,7 @@ final class Scratch {
         options.container.chunkSize = chunkSize
         options.container.kdf = kdf
         options.compression = compression
+        options.signingKey = signingKey
         let out = url.appendingPathComponent(name).path
         try writer.write(sources, to: out, options: options)
         return out

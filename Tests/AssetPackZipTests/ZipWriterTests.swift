@@ -8,7 +8,8 @@ import Testing
 func writeZip(
     _ tree: [String: [UInt8]], in dir: TemporaryDirectory, writer: ZipPackWriter = ZipPackWriter(),
     encryption: PackEncryption = .aes256, compression: CompressionPolicy = .auto, password: String = "s3cret",
-    name: String = "out.zip", fresh: Bool = false, progress: (@Sendable (PackProgress) -> Void)? = nil
+    name: String = "out.zip", fresh: Bool = false, progress: (@Sendable (PackProgress) -> Void)? = nil,
+    signingKey: PublisherSigningKey? = nil
 ) throws -> (path: String, report: PackWriteReport) {
     let source = dir.appending("src")
     try? FileManager.default.removeItem(at: source)
@@ -25,6 +26,7 @@ func writeZip(
     options.credential = .password(password)
     options.fresh = fresh
     options.progress = progress
+    options.signingKey = signingKey
     let output = dir.appending(name).path
     let report = try writer.write(SourceTree.scan(root: source, includeHidden: false), to: output, options: options)
     return (output, report)
@@ -223,6 +225,14 @@ func expectReadsBack(_ path: String, _ tree: [String: [UInt8]], password: String
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
         #expect(Array(bytes[(bytes.count - 22)..<(bytes.count - 18)]) == [0x50, 0x4B, 5, 6])
         #expect(Array(bytes[(bytes.count - 12)..<(bytes.count - 10)]) == [0xFF, 0xFF])
+        // Signed, the zip64 end records are rebuilt and checked like the 32-bit ones.
+        let key = newZipSigningKey()
+        options.signingKey = key
+        try ZipPackWriter().write(files, to: path, options: options)
+        let signed = try ZipPackReader(path: path, credential: nil, trustedKeys: [key.verifyingKey])
+        #expect(signed.entries.count == count && signed.publisher == key.verifyingKey)
+        #expect(try signed.read("e/65999") == [42])
+        #expect(try ZipSignature.verifySignature(at: path, trusted: [key.verifyingKey]) == key.verifyingKey)
     }
 }
 

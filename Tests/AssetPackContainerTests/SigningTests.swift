@@ -1,0 +1,209 @@
+import AssetPackCore
+import AssetPackCrypto
+import Foundation
+import Testing
+
+@testable import AssetPackContainer
+
+/// A fresh publisher signing key.
+func newSigningKey() -> PublisherSigningKey {
+    try! Ed25519PrivateKey().seed.withUnsafeBytes { try PublisherSigningKey(seed: $0) }
+}
+
+/// Publisher-signed containers (version 3): what trusted readers accept, and the attacks of
+/// someone who knows the key (docs/SECURITY.md). Every attack is refused with `.untrusted`
+/// or `.integrityFailure`, and no wrong byte is returned.
+@Suite struct SigningTests {
+    static let publisher = newSigningKey()
+    static let other = newSigningKey()
+    static var trusted: [PublisherKey] { [publisher.verifyingKey] }
+    static let files: [(String, [UInt8])] = [
+        ("a.txt", Array("nineteen bytes here".utf8)),
+        ("b.bin", noise(10_000, seed: 7)),  // three stored chunks of 4 KiB
+        ("c/z.txt", text(6000)),  // two deflated chunks
+        ("e", []),
+    ]
+
+    /// Opens with trust and reads every entry every way; the error code of the first refusal, or
+    /// nil when everything read (and then every byte must be right).
+    static func outcome(_ path: String, trusting keys: [PublisherKey] = trusted, files: [(String, [UInt8])] = files)
+        -> AssetPackError.Code?
+    {
+        do {
+            let reader = try ContainerPackReader(path: path, credential: testKey, trustedKeys: keys)
+            for (name, data) in files {
+                #expect(try reader.read(name) == data, "wrong bytes for \(name)")
+                var streamed: [UInt8] = []
+                try reader.stream(name) { streamed.append(contentsOf: $0) }
+                #expect(streamed == data, "wrong streamed bytes for \(name)")
+                #expect(try reader.readRange(name, offset: 0, count: data.count) == data)
+            }
+            // And the whole file as one stream (what install and verify check).
+            _ = try ContainerPackReader.verifySignature(at: path, trusted: keys)
+            return nil
+        } catch let error as AssetPackError {
+            return error.code
+        } catch {
+            Issue.record("unexpected \(error)")
+            return .io
+        }
+    }
+
+    @Test func signedPackReadsWithTrustAndWithout() throws {
+        let scratch = Scratch()
+        let path = try scratch.pack(Self.files, signingKey: Self.publisher)
+        #expect(try ContainerPackReader.isSigned(at: path))
+        let reader = try ContainerPackReader(path: path, credential: testKey, trustedKeys: Self.trusted)
+        #expect(reader.header.version == 3 && reader.publisher == Self.publisher.verifyingKey)
+        #expect(Self.outcome(path) == nil)
+        // Rotation: any one of several trusted keys is enough.
+        #expect(Self.outcome(path, trusting: [Self.other.verifyingKey, Self.publisher.verifyingKey]) == nil)
+        // Without trusted keys a signed pack reads as an unsigned one.
+        let plain = try ContainerPackReader(path: path, credential: testKey)
+        #expect(plain.publisher == nil)
+        for (name, data) in Self.files { #expect(try plain.read(name) == data) }
+        // The installer's check, without the password.
+        #expect(try ContainerPackReader.verifySignature(at: path, trusted: Self.trusted) == Self.publisher.verifyingKey)
+    }
+
+    @Test func unsignedAndOtherKeysAreRefused() throws {
+        let scratch = Scratch()
+        let unsigned = try scratch.pack(Self.files, name: "u.apack")
+        #expect(Self.outcome(unsigned) == .untrusted)
+        expectError(.untrusted) { _ = try ContainerPackReader.verifySignature(at: unsigned, trusted: Self.trusted) }
+        let signed = try scratch.pack(Self.files, name: "s.apack", signingKey: Self.other)
+        #expect(Self.outcome(signed) == .untrusted)
+        // Refused before the password is even asked for.
+        expectError(.untrusted) {
+            _ = try ContainerPackReader(path: signed, credential: nil, trustedKeys: Self.trusted)
+        }
+    }
+
+    /// The attacker holds the real entry key: chunk 1 of b.bin re-sealed with other bytes. The
+    /// GCM tag is valid, so an untrusting reader's range read returns the forged bytes; a trusting
+    /// reader refuses it by the chunk's signed SHA-256.
+    @Test func chunkResealedUnderTheRealKeyIsRefused() throws {
+        let scratch = Scratch()
+        let path = try scratch.pack(Self.files, compression: .store, signingKey: Self.publisher)
+        let reader = try ContainerPackReader(path: path, credential: testKey)
+        let e = try #require(reader.records.first { $0.info.path == "b.bin" })
+        let forged = [UInt8](repeating: 0x41, count: 4096)
+        var sealed = forged
+        var tag = [UInt8](repeating: 0, count: 16)
+        let nonce = chunkNonce(entry: 0, chunk: 1, final: false, deflated: false)
+        sealed.withUnsafeMutableBytes { s in
+            tag.withUnsafeMutableBytes { t in AESGCM().seal(s, tag: t, nonce: nonce, key: reader.keys.entryKey(e)) }
+        }
+        let offset = e.offset + UInt64(4096 + 16)
+        var bytes = bytes(of: path)
+        bytes.replaceSubrange(Int(offset)..<Int(offset) + 4112, with: sealed + tag)
+        let attacked = scratch.write(bytes, name: "attacked")
+        let fooled = try ContainerPackReader(path: attacked, credential: testKey)
+        #expect(try fooled.readRange("b.bin", offset: 4096, count: 4096) == forged, "the attack works unsigned")
+        let careful = try ContainerPackReader(path: attacked, credential: testKey, trustedKeys: Self.trusted)
+        for read in [
+            { _ = try careful.readRange("b.bin", offset: 4096, count: 10) }, { _ = try careful.read("b.bin") },
+            { try careful.stream("b.bin") { _ in } },
+        ] {
+            expectError(.untrusted) { try read() }
+        }
+        #expect(try careful.read("a.txt") == Self.files[0].1, "other entries still read")
+        expectError(.untrusted) { _ = try ContainerPackReader.verifySignature(at: attacked, trusted: Self.trusted) }
+    }
+
+    /// Pack B of the same publisher and key holds the same names with other bytes: its chunks,
+    /// its signature block, or both spliced into pack A are refused.
+    @Test func partsOfAnotherSignedPackAreRefused() throws {
+        let scratch = Scratch()
+        let a = try scratch.pack(Self.files, name: "a.apack", compression: .store, signingKey: Self.publisher)
+        let changed = Self.files.map { ($0.0, $0.0 == "b.bin" ? noise(10_000, seed: 8) : $0.1) }
+        let b = try scratch.pack(changed, name: "b.apack", compression: .store, signingKey: Self.publisher)
+        let (ra, rb) = (
+            try ContainerPackReader(path: a, credential: testKey), try ContainerPackReader(path: b, credential: testKey)
+        )
+        let ea = try #require(ra.records.first { $0.info.path == "b.bin" })
+        let eb = try #require(rb.records.first { $0.info.path == "b.bin" })
+        let (bytesA, bytesB) = (bytes(of: a), bytes(of: b))
+        let length = Int(ea.info.storedSize)
+        #expect(length == Int(eb.info.storedSize))
+        // B's entry in A's place.
+        var spliced = bytesA
+        spliced.replaceSubrange(
+            Int(ea.offset)..<Int(ea.offset) + length, with: bytesB[Int(eb.offset)..<Int(eb.offset) + length])
+        #expect(Self.outcome(scratch.write(spliced, name: "entry")) == .untrusted)
+        // B's signature block (same length: same chunk count) on A.
+        let endA = Int(ra.header.indexOffset + ra.header.indexLength),
+            endB = Int(rb.header.indexOffset + rb.header.indexLength)
+        #expect(bytesA.count - endA == bytesB.count - endB)
+        let swapped = Array(bytesA[..<endA]) + Array(bytesB[endB...])
+        #expect(Self.outcome(scratch.write(swapped, name: "block")) == .untrusted)
+    }
+
+    @Test func strippedMovedOrTruncatedSignaturesAreRefused() throws {
+        let scratch = Scratch()
+        let path = try scratch.pack(Self.files, signingKey: Self.publisher)
+        let reader = try ContainerPackReader(path: path, credential: testKey)
+        let original = bytes(of: path)
+        let end = Int(reader.header.indexOffset + reader.header.indexLength)
+        let block = Array(original[end...])
+        var cases: [(String, [UInt8])] = [
+            ("stripped", Array(original[..<end])),
+            ("moved after a byte", Array(original[..<end]) + [0] + block),
+            ("doubled", original + block),
+            ("cut by one byte", Array(original.dropLast())),
+            ("cut by one digest", Array(original.dropLast(32))),
+            ("cut to the fixed part", Array(original[..<(end + PackSignature.fixedSize)])),
+        ]
+        // Moved in front of the index: the header's index offset no longer points at it.
+        cases.append(
+            (
+                "moved before the index",
+                Array(original[..<Int(reader.header.indexOffset)]) + block
+                    + Array(original[Int(reader.header.indexOffset)..<end])
+            ))
+        for (name, bytes) in cases {
+            let code = Self.outcome(scratch.write(bytes, name: "case"))
+            #expect(code == .untrusted || code == .integrityFailure, "\(name): \(String(describing: code))")
+        }
+    }
+
+    /// Every single-byte flip of a small signed pack is refused by a trusting reader, and the
+    /// refusal is `.untrusted` unless the byte is one the signature framing itself describes.
+    @Test func everySingleByteFlipIsRefused() throws {
+        let scratch = Scratch()
+        let files: [(String, [UInt8])] = [("a.txt", Array("nineteen bytes here".utf8)), ("b", text(300))]
+        let path = try scratch.pack(files, signingKey: Self.publisher)
+        let original = bytes(of: path)
+        #expect(Self.outcome(path, files: files) == nil)
+        var accepted: [Int] = []
+        var codes: [AssetPackError.Code: Int] = [:]
+        for i in 0..<original.count {
+            var flipped = original
+            flipped[i] ^= 0xFF
+            let damaged = scratch.write(flipped, name: "flip")
+            if let code = Self.outcome(damaged, files: files) {
+                codes[code, default: 0] += 1
+            } else {
+                accepted.append(i)
+            }
+        }
+        #expect(accepted.isEmpty, "flips accepted at \(accepted)")
+        #expect(Set(codes.keys).isSubset(of: [.untrusted, .integrityFailure]), "\(codes)")
+        #expect(codes[.untrusted, default: 0] > original.count / 2, "\(codes)")
+    }
+
+    @Test func incrementalRepackSignsAgain() throws {
+        let scratch = Scratch()
+        let path = try scratch.pack(Self.files, signingKey: Self.publisher)
+        // Re-pack with one entry changed, signed by the new key: reused chunks are re-hashed.
+        var changed = Self.files
+        changed[0].1 = Array("twenty bytes here!!!".utf8)
+        _ = try scratch.pack(changed, signingKey: Self.other)
+        #expect(Self.outcome(path, trusting: [Self.other.verifyingKey], files: changed) == nil)
+        #expect(Self.outcome(path, files: changed) == .untrusted)
+        // And unsigned when re-packed without a key.
+        _ = try scratch.pack(changed)
+        #expect(try !ContainerPackReader.isSigned(at: path))
+        #expect(Self.outcome(path, trusting: [Self.other.verifyingKey], files: changed) == .untrusted)
+    }
+}
