@@ -236,18 +236,8 @@ public final class ContainerPackReader: PackReader {
         let sealed = try preadArray(fd, count: Int(header.indexLength), at: header.indexOffset)
         let block = try checkSignature(
             fd: fd, header: header, headerBytes: headerBytes, sealedIndex: sealed, fileSize: fileSize, trusted: trusted)
-        let hasher = SHA256Hasher()
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
-        defer { buffer.deallocate() }
-        var at = UInt64(ContainerFormat.headerSize)
-        while at < header.indexOffset {
-            let piece = UnsafeMutableRawBufferPointer(
-                rebasing: buffer[0..<Int(min(UInt64(buffer.count), header.indexOffset - at))])
-            try readExactly(fd, piece, at: at)
-            hasher.update(UnsafeRawBufferPointer(piece))
-            at += UInt64(piece.count)
-        }
-        guard hasher.finalize() == block.dataDigest else {
+        let data = UInt64(ContainerFormat.headerSize)..<header.indexOffset
+        guard try SHA256Hasher.digest(of: fd, data, path: path) == block.dataDigest else {
             throw AssetPackError(.untrusted, "the pack's chunks are not the ones its publisher signed")
         }
         return block.publisher

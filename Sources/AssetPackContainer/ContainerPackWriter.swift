@@ -143,8 +143,8 @@ package struct ContainerPackWriter: PackWriter {
                 let block = PackSignature(
                     kind: .container, publisher: key.verifyingKey,
                     headDigest: SHA256Hasher.digest(headerBytes + indexRegion),
-                    dataDigest: try Self.digest(
-                        fd, from: UInt64(ContainerFormat.headerSize), to: pos, buffer: buffers.plain),
+                    dataDigest: try SHA256Hasher.digest(
+                        of: fd, UInt64(ContainerFormat.headerSize)..<pos, path: output),
                     items: chunkDigests
                 ).signed(with: key)
                 try pwriteAll(fd, block, at: end)
@@ -159,22 +159,6 @@ package struct ContainerPackWriter: PackWriter {
     }
 
     /// The header fields of `kdf`.
-    /// The SHA-256 of bytes `[from, to)` of the pack being written (its data region, for the
-    /// signature), read back through `buffer` (the page cache still holds them).
-    private static func digest(_ fd: FileDescriptor, from: UInt64, to: UInt64, buffer: UnsafeMutableRawBufferPointer)
-        throws -> [UInt8]
-    {
-        let hasher = SHA256Hasher()
-        var at = from
-        while at < to {
-            let piece = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<Int(min(UInt64(buffer.count), to - at))])
-            try readExactly(fd, piece, at: at)
-            hasher.update(UnsafeRawBufferPointer(piece))
-            at += UInt64(piece.count)
-        }
-        return hasher.finalize()
-    }
-
     private static func kdfFields(_ kdf: ContainerKDF) -> (KDFID, [UInt32]) {
         switch kdf {
         case .scrypt(let logN, let r, let p): (.scrypt, [UInt32(logN), r, p])

@@ -56,6 +56,29 @@ package final class SHA256Hasher {
     }
 }
 
+extension SHA256Hasher {
+    /// The SHA-256 of bytes `[range)` of `fd`, read in 1 MiB pieces with `pread` (a signed
+    /// pack's data region, hashed as one stream).
+    /// - Throws: `.integrityFailure` when the file ends first, `.io` naming `path`.
+    package static func digest(of fd: FileDescriptor, _ range: Range<UInt64>, path: String) throws -> [UInt8] {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(
+            byteCount: Int(min(1 << 20, max(1, range.count))), alignment: 64)
+        defer { buffer.deallocate() }
+        let hasher = SHA256Hasher()
+        var at = range.lowerBound
+        while at < range.upperBound {
+            let piece = UnsafeMutableRawBufferPointer(
+                rebasing: buffer[0..<Int(min(UInt64(buffer.count), range.upperBound - at))])
+            let n: Int
+            do { n = try fd.preadFully(into: piece, at: at) } catch { throw error.io("cannot read \(path)") }
+            guard n == piece.count else { throw AssetPackError(.integrityFailure, "\(path) is truncated") }
+            hasher.update(UnsafeRawBufferPointer(piece))
+            at += UInt64(n)
+        }
+        return hasher.finalize()
+    }
+}
+
 /// HMAC-SHA-256 and a constant-time comparison.
 package enum HMACSHA256 {
     /// The 32-byte HMAC-SHA-256 of `data` under `key`.

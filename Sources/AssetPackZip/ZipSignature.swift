@@ -46,14 +46,8 @@ package enum ZipSignature {
     /// - Throws: `.invalidArgument` for a zip that already holds a signature or does not start
     ///   with an entry; `.io`; what ``ZipStructure`` throws for a damaged zip.
     package static func sign(_ fd: FileDescriptor, path: String, key: PublisherSigningKey) throws {
-        let size: UInt64
-        do { size = try fd.status().size } catch { throw error.io("cannot stat \(path)") }
-        let read = { (offset: UInt64, count: Int) throws -> [UInt8] in
-            try [UInt8](unsafeUninitializedCapacity: count) { buffer, n in
-                n = try preadFully(fd, UnsafeMutableRawBufferPointer(buffer), at: offset, path: path)
-                guard n == count else { throw AssetPackError(.io, "\(path) ended early") }
-            }
-        }
+        let size = try fileSize(fd, path: path)
+        let read = reader(fd, path: path)
         let structure = try ZipStructure(fileSize: size, limits: .default, read: read)
         let records = structure.records
         guard !records.contains(where: { $0.name == nameBytes }) else {
@@ -66,7 +60,7 @@ package enum ZipSignature {
         let directory = try read(structure.directoryOffset, Int(structure.directorySize))
         let block = PackSignature(
             kind: .zip, publisher: key.verifyingKey, headDigest: SHA256Hasher.digest(directory),
-            dataDigest: try dataDigest(fd, end: structure.directoryOffset, path: path), items: items
+            dataDigest: try SHA256Hasher.digest(of: fd, 0..<structure.directoryOffset, path: path), items: items
         ).signed(with: key)
         let at = structure.directoryOffset
         let record = record(length: block.count, crc: CRC32.checksum(block), offset: at)
@@ -79,23 +73,6 @@ package enum ZipSignature {
             try bytes.withUnsafeBytes { try fd.pwriteAll($0, at: at) }
             try fd.truncate(to: at + UInt64(bytes.count))
         } catch let error as Errno { throw error.io("cannot write \(path)") }
-    }
-
-    /// The SHA-256 of bytes `[0, end)` of `fd` (a signed zip's data region: every entry span).
-    package static func dataDigest(_ fd: FileDescriptor, end: UInt64, path: String) throws -> [UInt8] {
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
-        defer { buffer.deallocate() }
-        let hasher = SHA256Hasher()
-        var at: UInt64 = 0
-        while at < end {
-            let piece = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<Int(min(UInt64(buffer.count), end - at))])
-            guard try preadFully(fd, piece, at: at, path: path) == piece.count else {
-                throw AssetPackError(.integrityFailure, "zip is truncated")
-            }
-            hasher.update(UnsafeRawBufferPointer(piece))
-            at += UInt64(piece.count)
-        }
-        return hasher.finalize()
     }
 
     /// The SHA-256 of every record's span, in directory order, hashed on every core.
@@ -151,18 +128,9 @@ package enum ZipSignature {
 
     /// Whether the zip at `path` ends with a signature entry (not checked).
     package static func isPresent(at path: String) throws -> Bool {
-        let fd: FileDescriptor
-        do { fd = try .open(path, .readOnly) } catch { throw error.io("cannot open \(path)") }
-        defer { try? fd.close() }
-        let size: UInt64
-        do { size = try fd.status().size } catch { throw error.io("cannot stat \(path)") }
-        let structure = try ZipStructure(fileSize: size, limits: .default) { offset, count in
-            try [UInt8](unsafeUninitializedCapacity: count) { buffer, n in
-                n = try preadFully(fd, UnsafeMutableRawBufferPointer(buffer), at: offset, path: path)
-                guard n == count else { throw AssetPackError(.integrityFailure, "zip is truncated") }
-            }
+        try withFile(path) { _, size, read in
+            try ZipStructure(fileSize: size, limits: .default, read: read).records.last?.name == nameBytes
         }
-        return structure.records.last?.name == nameBytes
     }
 
     /// Checks the signature of the zip at `path` without a password: the block, the central
@@ -171,24 +139,39 @@ package enum ZipSignature {
     /// - Returns: The key that signed it.
     /// - Throws: `.untrusted`, `.integrityFailure`, `.unsupportedFormat`, `.io`.
     package static func verifySignature(at path: String, trusted: [PublisherKey]) throws -> PublisherKey {
+        try withFile(path) { fd, size, read in
+            let structure = try ZipStructure(fileSize: size, limits: .default, signed: true, read: read)
+            let block = try verify(structure, fileSize: size, trusted: trusted, read: read)
+            let entries = 0..<structure.records.last!.localHeaderOffset
+            guard try SHA256Hasher.digest(of: fd, entries, path: path) == block.dataDigest else {
+                throw AssetPackError(.untrusted, "the pack's entries are not the ones its publisher signed")
+            }
+            return block.publisher
+        }
+    }
+
+    /// Runs `body` with the zip at `path` open: its descriptor, size and an exact reader.
+    private static func withFile<T>(
+        _ path: String, _ body: (FileDescriptor, UInt64, (UInt64, Int) throws -> [UInt8]) throws -> T
+    ) throws -> T {
         let fd: FileDescriptor
         do { fd = try .open(path, .readOnly) } catch { throw error.io("cannot open \(path)") }
         defer { try? fd.close() }
-        let size: UInt64
-        do { size = try fd.status().size } catch { throw error.io("cannot stat \(path)") }
-        let read = { (offset: UInt64, count: Int) throws -> [UInt8] in
+        return try body(fd, try fileSize(fd, path: path), reader(fd, path: path))
+    }
+
+    private static func fileSize(_ fd: FileDescriptor, path: String) throws -> UInt64 {
+        do { return try fd.status().size } catch { throw error.io("cannot stat \(path)") }
+    }
+
+    /// Reads exactly `count` bytes at an offset of `fd`; a short file is `.integrityFailure`.
+    private static func reader(_ fd: FileDescriptor, path: String) -> (UInt64, Int) throws -> [UInt8] {
+        { offset, count in
             try [UInt8](unsafeUninitializedCapacity: count) { buffer, n in
                 n = try preadFully(fd, UnsafeMutableRawBufferPointer(buffer), at: offset, path: path)
                 guard n == count else { throw AssetPackError(.integrityFailure, "zip is truncated") }
             }
         }
-        let structure = try ZipStructure(fileSize: size, limits: .default, signed: true, read: read)
-        let block = try verify(structure, fileSize: size, trusted: trusted, read: read)
-        guard try dataDigest(fd, end: structure.records.last!.localHeaderOffset, path: path) == block.dataDigest
-        else {
-            throw AssetPackError(.untrusted, "the pack's entries are not the ones its publisher signed")
-        }
-        return block.publisher
     }
 
     /// Checks a signed zip's signature when it is opened with trusted keys.
