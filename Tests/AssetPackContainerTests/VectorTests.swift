@@ -22,13 +22,20 @@ import Testing
         var entries: [Entry]
         var intermediate: [String: String]?
         /// Format version; absent means 1. Version-1 files are frozen (this build writes
-        /// version 2): they are decoded, not regenerated.
+        /// versions 2 and 3): they are decoded, not regenerated.
         var version: Int?
+        /// Version 3: the publisher's Ed25519 seed (hex) the file is signed with, and the
+        /// public key a trusting reader pins (hex, RFC 8032).
+        var signingSeed: String?
+        var publicKey: String?
     }
     struct Document: Codable { var format: String; var note: String; var vectors: [Vector] }
 
     static let password = "correct horse battery staple"
     static let salt = (0..<32).map { UInt8(0xA0 + $0) }
+    /// The version-3 vectors' publisher seed: 40 41 … 5f.
+    static let signingSeed = (0..<32).map { UInt8(0x40 + $0) }
+    static let signingKey = try! signingSeed.withUnsafeBytes { try PublisherSigningKey(seed: $0) }
 
     static func specs() -> [(Vector, ContainerKDF?)] {
         func v(
@@ -40,7 +47,9 @@ import Testing
                     file: file, key: key ? hex(Array(0..<32)) : nil, password: key ? nil : password, kdf: kdfName,
                     chunkSize: 4096,
                     compression: compression, salt: hex(salt), entries: files.map { Entry(path: $0.0, hex: hex($0.1)) },
-                    version: file.hasPrefix("v2") ? 2 : nil),
+                    version: file.hasPrefix("v3") ? 3 : file.hasPrefix("v2") ? 2 : nil,
+                    signingSeed: file.hasPrefix("v3") ? hex(signingSeed) : nil,
+                    publicKey: file.hasPrefix("v3") ? hex(Self.signingKey.verifyingKey.rawRepresentation) : nil),
                 kdf
             )
         }
@@ -79,6 +88,12 @@ import Testing
             v(
                 "v2-scrypt.apack", key: false, kdf: .scrypt(logN: 10, r: 8, p: 1), kdfName: "scrypt N=2^10 r=8 p=1",
                 compression: "store", [("hello.txt", hello)]),
+            v(
+                "v3-tiny-key-signed.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
+                [("a.txt", Array("abc".utf8))]),
+            v(
+                "v3-key-store-signed.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
+                [("hello.txt", hello), ("empty", []), ("dir/\u{FC}.bin", noise(5000, seed: 7))]),
         ]
     }
 
@@ -117,6 +132,7 @@ import Testing
         options.container.kdf = kdf ?? .default
         options.compression = CompressionPolicy(rawValue: v.compression)!
         options.fresh = true  // the committed file at `path` must not be reused
+        if v.signingSeed != nil { options.signingKey = signingKey }
         try writer.write(files, to: path, options: options)
     }
 
@@ -149,15 +165,15 @@ import Testing
         if ProcessInfo.processInfo.environment["APACK_WRITE_VECTORS"] == "1" {
             var vectors: [Vector] = []
             for (v, kdf) in Self.specs() {
-                if v.version == 2 {
+                if (v.version ?? 1) >= 2 {
                     try Self.make(v, kdf: kdf, at: sourceDir.appendingPathComponent(v.file).path, scratch: scratch)
                 }
                 vectors.append(v)
             }
             let doc = Document(
-                format: "AssetPack container v1 and v2 (docs/FORMAT.md)",
+                format: "AssetPack container v1, v2 and v3 (docs/FORMAT.md)",
                 note:
-                    "Each .apack opens with the given key (hex) or password and holds exactly these entries. Version 2 files: writing the entries with the given salt, KDF, chunk size and compression policy, and key ids and index nonce taken from the bytes C0 C1 C2 … in order, reproduces the file byte for byte. Version 1 files are frozen (written by round 1's writer).",
+                    "Each .apack opens with the given key (hex) or password and holds exactly these entries. Version 2 and 3 files: writing the entries with the given salt, KDF, chunk size and compression policy, and key ids and index nonce taken from the bytes C0 C1 C2 … in order (and, for version 3, signing with signingSeed), reproduces the file byte for byte; a reader trusting publicKey accepts version 3 files. Version 1 files are frozen (written by round 1's writer).",
                 vectors: vectors)
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -170,13 +186,15 @@ import Testing
         #expect(doc.vectors.count == Self.specs().count)
         for v in doc.vectors {
             let path = dir.appendingPathComponent(v.file).path
-            let reader = try ContainerPackReader(path: path, credential: Self.credential(v))
+            let trusted = try v.publicKey.map { [try PublisherKey(rawRepresentation: unhex($0))] } ?? []
+            let reader = try ContainerPackReader(path: path, credential: Self.credential(v), trustedKeys: trusted)
+            #expect(reader.publisher == trusted.first, "\(v.file)")
             #expect(
                 reader.entries.map(\.path)
                     == v.entries.map(\.path).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
             for e in v.entries { #expect(try reader.read(e.path) == unhex(e.hex), "\(v.file) \(e.path)") }
             #expect(reader.header.version == UInt8(v.version ?? 1))
-            guard v.version == 2 else { continue }
+            guard (v.version ?? 1) >= 2 else { continue }
             let again = scratch.url.appendingPathComponent(v.file).path
             try Self.make(v, kdf: Self.specs().first { $0.0.file == v.file }!.1, at: again, scratch: scratch)
             let regenerated = bytes(of: again), committed = bytes(of: path)
@@ -187,7 +205,16 @@ import Testing
                 "\(v.file) does not regenerate byte for byte (\(regenerated.count) vs \(committed.count) bytes, first difference at \(firstDifference.map(String.init) ?? "the end"))"
             )
         }
-        #expect(doc.vectors.contains { $0.version == 2 } && doc.vectors.contains { $0.version == nil })
+        #expect(Set(doc.vectors.map { $0.version ?? 1 }) == [1, 2, 3])
+        for v in doc.vectors where v.version == 3 {
+            // Another publisher's key is refused.
+            let other = try PublisherKey(rawRepresentation: Array(unhex(v.publicKey!).reversed()))
+            let error = #expect(throws: AssetPackError.self) {
+                _ = try ContainerPackReader(
+                    path: dir.appendingPathComponent(v.file).path, credential: Self.credential(v), trustedKeys: [other])
+            }
+            #expect(error?.code == .untrusted, "\(v.file)")
+        }
         for tiny in doc.vectors where tiny.file.contains("tiny") {
             if ProcessInfo.processInfo.environment["APACK_PRINT_INTERMEDIATES"] == "1" {
                 print("== \(tiny.file)")
