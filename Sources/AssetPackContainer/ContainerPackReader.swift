@@ -73,9 +73,9 @@ public final class ContainerPackReader: PackReader {
                 var first: [Int] = []
                 first.reserveCapacity(records.count)
                 var total = 0
-                for r in records {
+                for i in records.indices {  // by index: `for r in records` would copy (and retain) each record
                     first.append(total)
-                    total += r.chunkCount
+                    total += records[i].chunkCount
                 }
                 guard total == block.itemCount else {
                     throw AssetPackError(
