@@ -40,9 +40,14 @@ let package = Package(
             dependencies: ["AssetPackCore", "AssetPackCrypto", "CLibzip"]),
         // Chunked AES-256-GCM container.
         .target(name: "AssetPackContainer", dependencies: ["AssetPackCore", "AssetPackCrypto"]),
+        // Remote packs: range requests over HTTP (Foundation's URLSession) into a sparse local mirror.
+        .target(name: "AssetPackRemote", dependencies: ["AssetPackCore", "AssetPackZip", "AssetPackContainer"]),
         // Public face: open (format sniffing), pack, install.
         .target(
-            name: "AssetPack", dependencies: ["AssetPackCore", "AssetPackZip", "AssetPackContainer", "AssetPackCrypto"]),
+            name: "AssetPack",
+            dependencies: [
+                "AssetPackCore", "AssetPackZip", "AssetPackContainer", "AssetPackCrypto", "AssetPackRemote",
+            ]),
         // `assetpack perf`: the zip-vs-container report. Not part of the AssetPack product: an app
         // never links it (as swift-nio keeps NIOPerformanceTester apart).
         .target(name: "AssetPackPerf", dependencies: ["AssetPack"]),

@@ -127,7 +127,7 @@ public struct PrivateInstaller: Sendable {
 
     // MARK: - Steps
 
-    private func makePrivateDirectory() throws {
+    func makePrivateDirectory() throws {
         let path = directory.path
         do {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
@@ -141,7 +141,7 @@ public struct PrivateInstaller: Sendable {
     }
 
     /// Any temporary left in the directory while we hold the lock is from a crashed install.
-    private func removeStaleTemporaries() {
+    func removeStaleTemporaries() {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
         for name in names where name.hasPrefix(AtomicFile.temporaryPrefix) {
             try? FileSystem.unlink(directory.appendingPathComponent(name).path)

@@ -372,6 +372,20 @@ public final class ContainerPackReader: PackReader {
         }
     }
 
+    // MARK: - Layout
+
+    /// The file offset and length of chunk `c` of `e` as stored (payload and tag).
+    private func storedChunk(_ e: ContainerEntry, _ c: Int) -> (offset: UInt64, length: Int) {
+        if let s = e.starts { return (e.offset + s[c], Int(s[c + 1] - s[c])) }
+        let slot = UInt64((1 << chunkShift) + ContainerFormat.tagSize)
+        return (e.offset + UInt64(c) * slot, plainLength(e, c) + ContainerFormat.tagSize)
+    }
+
+    private func storedChunks(_ e: ContainerEntry, _ chunks: ClosedRange<Int>) -> Range<UInt64> {
+        let first = storedChunk(e, chunks.lowerBound), last = storedChunk(e, chunks.upperBound)
+        return first.offset..<last.offset + UInt64(last.length)
+    }
+
     // MARK: - Chunks
 
     static let cores = ProcessInfo.processInfo.activeProcessorCount
@@ -579,5 +593,51 @@ func preadArray(_ fd: FileDescriptor, count: Int, at offset: UInt64) throws -> [
     try [UInt8](unsafeUninitializedCapacity: count) { buf, n in
         try readExactly(fd, UnsafeMutableRawBufferPointer(buf), at: offset)
         n = count
+    }
+}
+
+extension ContainerPackReader {
+    /// Every sealed chunk's bytes in the file, in the order a signature lists them.
+    package var chunkSpans: [Range<UInt64>] {
+        records.flatMap { e in (0..<e.chunkCount).map { storedChunks(e, $0...$0) } }
+    }
+
+    /// The signature block of the container at `path`, checked against its own key (intact,
+    /// not trusted); `nil` for an unsigned container. Its items describe ``chunkSpans``.
+    /// - Throws: `.untrusted` or `.integrityFailure` for a damaged block, `.io`.
+    package static func signatureBlock(at path: String) throws -> PackSignature? {
+        let fd: FileDescriptor
+        do { fd = try .open(path, .readOnly) } catch { throw error.io("cannot open \(path)") }
+        defer { try? fd.close() }
+        let fileSize: UInt64
+        do { fileSize = try fd.status().size } catch { throw error.io("cannot stat \(path)") }
+        guard fileSize >= UInt64(ContainerFormat.headerSize) else {
+            throw AssetPackError(.integrityFailure, "container is truncated")
+        }
+        let header = try preadArray(fd, count: ContainerFormat.headerSize, at: 0).withUnsafeBytes {
+            try ContainerHeader.parse($0)
+        }
+        guard header.version == ContainerFormat.signedVersion else { return nil }
+        let (end, overflow) = header.indexOffset.addingReportingOverflow(header.indexLength)
+        guard !overflow, end <= fileSize else { throw AssetPackError(.integrityFailure, "container is truncated") }
+        let trailer = try preadArray(fd, count: try trailerLength(header, fileSize: fileSize), at: end)
+        return try trailer.withUnsafeBytes { raw in
+            let publisher = try PackSignature.parse(raw, kind: .container, trusted: []).publisher
+            return try PackSignature.parse(raw, kind: .container, trusted: [publisher])
+        }
+    }
+}
+
+extension ContainerPackReader: StoredLayout {
+    package func storedSpan(_ path: String) -> Range<UInt64>? {
+        guard let e = try? find(path) else { return nil }
+        return storedChunks(e, 0...(e.chunkCount - 1))
+    }
+
+    package func storedSpan(_ path: String, offset: UInt64, count: Int) -> Range<UInt64>? {
+        guard let e = try? find(path) else { return nil }
+        guard count > 0, offset < e.info.size else { return storedChunk(e, 0).offset..<storedChunk(e, 0).offset }
+        let end = min(e.info.size, offset + UInt64(count))
+        return storedChunks(e, Int(offset >> chunkShift)...Int((end - 1) >> chunkShift))
     }
 }

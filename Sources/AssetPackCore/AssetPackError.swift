@@ -33,6 +33,9 @@ public struct AssetPackError: Error, Sendable, Equatable, CustomStringConvertibl
         /// Trusted publisher keys were given and the pack is not signed by one of them, or its
         /// bytes differ from what the publisher signed (docs/SECURITY.md).
         public static let untrusted = Code(rawValue: "untrusted")
+        /// A remote pack's server failed or refused: an HTTP error, no `Range` support, the
+        /// file changed while it was read, or no answer after the retries (docs/REMOTE.md).
+        public static let remote = Code(rawValue: "remote")
     }
 
     /// The lower-level code behind an error, by where it comes from.

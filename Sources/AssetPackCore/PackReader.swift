@@ -111,3 +111,13 @@ extension EntryIndex where Value == Int {
         }
     }
 }
+
+/// Where a reader's entries lie in its pack file: what a remote reader fetches before it lets
+/// the local reader read (docs/REMOTE.md).
+package protocol StoredLayout: PackReader {
+    /// The file bytes a whole read of `path` touches, or `nil` when there is no such entry.
+    func storedSpan(_ path: String) -> Range<UInt64>?
+    /// The file bytes a read of the entry's bytes `[offset, offset + count)` touches (a
+    /// container reads only the chunks it covers), or `nil` when there is no such entry.
+    func storedSpan(_ path: String, offset: UInt64, count: Int) -> Range<UInt64>?
+}

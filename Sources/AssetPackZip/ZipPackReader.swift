@@ -477,3 +477,15 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
         }
     }
 }
+
+extension ZipPackReader: StoredLayout {
+    /// The entry's span: its local header, data and any descriptor, up to the next entry.
+    package func storedSpan(_ path: String) -> Range<UInt64>? {
+        guard let found = index.lookup(path) else { return nil }
+        let record = structure.records[Int(table[found].index)]
+        return record.localHeaderOffset..<record.end
+    }
+
+    /// A zip entry is read from its start (its decoders stream), so any part needs the whole span.
+    package func storedSpan(_ path: String, offset: UInt64, count: Int) -> Range<UInt64>? { storedSpan(path) }
+}

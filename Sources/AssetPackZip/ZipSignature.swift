@@ -150,6 +150,34 @@ package enum ZipSignature {
         }
     }
 
+    /// The signature block of the zip at `path`, checked against its own key (so it is intact,
+    /// not trusted), and the span each item describes; `nil` for an unsigned zip. A delta
+    /// download compares these digests with the spans of the installed pack (docs/REMOTE.md).
+    /// - Throws: `.untrusted` or `.integrityFailure` for a damaged block, `.io`.
+    package static func signedSpans(at path: String) throws -> (block: PackSignature, spans: [Range<UInt64>])? {
+        try withFile(path) { _, size, read in
+            let structure = try ZipStructure(fileSize: size, limits: .default, signed: true, read: read)
+            guard let last = structure.records.last, last.name == nameBytes else { return nil }
+            let headerLength = 30 + nameBytes.count
+            let length = PackSignature.size(items: structure.records.count - 1)
+            guard last.localHeaderOffset + UInt64(headerLength + length) <= size else {
+                throw AssetPackError(.integrityFailure, "the signature entry runs past the end of the zip")
+            }
+            let raw = try read(last.localHeaderOffset + UInt64(headerLength), length)
+            let publisher = try raw.withUnsafeBytes { try PackSignature.parse($0, kind: .zip, trusted: []) }.publisher
+            let block = try verify(structure, fileSize: size, trusted: [publisher], read: read)
+            return (block, structure.records.dropLast().map { $0.localHeaderOffset..<$0.end })
+        }
+    }
+
+    /// Every entry's span of the zip at `path` (the signature entry excepted), in directory order.
+    package static func spans(at path: String) throws -> [Range<UInt64>] {
+        try withFile(path) { _, size, read in
+            try ZipStructure(fileSize: size, limits: .default, read: read).records
+                .filter { $0.name != nameBytes }.map { $0.localHeaderOffset..<$0.end }
+        }
+    }
+
     /// Runs `body` with the zip at `path` open: its descriptor, size and an exact reader.
     private static func withFile<T>(
         _ path: String, _ body: (FileDescriptor, UInt64, (UInt64, Int) throws -> [UInt8]) throws -> T

@@ -85,6 +85,7 @@ func cliExitCode(for code: AssetPackError.Code) -> Int32 {
     case .entryNotFound: 3
     case .integrityFailure: 4
     case .untrusted: 5
+    case .remote: 6
     default: 1
     }
 }

@@ -13,7 +13,7 @@ extension AssetPackCommand {
                 With --output, the file appears (atomically, by rename) only after the whole entry verified.
                 """)
 
-        @Argument(help: "The pack.") var pack: String
+        @Argument(help: "The pack: a path, or an http:// or https:// URL.") var pack: String
         @Argument(help: "The entry's path.") var entry: String
         @Option(name: .shortAndLong, help: "Write to this file instead of standard output.") var output: String?
         @OptionGroup var credentials: CredentialOptions

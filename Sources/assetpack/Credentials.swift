@@ -73,6 +73,11 @@ struct CredentialOptions: ParsableArguments {
     /// With `trust`, the pack must be signed by one of those keys (exit 5 otherwise).
     func open(_ path: String, forData: Bool, trust: TrustOptions) throws -> any PackReader {
         let keys = try trust.keys()
+        if AssetPacks.isRemote(path) {
+            // One open of a remote pack: ask for a password up front only on a terminal.
+            let credential = try given() ?? (isatty(STDIN_FILENO) == 1 ? try resolve(needed: true) : nil)
+            return try AssetPacks.open(location: path, credential: credential, trustedKeys: keys)
+        }
         if let credential = try given() { return try AssetPacks.open(path, credential: credential, trustedKeys: keys) }
         if try AssetPacks.sniff(path) == .container {
             return try AssetPacks.open(path, credential: try resolve(needed: true), trustedKeys: keys)

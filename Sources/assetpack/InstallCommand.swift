@@ -7,15 +7,16 @@ extension AssetPackCommand {
         static let configuration = CommandConfiguration(
             abstract: "Install a pack into a private directory (0700; pack 0600), atomically and idempotently.",
             discussion:
-                "Prints the installed path. Without --into, installs into the app's default directory for --app-id."
+                "Prints the installed path. Without --into, installs into the app's default directory for --app-id. A URL (http:// or https://) is downloaded by range requests: resumable after an interruption, and, when an older version of a signed pack is installed under the same name, only the entries that changed are downloaded (a container's also needs its password or key). See docs/REMOTE.md."
         )
 
-        @Argument(help: "The pack to install.") var pack: String
+        @Argument(help: "The pack to install: a path, or an http:// or https:// URL.") var pack: String
         @Option(help: "The private directory.") var into: String?
         @Option(help: "Install into $XDG_DATA_HOME/<app-id> (or ~/.local/share/<app-id>).") var appId: String?
         @Option(help: "The installed file's name (default: the pack's name).") var name: String?
         @OptionGroup var quiet: QuietOption
         @OptionGroup var trust: TrustOptions
+        @OptionGroup var credentials: CredentialOptions
 
         func validate() throws {
             if (into == nil) == (appId == nil) {
@@ -25,8 +26,9 @@ extension AssetPackCommand {
 
         func run() throws {
             try reporting {
-                _ = try AssetPacks.sniff(pack)  // refuse to install something that is not a pack
                 let keys = try trust.keys()
+                if AssetPacks.isRemote(pack) { return try installRemote(keys) }
+                _ = try AssetPacks.sniff(pack)  // refuse to install something that is not a pack
                 let installer =
                     if let into { PrivateInstaller(directory: URL(fileURLWithPath: into), trustedKeys: keys) } else {
                         try PrivateInstaller(appID: appId!, trustedKeys: keys)
@@ -37,6 +39,37 @@ extension AssetPackCommand {
                 if let publisher = result.publisher {
                     quiet.say("assetpack: signed by trusted key \(publisher.fingerprint)")
                 }
+            }
+        }
+
+        private func installer(_ keys: [PublisherKey]) throws -> PrivateInstaller {
+            if let into { return PrivateInstaller(directory: URL(fileURLWithPath: into), trustedKeys: keys) }
+            return try PrivateInstaller(appID: appId!, trustedKeys: keys)
+        }
+
+        private func installRemote(_ keys: [PublisherKey]) throws {
+            guard let url = URL(string: pack) else {
+                throw AssetPackError(.invalidArgument, "\(pack) is not a valid URL")
+            }
+            let progress = ProgressLine(enabled: !quiet.quiet && isatty(STDERR_FILENO) == 1, unit: "MiB")
+            let result = try installer(keys).installRemote(
+                url, as: name, credential: try credentials.given(),
+                progress: { done, total in
+                    progress.update(
+                        done: Int(done >> 20), total: Int(total >> 20), label: url.lastPathComponent,
+                        bytes: (done, total))
+                })
+            progress.finish()
+            print(result.installation.path.path)
+            if !result.installation.copied {
+                quiet.say("assetpack: already installed and current (\(result.requests) request)")
+            } else {
+                quiet.say(
+                    "assetpack: downloaded \(result.downloaded) bytes in \(result.requests) requests, reused \(result.reused) bytes from the installed pack"
+                        + (result.resumed > 0 ? ", resumed \(result.resumed) bytes downloaded before" : ""))
+            }
+            if let publisher = result.installation.publisher {
+                quiet.say("assetpack: signed by trusted key \(publisher.fingerprint)")
             }
         }
     }

@@ -9,7 +9,7 @@ extension AssetPackCommand {
             discussion: "The table goes to stdout, the summary line to stderr. Control characters in names are escaped."
         )
 
-        @Argument(help: "The pack.") var pack: String
+        @Argument(help: "The pack: a path, or an http:// or https:// URL.") var pack: String
         @Flag(help: "Print JSON instead of a table (names exact, not escaped).") var json = false
         @OptionGroup var quiet: QuietOption
         @OptionGroup var credentials: CredentialOptions

@@ -19,7 +19,7 @@ extension AssetPackCommand {
                 Exits non-zero if any entry fails (2 password, 4 integrity, 5 untrusted with --trust).
                 """)
 
-        @Argument(help: "The pack.") var pack: String
+        @Argument(help: "The pack: a path, or an http:// or https:// URL.") var pack: String
         @Flag(help: "Print a JSON document on stdout instead of the table.") var json = false
         @OptionGroup var quiet: QuietOption
         @OptionGroup var credentials: CredentialOptions
@@ -75,7 +75,9 @@ extension AssetPackCommand {
                 if let firstFailure { throw ExitCode(cliExitCode(for: firstFailure.code)) }
                 // With --trust, every stored byte too, as an installer checks it: also the bytes no
                 // entry read returns (the zip's .assetpack/manifest, say).
-                if reader.publisher != nil { _ = try AssetPacks.verifySignature(at: pack, trustedKeys: trust.keys()) }
+                if reader.publisher != nil {
+                    _ = try AssetPacks.verifySignature(of: reader, at: pack, trustedKeys: trust.keys())
+                }
             }
         }
 

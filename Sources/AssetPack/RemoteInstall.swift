@@ -1,0 +1,343 @@
+import AssetPackContainer
+import AssetPackCore
+import AssetPackCrypto
+import AssetPackRemote
+import AssetPackZip
+import Foundation
+
+extension PrivateInstaller {
+    /// The outcome of an install from a URL.
+    public struct RemoteInstallation: Sendable, Equatable {
+        /// The install itself, as for a local pack.
+        public var installation: Installation
+        /// Body bytes downloaded by this call (retries included).
+        public var downloaded: UInt64
+        /// Bytes copied from the previously installed pack instead of downloaded.
+        public var reused: UInt64
+        /// Bytes an earlier, interrupted install had already downloaded.
+        public var resumed: UInt64
+        /// HTTP requests made.
+        public var requests: Int
+    }
+
+    /// Downloads the pack at `url` into the directory under `name` (default: the URL's last
+    /// path component): atomically, verified, 0700/0600, resumable, and as a delta when an older
+    /// version is installed under the same name (docs/REMOTE.md, "Installing").
+    ///
+    /// - The download goes to `.<name>.download` beside the installed pack, with its progress in
+    ///   `.<name>.download.json`: an interrupted install (a crash, a kill, a lost network) goes on
+    ///   where it stopped, if the server's file is still the same version (`ETag`, `Last-Modified`
+    ///   and size), and starts over otherwise.
+    /// - When the remote pack is signed and a pack is installed under `name`, every entry span
+    ///   (zip) or chunk (container; this needs `credential`) whose SHA-256 equals the signed
+    ///   digest of a span of the installed pack is copied from it instead of downloaded.
+    /// - Before the download replaces anything: with `trustedKeys`, the publisher signature is
+    ///   checked on every byte; a signed pack is checked against its own signature anyway (so a
+    ///   delta assembles exactly the remote file); a `<url>.sha256` file on the server, when there
+    ///   is one, must match the whole file's SHA-256.
+    /// - Installing the same version again makes one request and copies nothing.
+    /// - Parameters:
+    ///   - url: The pack's `http://` or `https://` URL.
+    ///   - name: The installed file's name.
+    ///   - credential: The pack's password or key: lets a container update download only what changed.
+    ///   - progress: Called with bytes done (downloaded or reused) and the pack's size.
+    /// - Throws: ``AssetPackError``: `.remote` (server failures), `.untrusted`, `.integrityFailure`
+    ///   (the assembled file is not the remote one), `.io`.
+    @discardableResult
+    public func install(
+        from url: URL, as name: String? = nil, credential: PackCredential? = nil,
+        progress: (@Sendable (_ done: UInt64, _ total: UInt64) -> Void)? = nil
+    ) async throws -> RemoteInstallation {
+        try await AssetPacks.onBlockingThread {
+            try installRemote(url, as: name, credential: credential, progress: progress)
+        }
+    }
+
+    /// ``install(from:as:credential:progress:)``, blocking.
+    package func installRemote(
+        _ url: URL, as name: String? = nil, credential: PackCredential? = nil,
+        options: RemoteMirror.Options = RemoteMirror.Options(),
+        progress: (@Sendable (_ done: UInt64, _ total: UInt64) -> Void)? = nil
+    ) throws -> RemoteInstallation {
+        let name = name ?? url.lastPathComponent
+        guard !name.isEmpty, !name.hasPrefix("."), !name.contains("/") else {
+            throw AssetPackError(.invalidArgument, "installed name '\(name)' must be a plain file name")
+        }
+        try makePrivateDirectory()
+        let lock = try FileLock(directory.appendingPathComponent(".assetpack.lock").path)
+        defer { lock.unlock() }
+        removeStaleTemporaries()
+
+        let client = try HTTPRangeClient(url: url, retry: options.retry)
+        try client.fetch(0..<1) { _, _ in }
+        guard let version = client.version else { throw AssetPackError(.remote, "\(url.absoluteString): no response") }
+        let fingerprint =
+            "remote \(url.absoluteString) \(version.etag ?? "-") \(version.lastModified ?? "-") \(version.size)"
+
+        let destination = directory.appendingPathComponent(name)
+        let manifestURL = directory.appendingPathComponent(".\(name).install")
+        let recorded = InstallRecord.load(manifestURL)
+        let installed = try? Self.regularFile(destination.path)
+        let recordedPublisher = recorded?.publisher.flatMap { try? PublisherKey(text: $0) }
+        let trustedBefore = trustedKeys.isEmpty || recordedPublisher.map(trustedKeys.contains) == true
+        func summary(_ installation: Installation, _ download: RemoteDownload) -> RemoteInstallation {
+            let transferred = client.transferred
+            return RemoteInstallation(
+                installation: installation, downloaded: transferred.bytes, reused: download.reused,
+                resumed: download.resumed, requests: transferred.requests)
+        }
+        if let recorded, let installed, installed.size == recorded.size, trustedBefore,
+            recorded.sourceFingerprint == fingerprint
+        {
+            let publisher = trustedKeys.isEmpty ? nil : recordedPublisher
+            return summary(
+                Installation(path: destination, copied: false, sha256: recorded.sha256, publisher: publisher),
+                RemoteDownload())
+        }
+
+        var download = try RemoteDownload(
+            client: client, version: version,
+            staging: directory.appendingPathComponent(".\(name).download").path,
+            options: options)
+        let previous = installed == nil ? nil : destination.path
+        var checked: (String, PublisherKey?)
+        do {
+            try download.assemble(previous: previous, credential: credential, progress: progress)
+            checked = try download.verify(trustedKeys: trustedKeys)
+        } catch let error as AssetPackError where download.reused > 0 && error.code != .remote {
+            // A reused span that was not what the remote holds: download everything once.
+            try download.restart()
+            try download.assemble(previous: nil, credential: credential, progress: progress)
+            checked = try download.verify(trustedKeys: trustedKeys)
+        }
+        try download.commit(to: destination.path)
+        let (digest, publisher) = checked
+        try InstallRecord(
+            sha256: digest, size: version.size, sourceSize: version.size, sourceModified: 0,
+            sourceFingerprint: fingerprint, publisher: publisher?.text
+        ).save(manifestURL)
+        return summary(Installation(path: destination, copied: true, sha256: digest, publisher: publisher), download)
+    }
+}
+
+/// One download into a staging file, with its progress recorded beside it.
+struct RemoteDownload {
+    /// What `.<name>.download.json` holds.
+    struct State: Codable {
+        var url: String
+        var version: HTTPRangeClient.Version
+        var present: RangeSet
+    }
+
+    var reused: UInt64 = 0
+    var resumed: UInt64 = 0
+    private var client: HTTPRangeClient?
+    private var version: HTTPRangeClient.Version?
+    private var staging = ""
+    private var statePath = ""
+    private var options = RemoteMirror.Options()
+    private var mirror: RemoteMirror?
+    /// Bytes fetched between two saves of the state.
+    private static let batch: UInt64 = 32 << 20
+
+    /// Nothing downloaded (an install that was current).
+    init() {}
+
+    init(client: HTTPRangeClient, version: HTTPRangeClient.Version, staging: String, options: RemoteMirror.Options)
+        throws
+    {
+        self.client = client
+        self.version = version
+        self.staging = staging
+        self.statePath = staging + ".json"
+        var options = options
+        options.cacheLimit = .max
+        self.options = options
+        var present = RangeSet()
+        if let data = FileManager.default.contents(atPath: statePath),
+            let state = try? JSONDecoder().decode(State.self, from: data),
+            state.url == client.url.absoluteString, state.version == version,
+            (try? FileSystem.stat(staging))?.size == version.size
+        {
+            present = state.present
+            resumed = present.total
+        } else {
+            try? FileSystem.unlink(staging)
+            try? FileSystem.unlink(statePath)
+        }
+        mirror = try RemoteMirror(client: client, path: staging, size: version.size, options: options, present: present)
+    }
+
+    /// Drops everything fetched or copied, to download the whole file.
+    mutating func restart() throws {
+        guard let client, let version else { return }
+        mirror = nil
+        try? FileSystem.unlink(staging)
+        try? FileSystem.unlink(statePath)
+        reused = 0
+        resumed = 0
+        mirror = try RemoteMirror(client: client, path: staging, size: version.size, options: options)
+    }
+
+    /// Fills the staging file: spans reused from `previous` where the signed digests match,
+    /// the rest downloaded in batches, the state saved after each.
+    mutating func assemble(
+        previous: String?, credential: PackCredential?, progress: (@Sendable (UInt64, UInt64) -> Void)?
+    ) throws {
+        guard let mirror else { return }
+        if let previous {
+            reused = try reuse(from: previous, into: mirror, credential: credential)
+            try save()
+        }
+        let total = mirror.size
+        let done = ProgressCounter(mirror.held.total)
+        progress?(done.value, total)
+        let missing = mirror.held.missing(in: 0..<total)
+        var batch: [Range<UInt64>] = []
+        var batchBytes: UInt64 = 0
+        func flush() throws {
+            guard !batch.isEmpty else { return }
+            try mirror.ensure(batch) { bytes in progress?(done.add(bytes), total) }
+            try mirror.sync()
+            try save()
+            batch = []
+            batchBytes = 0
+        }
+        for range in RemoteMirror.plan(missing, gap: 0, maxRequest: options.maxRequest) {
+            batch.append(range)
+            batchBytes += range.upperBound - range.lowerBound
+            if batchBytes >= Self.batch { try flush() }
+        }
+        try flush()
+    }
+
+    /// Copies every span of `previous` whose SHA-256 is a signed digest of the remote pack.
+    /// - Returns: Bytes copied.
+    private func reuse(from previous: String, into mirror: RemoteMirror, credential: PackCredential?) throws -> UInt64 {
+        // The remote structure: what a reader's open fetches, plus a zip's signature entry.
+        guard
+            let reader = try? RemotePackReader(
+                mirror: mirror, credential: credential, fetchSignature: true)
+        else { return 0 }
+        let remote: (block: PackSignature, spans: [Range<UInt64>])
+        let local: [Range<UInt64>]
+        switch reader.format {
+        case .zip:
+            guard let signed = try ZipSignature.signedSpans(at: mirror.path),
+                (try? AssetPacks.sniff(previous)) == .zip
+            else { return 0 }
+            remote = signed
+            local = try ZipSignature.spans(at: previous)
+        case .container:
+            guard let block = try ContainerPackReader.signatureBlock(at: mirror.path),
+                let container = reader.local as? ContainerPackReader,
+                (try? AssetPacks.sniff(previous)) == .container,
+                let old = try? ContainerPackReader(path: previous, credential: credential)
+            else { return 0 }
+            remote = (block, container.chunkSpans)
+            local = old.chunkSpans
+        }
+        guard remote.spans.count == remote.block.itemCount else { return 0 }
+        let fd: FileDescriptor
+        do { fd = try .open(previous, .readOnly) } catch { throw error.io("cannot open \(previous)") }
+        defer { try? fd.close() }
+        var byDigest: [[UInt8]: Range<UInt64>] = [:]
+        for span in local {
+            let digest = try SHA256Hasher.digest(of: fd, span, path: previous)
+            byDigest[digest] = span
+        }
+        var copied: UInt64 = 0
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        for (i, span) in remote.spans.enumerated() where !mirror.held.contains(span) {
+            let digest = Array(remote.block.items[32 * i..<32 * i + 32])
+            guard let source = byDigest[digest], source.count == span.count else { continue }
+            var offset: UInt64 = 0
+            while offset < UInt64(span.count) {
+                let n = Int(min(UInt64(buffer.count), UInt64(span.count) - offset))
+                try buffer.withUnsafeMutableBytes { raw in
+                    let piece = UnsafeMutableRawBufferPointer(rebasing: raw[0..<n])
+                    let got: Int
+                    do { got = try fd.preadFully(into: piece, at: source.lowerBound + offset) } catch let e as Errno {
+                        throw e.io("cannot read \(previous)")
+                    }
+                    guard got == n else { throw AssetPackError(.integrityFailure, "\(previous) is truncated") }
+                    try mirror.adopt(UnsafeRawBufferPointer(piece), at: span.lowerBound + offset)
+                }
+                offset += UInt64(n)
+            }
+            copied += UInt64(span.count)
+        }
+        try mirror.sync()
+        return copied
+    }
+
+    /// Checks the assembled file. - Returns: Its SHA-256 (hex) and the key that signed it.
+    func verify(trustedKeys: [PublisherKey]) throws -> (String, PublisherKey?) {
+        guard let client, let mirror else { throw AssetPackError(.io, "nothing was downloaded") }
+        guard mirror.held.contains(0..<mirror.size) else {
+            throw AssetPackError(.integrityFailure, "the download is incomplete")
+        }
+        let digest = try PrivateInstaller.sha256(of: staging)
+        if let sidecar = try client.sidecar(suffix: ".sha256") {
+            let published = sidecar.split(whereSeparator: \.isWhitespace).first.map { $0.lowercased() }
+            guard published == digest else {
+                throw AssetPackError(
+                    .integrityFailure,
+                    "the downloaded pack's SHA-256 is \(digest), not the \(published ?? "(empty)") the server publishes"
+                )
+            }
+        }
+        var publisher: PublisherKey?
+        if !trustedKeys.isEmpty {
+            publisher = try AssetPacks.verifySignature(at: staging, trustedKeys: trustedKeys)
+        } else if try AssetPacks.isSigned(staging), let own = try ownKey(staging) {
+            // Not a trust decision: proves the assembled bytes are the ones the block describes.
+            _ = try AssetPacks.verifySignature(at: staging, trustedKeys: [own])
+        }
+        return (digest, trustedKeys.isEmpty ? nil : publisher)
+    }
+
+    private func ownKey(_ path: String) throws -> PublisherKey? {
+        switch try AssetPacks.sniff(path) {
+        case .zip: try ZipSignature.signedSpans(at: path)?.block.publisher
+        case .container: try ContainerPackReader.signatureBlock(at: path)?.publisher
+        }
+    }
+
+    /// Makes the staging file the installed pack: mode 0600, synced, renamed, directory synced.
+    func commit(to destination: String) throws {
+        guard let mirror else { return }
+        try mirror.sync()
+        do {
+            try FileSystem.chmod(staging, 0o600)
+            try FileSystem.rename(staging, to: destination)
+        } catch { throw error.io("cannot install \(destination)") }
+        try? FileSystem.unlink(statePath)
+        let folder = AtomicFile.folder(of: destination)
+        if let fd = try? FileDescriptor.open(folder, .readOnly) {
+            try? fd.fsync()
+            try? fd.close()
+        }
+    }
+
+    private func save() throws {
+        guard let client, let version, let mirror else { return }
+        let state = State(url: client.url.absoluteString, version: version, present: mirror.held)
+        let data = try JSONEncoder().encode(state)
+        try AtomicFile.write(statePath, mode: 0o600, exactMode: true) { fd in
+            try data.withUnsafeBytes { try FileOutput.writeAll(fd, $0, path: statePath) }
+        }
+    }
+}
+
+private final class ProgressCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var done: UInt64
+    init(_ start: UInt64) { done = start }
+    var value: UInt64 { lock.withLock { done } }
+    func add(_ bytes: UInt64) -> UInt64 {
+        lock.withLock {
+            done += bytes; return done
+        }
+    }
+}

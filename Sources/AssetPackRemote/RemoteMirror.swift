@@ -1,0 +1,262 @@
+import AssetPackCore
+import Foundation
+
+/// A sparse local file the size of a remote pack, filled on demand by range requests
+/// (docs/REMOTE.md, "Request plan" and "Cache").
+///
+/// Readers read the mirror as they read any local pack; before they do, ``ensure(_:)`` fetches
+/// the bytes they will touch that are not there yet. Missing pieces closer than
+/// `coalescingGap` are fetched as one request, and requests are at most `maxRequest` bytes,
+/// run up to `parallelRequests` at a time. Bytes fetched beyond `cacheLimit` are evicted, least
+/// recently used first, by punching holes in the file (the pinned ranges, the pack's header and
+/// directory, never are). Once the server's file is seen to change, every later call fails: a
+/// mirror never holds bytes of two versions.
+package final class RemoteMirror: @unchecked Sendable {
+    /// Tuning for the request plan.
+    package struct Options: Sendable {
+        /// Missing pieces with a gap of at most this many bytes are fetched together.
+        package var coalescingGap: UInt64 = 64 << 10
+        /// The largest single request.
+        package var maxRequest: UInt64 = 8 << 20
+        /// Requests in flight at once.
+        package var parallelRequests = 4
+        /// Bytes of entry data kept; older ones are evicted (least recently used).
+        package var cacheLimit: UInt64 = 256 << 20
+        /// Retries of transient failures.
+        package var retry = HTTPRangeClient.Retry()
+        /// The first request: this many bytes from the start of the file.
+        package var probeSize: UInt64 = 64 << 10
+        package init() {}
+    }
+
+    package let client: HTTPRangeClient
+    package let options: Options
+    /// The mirror file (mode 0600, in a private temporary directory removed on deinit).
+    package let path: String
+    package let size: UInt64
+    private let fd: FileDescriptor
+    private let folder: String?
+    private let lock = NSLock()
+    private var present = RangeSet()
+    private var pinned = RangeSet()
+    private var recent: [Range<UInt64>] = []
+    private var poisoned: AssetPackError?
+
+    /// Opens `url` with one request (the first `probeSize` bytes, which also gives the size and
+    /// version) into a new mirror in a private temporary directory.
+    package convenience init(url: URL, options: Options = Options()) throws {
+        let client = try HTTPRangeClient(url: url, retry: options.retry)
+        var probe: [UInt8] = []
+        let collected = Collected()
+        try client.fetch(0..<options.probeSize) { piece, _ in collected.append(piece) }
+        probe = collected.bytes
+        guard let version = client.version else {
+            throw AssetPackError(.remote, "\(url.absoluteString): no response")
+        }
+        let folder: String
+        do {
+            folder = try FileSystem.makeTemporaryDirectory(
+                template: NSTemporaryDirectory() + "/assetpack-remote-XXXXXX")
+        } catch { throw error.io("cannot create a temporary directory") }
+        try self.init(client: client, path: folder + "/pack", size: version.size, options: options, folder: folder)
+        try store(probe, at: 0)
+        lock.withLock { _ = present.insert(0..<UInt64(probe.count)) }
+        pin(0..<UInt64(probe.count))
+    }
+
+    /// A mirror in an existing file of `size` bytes (an install's download; it stays).
+    package init(
+        client: HTTPRangeClient, path: String, size: UInt64, options: Options, present: RangeSet = RangeSet(),
+        folder: String? = nil
+    ) throws {
+        self.client = client
+        self.options = options
+        self.path = path
+        self.size = size
+        self.folder = folder
+        do {
+            fd = try .open(path, .readWrite, options: .create, permissions: 0o600)
+        } catch { throw error.io("cannot create \(path)") }
+        do {
+            let current = try fd.status().size
+            if current != size { try fd.truncate(to: size) }
+        } catch {
+            try? fd.close()
+            throw error.io("cannot size \(path)")
+        }
+        self.present = present
+    }
+
+    deinit {
+        try? fd.close()
+        if let folder {
+            try? FileSystem.unlink(path)
+            try? FileSystem.rmdir(folder)
+        }
+    }
+
+    /// The ranges held so far.
+    package var held: RangeSet { lock.withLock { present } }
+
+    /// Marks `range` as never evicted (the pack's structure).
+    package func pin(_ range: Range<UInt64>) { lock.withLock { _ = pinned.insert(range) } }
+
+    /// Fetches whatever of `ranges` is not held yet, then marks them recently used.
+    /// - Throws: `.remote`, `.integrityFailure` (a short file), `.io`.
+    package func ensure(_ ranges: [Range<UInt64>], progress: (@Sendable (UInt64) -> Void)? = nil) throws {
+        if let poisoned = lock.withLock({ poisoned }) { throw poisoned }
+        let wanted = ranges.map { $0.clamped(to: 0..<size) }.filter { !$0.isEmpty }
+        let missing = lock.withLock { wanted.flatMap { present.missing(in: $0) } }
+        let plan = Self.plan(missing, gap: options.coalescingGap, maxRequest: options.maxRequest)
+        if !plan.isEmpty {
+            do {
+                try run(plan, progress: progress)
+            } catch {
+                if let changed = client.changeDetected { lock.withLock { poisoned = changed } }
+                throw error
+            }
+        }
+        lock.withLock {
+            for range in wanted { touch(range) }
+            evict()
+        }
+    }
+
+    /// Fetches `plan` (disjoint ranges), `parallelRequests` at a time.
+    private func run(_ plan: [Range<UInt64>], progress: (@Sendable (UInt64) -> Void)?) throws {
+        let failure = FirstFailure()
+        let next = Counter()
+        let workers = min(options.parallelRequests, plan.count)
+        DispatchQueue.concurrentPerform(iterations: workers) { _ in
+            while !failure.failed, let i = next.take(below: plan.count) {
+                let range = plan[i]
+                do {
+                    try client.fetch(range) { [self] piece, offset in try store(piece, at: offset) }
+                    lock.withLock { _ = present.insert(range) }
+                    progress?(range.upperBound - range.lowerBound)
+                } catch {
+                    failure.record(error)
+                }
+            }
+        }
+        if let error = failure.error { throw error }
+    }
+
+    private func store(_ bytes: [UInt8], at offset: UInt64) throws {
+        try bytes.withUnsafeBytes { try store($0, at: offset) }
+    }
+
+    private func store(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws {
+        guard offset + UInt64(bytes.count) <= size else {
+            throw AssetPackError(.remote, "\(client.url.absoluteString): the server sent bytes past the file's size")
+        }
+        do { try fd.pwriteAll(bytes, at: offset) } catch { throw error.io("cannot write \(path)") }
+    }
+
+    /// Writes bytes obtained elsewhere (an installed pack's identical span) and holds them.
+    package func adopt(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) throws {
+        try store(bytes, at: offset)
+        lock.withLock { _ = present.insert(offset..<offset + UInt64(bytes.count)) }
+    }
+
+    /// Reads bytes, fetching them first if needed.
+    package func read(_ offset: UInt64, _ count: Int) throws -> [UInt8] {
+        try ensure([offset..<offset + UInt64(count)])
+        return try [UInt8](unsafeUninitializedCapacity: count) { buffer, n in
+            let got: Int
+            do { got = try fd.preadFully(into: UnsafeMutableRawBufferPointer(buffer), at: offset) } catch let e as Errno
+            {
+                throw e.io("cannot read \(path)")
+            }
+            guard got == count else { throw AssetPackError(.integrityFailure, "the remote pack is truncated") }
+            n = count
+        }
+    }
+
+    /// Syncs the file to disk.
+    package func sync() throws {
+        do { try fd.fsync() } catch { throw error.io("cannot sync \(path)") }
+    }
+
+    // MARK: - Cache
+
+    private func touch(_ range: Range<UInt64>) {
+        if pinned.contains(range) { return }
+        recent.removeAll { $0 == range }
+        recent.append(range)
+    }
+
+    /// Punches out the least recently used ranges while unpinned bytes exceed the limit.
+    private func evict() {
+        var held = present.total - pinned.overlap(with: present)
+        while held > options.cacheLimit, recent.count > 1 {
+            let victim = recent.removeFirst()
+            for piece in present.intersection(victim) where !pinned.intersects(piece) {
+                punchHole(piece)
+                present.remove(piece)
+                held -= piece.upperBound - piece.lowerBound
+            }
+        }
+    }
+
+    /// Gives the range's disk blocks back (`fallocate(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)`
+    /// on Linux; elsewhere the bytes stay on disk, only forgotten).
+    private func punchHole(_ range: Range<UInt64>) {
+        #if os(Linux)
+            _ = linuxFallocate(
+                fd.rawValue, 0x02 | 0x01, Int64(range.lowerBound), Int64(range.upperBound - range.lowerBound))
+        #endif
+    }
+
+    // MARK: - Plan
+
+    /// Merges `missing` pieces whose gap is at most `gap` and splits the result into requests of
+    /// at most `maxRequest` bytes.
+    package static func plan(_ missing: [Range<UInt64>], gap: UInt64, maxRequest: UInt64) -> [Range<UInt64>] {
+        var merged: [Range<UInt64>] = []
+        for range in missing.sorted(by: { $0.lowerBound < $1.lowerBound }) where !range.isEmpty {
+            if let last = merged.last, range.lowerBound <= last.upperBound + gap {
+                merged[merged.count - 1] = last.lowerBound..<max(last.upperBound, range.upperBound)
+            } else {
+                merged.append(range)
+            }
+        }
+        return merged.flatMap { range in
+            stride(from: range.lowerBound, to: range.upperBound, by: Int(maxRequest)).map {
+                $0..<min(range.upperBound, $0 + maxRequest)
+            }
+        }
+    }
+}
+
+/// Bytes collected from a fetch (the probe).
+private final class Collected: @unchecked Sendable {
+    private(set) var bytes: [UInt8] = []
+    func append(_ piece: UnsafeRawBufferPointer) { bytes.append(contentsOf: piece) }
+}
+
+private final class FirstFailure: @unchecked Sendable {
+    private let lock = NSLock()
+    private var first: (any Error)?
+    var failed: Bool { lock.withLock { first != nil } }
+    var error: (any Error)? { lock.withLock { first } }
+    func record(_ error: any Error) { lock.withLock { if first == nil { first = error } } }
+}
+
+private final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = 0
+    func take(below limit: Int) -> Int? {
+        lock.withLock {
+            guard value < limit else { return nil }
+            defer { value += 1 }
+            return value
+        }
+    }
+}
+
+#if os(Linux)
+    /// glibc's `fallocate(2)` (the Glibc module does not export it: it needs `_GNU_SOURCE`).
+    @_silgen_name("fallocate")
+    private func linuxFallocate(_ fd: Int32, _ mode: Int32, _ offset: Int64, _ length: Int64) -> Int32
+#endif

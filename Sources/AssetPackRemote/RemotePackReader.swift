@@ -1,0 +1,130 @@
+import AssetPackContainer
+import AssetPackCore
+import AssetPackZip
+import Foundation
+
+/// A pack on an HTTP server, read by range requests through a ``RemoteMirror``.
+///
+/// It is the local reader of its format, opened on the mirror: the same checks (structure,
+/// limits, CRC, MAC or tag, the publisher signature when keys are trusted) run on the same
+/// bytes. Before each read it fetches the entry's stored span (for a container range read,
+/// only the chunks the range covers). Bytes the reader was not given read as zeros, which
+/// every check refuses: a bug in the fetch plan shows as an integrity failure, never as wrong
+/// bytes. Reads block the calling thread on the network, as local reads block on the disk.
+package final class RemotePackReader: PackReader, @unchecked Sendable {
+    package let mirror: RemoteMirror
+    package let local: any StoredLayout
+    package let openSeconds: Double
+
+    /// Opens the pack at `url`: the first 64 KiB, then the container's index and signature or
+    /// the zip's end records, central directory and (trusting) signature entry.
+    /// - Throws: As the local readers do, plus `.remote` for the server's failures.
+    package convenience init(
+        url: URL, credential: PackCredential?, limits: ReadLimits = .default, trustedKeys: [PublisherKey] = [],
+        options: RemoteMirror.Options = RemoteMirror.Options()
+    ) throws {
+        let watch = Stopwatch()
+        try self.init(
+            mirror: try RemoteMirror(url: url, options: options), credential: credential, limits: limits,
+            trustedKeys: trustedKeys, started: watch)
+    }
+
+    /// Opens the pack held (or to be fetched) in `mirror`.
+    /// - Parameter fetchSignature: Fetch a zip's signature entry even without trusted keys (an
+    ///   installer checks it itself).
+    package init(
+        mirror: RemoteMirror, credential: PackCredential?, limits: ReadLimits = .default,
+        trustedKeys: [PublisherKey] = [], fetchSignature: Bool = false, started: Stopwatch = Stopwatch()
+    ) throws {
+        let watch = started
+        let url = mirror.client.url
+        self.mirror = mirror
+        let head = try mirror.read(0, Int(min(mirror.size, 8)))
+        do {
+            if head.starts(with: ContainerFormat.magic) {
+                let header = try mirror.read(0, min(ContainerFormat.headerSize, Int(mirror.size)))
+                guard header.count == ContainerFormat.headerSize else {
+                    throw AssetPackError(.integrityFailure, "container is truncated")
+                }
+                let parsed = try header.withUnsafeBytes { try ContainerHeader.parse($0) }
+                let start = min(parsed.indexOffset, mirror.size)
+                try mirror.ensure([start..<mirror.size])
+                mirror.pin(start..<mirror.size)
+                local = try ContainerPackReader(
+                    path: mirror.path, credential: credential, limits: limits, trustedKeys: trustedKeys)
+            } else if head.starts(with: [0x50, 0x4B, 0x03, 0x04]) || head.starts(with: [0x50, 0x4B, 0x05, 0x06]) {
+                let directory = try ZipStructure.directoryRange(fileSize: mirror.size) { try mirror.read($0, $1) }
+                var tail = min(directory.offset, mirror.size)..<mirror.size
+                try mirror.ensure([tail])
+                if !trustedKeys.isEmpty || fetchSignature {
+                    // The signature entry is the last one before the directory.
+                    let structure = try ZipStructure(
+                        fileSize: mirror.size, limits: limits, signed: !trustedKeys.isEmpty
+                    ) {
+                        try mirror.read($0, $1)
+                    }
+                    if let last = structure.records.max(by: { $0.localHeaderOffset < $1.localHeaderOffset }) {
+                        tail = min(last.localHeaderOffset, tail.lowerBound)..<mirror.size
+                        try mirror.ensure([tail])
+                    }
+                }
+                mirror.pin(tail)
+                local = try ZipPackReader(
+                    path: mirror.path, credential: credential, limits: limits, trustedKeys: trustedKeys)
+            } else {
+                throw AssetPackError(
+                    .unsupportedFormat, "\(url.absoluteString) is not an AssetPack container or a zip archive")
+            }
+        } catch let error as AssetPackError {
+            throw error.untrustedIfUnreadable(trusting: trustedKeys)
+        }
+        openSeconds = watch.elapsed
+    }
+
+    package var format: PackFormat { local.format }
+    package var entries: [EntryInfo] { local.entries }
+    package var publisher: PublisherKey? { local.publisher }
+    package func entry(_ path: String) -> EntryInfo? { local.entry(path) }
+
+    /// Requests made and body bytes received so far (the open included).
+    package var transferred: (requests: Int, bytes: UInt64) { mirror.client.transferred }
+
+    package func readTimed(_ path: String) throws -> (bytes: [UInt8], timing: EntryTiming) {
+        try fetch(local.storedSpan(path))
+        return try local.readTimed(path)
+    }
+
+    @discardableResult
+    package func stream(_ path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> EntryTiming {
+        try fetch(local.storedSpan(path))
+        return try local.stream(path, body)
+    }
+
+    /// Reads bytes `[offset, offset + count)` of a container entry, fetching only the chunks
+    /// they lie in. Zip entries are read whole and cut.
+    package func readRange(_ path: String, offset: UInt64, count: Int) throws -> [UInt8] {
+        try fetch(local.storedSpan(path, offset: offset, count: count))
+        if let container = local as? ContainerPackReader {
+            return try container.readRange(path, offset: offset, count: count)
+        }
+        let bytes = try local.read(path)
+        guard count >= 0, offset <= UInt64(bytes.count), UInt64(count) <= UInt64(bytes.count) - offset else {
+            throw AssetPackError(
+                .invalidArgument, "range \(offset)+\(count) is outside the entry (\(bytes.count) bytes)", path: path)
+        }
+        return Array(bytes[Int(offset)..<Int(offset) + count])
+    }
+
+    private func fetch(_ span: Range<UInt64>?) throws {
+        guard let span else { return }  // no such entry: the local reader says so
+        try mirror.ensure([span])
+    }
+}
+
+extension URL {
+    /// Whether `string` names a remote pack (`http://` or `https://`).
+    package static func isRemotePack(_ string: String) -> Bool {
+        let lower = string.lowercased()
+        return lower.hasPrefix("http://") || lower.hasPrefix("https://")
+    }
+}
