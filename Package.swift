@@ -91,7 +91,7 @@ let package = Package(
             name: "AssetPackContainerTests",
             dependencies: ["AssetPackContainer", "AssetPackCore", "AssetPackCrypto", "AssetPackTestSupport"],
             resources: [.copy("Vectors")]),
-        .testTarget(name: "AssetPackTests", dependencies: ["AssetPack", "AssetPackTestSupport"]),
+        .testTarget(name: "AssetPackTests", dependencies: ["AssetPack", "AssetPackRemote", "AssetPackTestSupport"]),
         .testTarget(name: "AssetPackPerfTests", dependencies: ["AssetPackPerf", "AssetPackTestSupport"]),
         .testTarget(name: "AssetPackCLITests", dependencies: ["AssetPack", "AssetPackPerf", "AssetPackTestSupport"]),
     ]

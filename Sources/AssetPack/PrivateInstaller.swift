@@ -223,7 +223,7 @@ public struct PrivateInstaller: Sendable {
     }
 
     /// SHA-256 of a file, lowercase hex.
-    static func sha256(of path: String) throws -> String {
+    package static func sha256(of path: String) throws -> String {
         let hasher = SHA256Hasher()
         try FileChunks.forEach(URL(fileURLWithPath: path), chunkSize: 1 << 20) { hasher.update($0) }
         return hex(hasher.finalize())

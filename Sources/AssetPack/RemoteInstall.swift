@@ -137,8 +137,6 @@ struct RemoteDownload {
     private var statePath = ""
     private var options = RemoteMirror.Options()
     private var mirror: RemoteMirror?
-    /// Bytes fetched between two saves of the state.
-    private static let batch: UInt64 = 32 << 20
 
     /// Nothing downloaded (an install that was current).
     init() {}
@@ -206,7 +204,7 @@ struct RemoteDownload {
         for range in RemoteMirror.plan(missing, gap: 0, maxRequest: options.maxRequest) {
             batch.append(range)
             batchBytes += range.upperBound - range.lowerBound
-            if batchBytes >= Self.batch { try flush() }
+            if batchBytes >= options.saveInterval { try flush() }
         }
         try flush()
     }

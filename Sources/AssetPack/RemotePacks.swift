@@ -44,6 +44,14 @@ extension AssetPacks {
         return try RemotePackReader(url: url, credential: credential, limits: limits, trustedKeys: trustedKeys)
     }
 
+    /// A remote pack's size, and what it has transferred (`nil` for a local pack).
+    package static func remoteSize(of reader: any PackReader) -> UInt64? { (reader as? RemotePackReader)?.mirror.size }
+
+    /// Requests made and body bytes received by a remote pack's reader (`nil` for a local pack).
+    package static func transferred(by reader: any PackReader) -> (requests: Int, bytes: UInt64)? {
+        (reader as? RemotePackReader)?.transferred
+    }
+
     /// The whole-file signature check of an open pack: for a remote one, after fetching every byte.
     package static func verifySignature(of reader: any PackReader, at location: String, trustedKeys: [PublisherKey])
         throws -> PublisherKey

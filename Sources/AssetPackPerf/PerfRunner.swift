@@ -104,26 +104,28 @@ public enum PerfRunner {
         case .packs(let urls):
             guard !urls.isEmpty else { throw AssetPackError(.invalidArgument, "no packs to measure") }
             inputKind = "packs"
-            inputDescription = urls.map(\.path).joined(separator: ", ")
+            inputDescription = urls.map { $0.isFileURL ? $0.path : $0.absoluteString }.joined(separator: ", ")
             credentialKind = describe(configuration.credential, generated: false)
             var labels: Set<String> = []
             for (i, url) in urls.enumerated() {
                 report(configuration, "open \(url.lastPathComponent)", i, urls.count)
-                let signed = try !configuration.trustedKeys.isEmpty && AssetPacks.isSigned(url.path)
+                let remote = !url.isFileURL
+                let signed = try !configuration.trustedKeys.isEmpty && (remote || AssetPacks.isSigned(url.path))
                 let watch = Stopwatch()
                 let reader = try AssetPacks.open(
-                    url.path, credential: configuration.credential,
+                    location: remote ? url.absoluteString : url.path, credential: configuration.credential,
                     trustedKeys: signed ? configuration.trustedKeys : [])
                 let openWall = watch.elapsed
-                var label = reader.format.rawValue + (signed ? "-signed" : "")
+                let base = reader.format.rawValue + (signed ? "-signed" : "") + (remote ? "-remote" : "")
+                var label = base
                 var n = 2
                 while labels.contains(label) {
-                    label = "\(reader.format.rawValue)\(signed ? "-signed" : "")-\(n)"
+                    label = "\(base)-\(n)"
                     n += 1
                 }
                 labels.insert(label)
                 subjects.append(subject(label, reader, url, packSeconds: nil, installSeconds: nil, openWall: openWall))
-                if reader.format == .zip && configuration.compareLibzipDecoder {
+                if reader.format == .zip && configuration.compareLibzipDecoder && !remote {
                     subjects.append(
                         try libzipSubject(
                             label + "-libzip", url, configuration.credential, packSeconds: nil, installSeconds: nil))
@@ -403,9 +405,10 @@ public enum PerfRunner {
         _ label: String, _ reader: any PackReader, _ url: URL, packSeconds: Double?, installSeconds: Double?,
         openWall: Double
     ) -> Subject {
-        let size = (try? FileSystem.stat(url.path).size) ?? 0
+        let size = AssetPacks.remoteSize(of: reader) ?? (try? FileSystem.stat(url.path).size) ?? 0
         let pack = PerfPack(
-            format: reader.format, path: url.path, sizeBytes: size, entryCount: reader.entries.count,
+            format: reader.format, path: url.isFileURL ? url.path : url.absoluteString, sizeBytes: size,
+            entryCount: reader.entries.count,
             packSeconds: packSeconds, installSeconds: installSeconds, openSeconds: reader.openSeconds,
             openWallSeconds: openWall, readPeakRSSBytes: nil, readPeakRSSDeltaBytes: nil,
             largestEntryBytes: reader.entries.map(\.size).max() ?? 0)

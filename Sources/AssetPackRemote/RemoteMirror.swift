@@ -24,6 +24,9 @@ package final class RemoteMirror: @unchecked Sendable {
         package var cacheLimit: UInt64 = 256 << 20
         /// Retries of transient failures.
         package var retry = HTTPRangeClient.Retry()
+        /// An install records what it downloaded after every this many bytes (what a resumed
+        /// install need not fetch again).
+        package var saveInterval: UInt64 = 32 << 20
         /// The first request: this many bytes from the start of the file.
         package var probeSize: UInt64 = 64 << 10
         package init() {}

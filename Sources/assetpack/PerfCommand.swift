@@ -24,7 +24,9 @@ extension AssetPackCommand {
         @Option(help: ArgumentHelp("Write a self-contained HTML report with charts.", valueName: "FILE")) var html:
             String?
         @Option(
-            name: .customLong("pack"), help: ArgumentHelp("Measure an existing pack (repeatable).", valueName: "FILE"))
+            name: .customLong("pack"),
+            help: ArgumentHelp(
+                "Measure an existing pack, a path or an http(s):// URL (repeatable).", valueName: "FILE"))
         var packs: [String] = []
         @Option(help: ArgumentHelp("Generate and measure a synthetic corpus.", valueName: "standard")) var corpus:
             PerfCorpus?
@@ -62,8 +64,17 @@ extension AssetPackCommand {
                     input = .corpus(corpus)
                     credential = try credentials.given()
                 } else {
-                    input = .packs(packs.map { URL(fileURLWithPath: $0) })
-                    credential = try credentials.resolve(needed: try packs.contains(where: needsCredential))
+                    input = .packs(
+                        try packs.map {
+                            guard AssetPacks.isRemote($0) else { return URL(fileURLWithPath: $0) }
+                            guard let url = URL(string: $0) else {
+                                throw AssetPackError(.invalidArgument, "\($0) is not a valid URL")
+                            }
+                            return url
+                        })
+                    credential =
+                        try packs.contains(where: AssetPacks.isRemote)
+                        ? credentials.given() : credentials.resolve(needed: try packs.contains(where: needsCredential))
                 }
                 var configuration = PerfConfiguration(input: input)
                 configuration.iterations = iterations

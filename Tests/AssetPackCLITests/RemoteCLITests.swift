@@ -1,0 +1,95 @@
+import AssetPack
+import AssetPackTestSupport
+import Foundation
+import Testing
+
+/// URLs wherever the CLI takes a pack, through the built binary against a real nginx: the same
+/// bytes as local reads, exit 6 for a failing server, 4 for corrupt bytes, and `install URL`.
+@Suite(.serialized) struct RemoteCLITests {
+    let dir = TemporaryDirectory("remote-cli")
+    let tree: [String: [UInt8]] = [
+        "a.txt": Array("hello, remote world".utf8), "img/big.bin": testBytes(300_000, seed: 4),
+        "img/small.bin": testBytes(4096, seed: 5), "empty": [],
+    ]
+
+    func run(_ arguments: [String]) throws -> CLI.Run { try CLI.run(arguments, password: "pw") }
+
+    /// A signed pack of `format` in `www/`, and the publisher's public key file.
+    func setUp(_ format: String) throws -> (pack: String, pub: String) {
+        _ = try dir.write(tree, under: "src")
+        #expect(try run(["keygen", "--out", dir.appending("k").path]).status == 0)
+        try FileManager.default.createDirectory(at: dir.appending("www"), withIntermediateDirectories: true)
+        let out = dir.appending("www/p.\(format)").path
+        let pack = try run([
+            "pack", dir.appending("src").path, "-o", out, "--format", format, "--sign-key", dir.appending("k.key").path,
+        ])
+        #expect(pack.status == 0, "\(pack.stderr)")
+        return (out, dir.appending("k.pub").path)
+    }
+
+    @Test(arguments: ["zip", "container"])
+    func everyReadingCommandTakesAURL(format: String) throws {
+        let (local, pub) = try setUp(format)
+        let nginx = try NginxServer(root: dir.appending("www"))
+        let url = nginx.url("p.\(format)").absoluteString
+
+        let list = try run(["list", url, "--trust", pub])
+        #expect(list.status == 0, "\(list.stderr)")
+        #expect(list.text == (try run(["list", local])).text)
+        for (path, bytes) in tree {
+            let cat = try run(["cat", url, path, "--trust", pub])
+            #expect(cat.status == 0 && cat.stdout == bytes, "\(path): \(cat.stderr)")
+        }
+        let into = dir.appending("out-\(format)").path
+        let extract = try run(["extract", url, "--into", into])
+        #expect(extract.status == 0, "\(extract.stderr)")
+        for (path, bytes) in tree {
+            #expect(FileManager.default.contents(atPath: into + "/" + path).map { [UInt8]($0) } == bytes, "\(path)")
+        }
+        let verify = try run(["verify", url, "--trust", pub])
+        #expect(verify.status == 0, "\(verify.stderr)")
+        #expect(verify.text.contains("sig+"), "\(verify.text)")
+        let perf = try run(["perf", "--pack", url, "--pack", local, "--iterations", "1"])
+        #expect(perf.status == 0, "\(perf.stderr)")
+        #expect(perf.text.contains("\(format == "zip" ? "zip" : "container")-remote"), "\(perf.text)")
+    }
+
+    @Test func serverFailuresExitSixAndCorruptBytesExitFour() throws {
+        let (local, _) = try setUp("container")
+        let plain = try NginxServer(root: dir.appending("www"), allowRanges: false)
+        let refused = try run(["cat", plain.url("p.container").absoluteString, "a.txt"])
+        #expect(refused.status == 6 && refused.stdout.isEmpty, "\(refused.stderr)")
+        #expect(refused.stderr.contains("ignores Range"), "\(refused.stderr)")
+        let missing = try run(["list", plain.url("nothing.container").absoluteString])
+        #expect(missing.status == 6 && missing.stderr.contains("404"), "\(missing.stderr)")
+
+        let faulty = try FaultyHTTPServer(root: dir.appending("www"))
+        // Flip a byte in the middle of the pack: inside img/big.bin's chunks.
+        let size = try FileSystem.stat(local).size
+        try faulty.setFault(.corruptByte(offsetInFile: Int(size / 2)))
+        let corrupt = try run(["cat", faulty.url("p.container").absoluteString, "img/big.bin"])
+        #expect(corrupt.status == 4 && corrupt.stdout.isEmpty, "\(corrupt.stderr)")
+    }
+
+    @Test func installTakesAURL() throws {
+        let (local, pub) = try setUp("zip")
+        let nginx = try NginxServer(root: dir.appending("www"))
+        let url = nginx.url("p.zip").absoluteString
+        let home = dir.appending("home").path
+        let first = try run(["install", url, "--into", home, "--trust", pub])
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(first.text == home + "/p.zip\n")
+        #expect(
+            first.stderr.contains("downloaded") && first.stderr.contains("signed by trusted key"), "\(first.stderr)")
+        #expect(FileManager.default.contents(atPath: home + "/p.zip") == FileManager.default.contents(atPath: local))
+        let again = try run(["install", url, "--into", home, "--trust", pub])
+        #expect(again.status == 0 && again.stderr.contains("already installed"), "\(again.stderr)")
+        let stranger = try run(["keygen", "--out", dir.appending("other").path])
+        #expect(stranger.status == 0)
+        let untrusted = try run([
+            "install", url, "--into", dir.appending("home2").path, "--trust", dir.appending("other.pub").path,
+        ])
+        #expect(untrusted.status == 5, "\(untrusted.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.appending("home2/p.zip").path))
+    }
+}

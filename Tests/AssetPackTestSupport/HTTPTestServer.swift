@@ -1,0 +1,771 @@
+import AssetPackCore
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+// Local HTTP servers for tests of ranged downloads: a real nginx (what a CDN origin looks like) and a
+// small Python server that injects faults (truncated bodies, flipped bytes, dropped connections, 503s,
+// ignored ranges, a file replaced mid-download).
+
+/// Why a test HTTP server could not start or be read.
+public struct HTTPTestServerError: Error, CustomStringConvertible, Sendable {
+    /// What went wrong, with the server's own output where there is any.
+    public var message: String
+    /// Creates an error with `message`.
+    public init(_ message: String) { self.message = message }
+    /// The message.
+    public var description: String { message }
+}
+
+/// One request as a server's access log records it.
+public struct AccessLogLine: Sendable, Equatable {
+    /// The request method (`GET`, `HEAD`, …).
+    public var method: String
+    /// The request target as sent (path and query, percent-encoded).
+    public var uri: String
+    /// The response status; `0` when ``FaultyHTTPServer`` closed the connection without answering.
+    public var status: Int
+    /// Body bytes sent (nginx `$body_bytes_sent`; for a truncated response, the bytes actually sent).
+    public var bodyBytes: Int
+    /// Bytes sent in all, status line and headers included (nginx `$bytes_sent`).
+    public var totalBytes: Int
+    /// The request's `Range` header, or `nil` when it had none.
+    public var range: String?
+
+    /// Creates a line.
+    public init(method: String, uri: String, status: Int, bodyBytes: Int, totalBytes: Int, range: String?) {
+        self.method = method
+        self.uri = uri
+        self.status = status
+        self.bodyBytes = bodyBytes
+        self.totalBytes = totalBytes
+        self.range = range
+    }
+
+    /// Parses the tab-separated log both servers write (method, URI, status, body bytes, total bytes,
+    /// Range or `-`). Only complete lines count: a final line without its newline is still being
+    /// written and is skipped.
+    static func parse(_ text: String) throws -> [AccessLogLine] {
+        var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        lines.removeLast()  // the text after the last newline: empty, or a partial line
+        return try lines.filter { !$0.isEmpty }.map { line in
+            let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+            guard fields.count == 6, let status = Int(fields[2]), let body = Int(fields[3]),
+                let total = Int(fields[4])
+            else { throw HTTPTestServerError("unreadable access log line: \(line.debugDescription)") }
+            return AccessLogLine(
+                method: fields[0], uri: fields[1], status: status, bodyBytes: body, totalBytes: total,
+                range: fields[5] == "-" ? nil : fields[5])
+        }
+    }
+
+    /// Reads `file`'s lines, polling until there are at least `count` (both servers write a line
+    /// just after the response's last byte, so a client can finish first).
+    static func read(_ file: URL, waitingFor count: Int, timeout: TimeInterval) throws -> [AccessLogLine] {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            let data: Data
+            do {
+                data = try Data(contentsOf: file)
+            } catch {
+                throw HTTPTestServerError("cannot read the access log \(file.path): \(error)")
+            }
+            let lines = try parse(String(decoding: data, as: UTF8.self))
+            if lines.count >= count || Date() >= deadline { return lines }
+            usleep(5_000)
+        }
+    }
+}
+
+// MARK: - nginx
+
+/// A real nginx (Debian `nginx-light`, `/usr/sbin/nginx`) serving a directory on 127.0.0.1, as a
+/// child process of the test, with its configuration, logs and temporary files in a private
+/// temporary directory. Stopped by ``stop()`` or when released.
+///
+/// What it answers, as observed with nginx 1.22: a strong `ETag` `"<hex mtime>-<hex size>"`
+/// (lowercase, no leading zeros), `Last-Modified`, `206` with `Content-Range: bytes a-b/total` for
+/// one range (no `Accept-Ranges` on a 206), `Accept-Ranges: bytes` on a `200` only while ranges are
+/// allowed, `416` with `Content-Range: bytes */total` past the end, and `If-Range` honoured (a
+/// mismatch gives `200` and the whole file).
+public final class NginxServer: @unchecked Sendable {
+    /// The nginx binary.
+    public static let binary = "/usr/sbin/nginx"
+
+    /// The directory served at `/`.
+    public let root: URL
+    /// The port nginx listens on (127.0.0.1).
+    public let port: Int
+    /// The server's address, `http://127.0.0.1:PORT/`.
+    public var baseURL: URL { URL(string: "http://127.0.0.1:\(port)/")! }
+    /// The access log (tab-separated: method, URI, status, body bytes, total bytes, Range or `-`).
+    public var accessLogURL: URL { directory.appending("access.log") }
+    /// nginx's error log.
+    public var errorLogURL: URL { directory.appending("error.log") }
+
+    private let directory: TemporaryDirectory
+    private let lock = NSLock()
+    private var process: Process?
+
+    /// Starts nginx serving `root` on a free port and waits (up to 10 s) until it accepts connections.
+    ///
+    /// - Parameters:
+    ///   - root: The directory to serve.
+    ///   - allowRanges: `false` sets `max_ranges 0`: nginx then ignores `Range` and answers `200` with
+    ///     the whole file (and no `Accept-Ranges` header).
+    ///   - maxRanges: With ranges allowed, nginx's `max_ranges` (`nil`: nginx's default, unlimited, so
+    ///     a multi-range request gets `multipart/byteranges`; `1`: a multi-range request gets `200`).
+    /// - Throws: ``HTTPTestServerError`` when nginx is not installed (`apt-get install nginx-light`),
+    ///   or does not start; the message quotes nginx's error output.
+    public init(root: URL, allowRanges: Bool = true, maxRanges: Int? = nil) throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.binary) else {
+            throw HTTPTestServerError(
+                "nginx not found at \(Self.binary): these tests need a real nginx "
+                    + "(Debian/Ubuntu: apt-get install nginx-light)")
+        }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: root.path, isDirectory: &isDirectory), isDirectory.boolValue
+        else { throw HTTPTestServerError("nginx root \(root.path) is not a directory") }
+        self.root = root.standardizedFileURL
+        directory = TemporaryDirectory("nginx")
+        let dir = directory
+        let ranges = allowRanges ? maxRanges.map { "max_ranges \($0);" } ?? "" : "max_ranges 0;"
+
+        var lastFailure = ""
+        for _ in 0..<3 {
+            let port = try freeLocalPort()
+            let config = Self.configuration(directory: dir, root: self.root, port: port, ranges: ranges)
+            let configURL = dir.appending("nginx.conf")
+            try Data(config.utf8).write(to: configURL)
+            for name in ["error.log", "stderr.log"] { try Data().write(to: dir.appending(name)) }
+
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: Self.binary)
+            process.arguments = ["-p", dir.path + "/", "-c", configURL.path, "-e", dir.appending("error.log").path]
+            process.standardInput = FileHandle.nullDevice
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = try FileHandle(forWritingTo: dir.appending("stderr.log"))
+            do {
+                try runWithUnblockedSignals(process)
+            } catch {
+                throw HTTPTestServerError("cannot run \(Self.binary): \(error)")
+            }
+            // nginx retries a failed bind() for 2.5 s, so a port taken by someone else (who then answers
+            // the probe) shows in the error log first.
+            let bindFailed = { Self.output(dir).contains("bind() to") }
+            switch waitUntilListening(process, port: port, timeout: 10, failed: bindFailed) {
+            case .listening:
+                self.port = port
+                self.process = process
+                return
+            case .exited:
+                lastFailure = Self.output(dir)
+                // Another process took the port between our probe and nginx's bind: try another.
+                if lastFailure.contains("Address already in use") { continue }
+                throw HTTPTestServerError(
+                    "nginx exited at startup (status \(process.terminationStatus)):\n\(lastFailure)")
+            case .timedOut:
+                terminate(process, timeout: 2)
+                throw HTTPTestServerError(
+                    "nginx did not accept connections on port \(port) within 10 s:\n\(Self.output(dir))")
+            }
+        }
+        throw HTTPTestServerError("nginx could not bind a free port in 3 attempts:\n\(lastFailure)")
+    }
+
+    deinit { stop() }
+
+    /// The URL of `relativePath` (for example `"packs/a.pack"`) on this server, percent-encoded as needed.
+    public func url(_ relativePath: String) -> URL {
+        serverURL(baseURL, relativePath)
+    }
+
+    /// The access log's complete lines, oldest first.
+    ///
+    /// nginx writes each line (unbuffered) just after a response's last byte, so a client can see its
+    /// response end a moment before the line exists: pass `count` to wait (up to `timeout`) until there
+    /// are at least that many lines. A final partial line is skipped.
+    public func accessLog(waitingFor count: Int = 0, timeout: TimeInterval = 2) throws -> [AccessLogLine] {
+        try AccessLogLine.read(accessLogURL, waitingFor: count, timeout: timeout)
+    }
+
+    /// Empties the access log (nginx appends with `O_APPEND`, so it keeps writing at the new end).
+    public func resetAccessLog() throws {
+        guard truncate(accessLogURL.path, 0) == 0 else {
+            throw HTTPTestServerError("cannot truncate \(accessLogURL.path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Stops nginx (SIGTERM, then SIGKILL after 5 s) and waits for it to exit. Safe to call twice.
+    public func stop() {
+        lock.lock()
+        let running = process
+        process = nil
+        lock.unlock()
+        if let running { terminate(running, timeout: 5) }
+    }
+
+    private static func configuration(directory: TemporaryDirectory, root: URL, port: Int, ranges: String)
+        -> String
+    {
+        func path(_ name: String) -> String { quoted(directory.appending(name).path) }
+        // Running as root (CI containers), nginx would otherwise switch to `nobody`; as anyone else the
+        // directive is ignored with a warning, so it is left out.
+        let user = geteuid() == 0 ? "user root;" : ""
+        return """
+            daemon off;
+            master_process off;
+            worker_processes 1;
+            \(user)
+            pid \(path("nginx.pid"));
+            lock_file \(path("nginx.lock"));
+            error_log \(path("error.log")) info;
+            events { worker_connections 256; }
+            http {
+                types { }
+                default_type application/octet-stream;
+                log_format assetpack_test
+                    '$request_method\t$request_uri\t$status\t$body_bytes_sent\t$bytes_sent\t$http_range';
+                access_log \(path("access.log")) assetpack_test;
+                client_body_temp_path \(path("client_body"));
+                proxy_temp_path \(path("proxy"));
+                fastcgi_temp_path \(path("fastcgi"));
+                uwsgi_temp_path \(path("uwsgi"));
+                scgi_temp_path \(path("scgi"));
+                sendfile on;
+                etag on;
+                \(ranges)
+                server {
+                    listen 127.0.0.1:\(port);
+                    root \(quoted(root.path));
+                }
+            }
+
+            """
+    }
+
+    /// nginx's startup output: what it printed on standard error and its error log.
+    private static func output(_ directory: TemporaryDirectory) -> String {
+        let stderr = (try? String(contentsOf: directory.appending("stderr.log"), encoding: .utf8)) ?? ""
+        let log = (try? String(contentsOf: directory.appending("error.log"), encoding: .utf8)) ?? ""
+        return [stderr, log].filter { !$0.isEmpty }.joined(separator: "\n")
+    }
+
+    /// A double-quoted nginx configuration string.
+    private static func quoted(_ value: String) -> String {
+        "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+    }
+}
+
+// MARK: - Fault-injecting server
+
+/// A small HTTP/1.1 file server (Python 3, run with `/usr/bin/env python3`) with correct single-range
+/// support that injects one ``Fault`` at a time, changeable while it runs.
+///
+/// It answers like nginx: a strong `ETag` `"<hex mtime>-<hex size>"`, `Last-Modified`,
+/// `Accept-Ranges: bytes` on a `200`, `206` with `Content-Range: bytes a-b/total` for one range
+/// (`bytes=a-b`, `bytes=a-`, `bytes=-n`), `200` with the whole file for several ranges or a malformed
+/// header, `416` with `Content-Range: bytes */total` past the end, `If-Range` (strong ETag or exact
+/// date) and `If-Match`, `HEAD`, and keep-alive (every faulty response closes its connection).
+/// Requests are logged in the same shape as ``NginxServer``'s access log.
+public final class FaultyHTTPServer: @unchecked Sendable {
+    /// What the server does wrong. Counts start again at zero whenever ``setFault(_:)`` is called.
+    public enum Fault: Sendable, Equatable {
+        /// Nothing: a correct server.
+        case none
+        /// For the first `times` GET requests carrying a `Range` header: the right headers (full
+        /// `Content-Length`), then the connection closes after `afterBytes` body bytes.
+        case truncateBody(afterBytes: Int, times: Int)
+        /// Every response covering the file offset `offsetInFile` carries that byte XORed with 0xFF
+        /// (headers unchanged, ETag included).
+        case corruptByte(offsetInFile: Int)
+        /// For the first `times` requests: the request is read, then the connection closes without an
+        /// answer (logged with status 0).
+        case dropConnectionBeforeHeaders(times: Int)
+        /// For the first `times` requests: `503 Service Unavailable` (with `Retry-After: 0`).
+        case status503(times: Int)
+        /// `Range` is ignored: `200` with the whole file, and no `Accept-Ranges` header.
+        case ignoreRange
+        /// After the first `requests` requests, every file reports another ETag and `Last-Modified`
+        /// (its mtime plus one second), as if it had been replaced; the bytes stay the same.
+        case changeETagAfter(requests: Int)
+    }
+
+    /// The directory served at `/`.
+    public let root: URL
+    /// The port the server listens on (127.0.0.1).
+    public let port: Int
+    /// The server's address, `http://127.0.0.1:PORT/`.
+    public var baseURL: URL { URL(string: "http://127.0.0.1:\(port)/")! }
+    /// The request log (same format as ``NginxServer/accessLogURL``).
+    public var requestLogURL: URL { directory.appending("requests.log") }
+
+    private let directory: TemporaryDirectory
+    private let process: Process
+    private let stdout: Pipe
+    private let lock = NSLock()
+    private var stopped = false
+    private var generation = 0
+
+    /// Starts the server on a free port with `fault`, and waits (up to 10 s) for it to listen.
+    ///
+    /// - Throws: ``HTTPTestServerError`` when `python3` cannot be run or the server does not start;
+    ///   the message quotes Python's error output.
+    public init(root: URL, fault: Fault = .none) throws {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: root.path, isDirectory: &isDirectory), isDirectory.boolValue
+        else { throw HTTPTestServerError("server root \(root.path) is not a directory") }
+        self.root = root.standardizedFileURL
+        directory = TemporaryDirectory("faulty-http")
+        let script = directory.appending("fault_server.py")
+        try Data(Self.script.utf8).write(to: script)
+        try Data().write(to: directory.appending("requests.log"))
+        try Data().write(to: directory.appending("stderr.log"))
+        try Self.writeControl(fault, generation: 0, to: directory.appending("fault.json"))
+
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "python3", "-u", script.path, self.root.path, directory.appending("fault.json").path,
+            directory.appending("requests.log").path,
+        ]
+        stdout = Pipe()
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = stdout
+        process.standardError = try FileHandle(forWritingTo: directory.appending("stderr.log"))
+        do {
+            try runWithUnblockedSignals(process)
+        } catch {
+            throw HTTPTestServerError("cannot run /usr/bin/env python3: \(error)")
+        }
+
+        // The script prints its port on the first line of standard output.
+        let firstLine = LockedData()
+        let done = DispatchSemaphore(value: 0)
+        let handle = stdout.fileHandleForReading
+        DispatchQueue.global().async {
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { break }
+                if firstLine.append(chunk).contains(UInt8(ascii: "\n")) { break }
+            }
+            done.signal()
+        }
+        let timedOut = done.wait(timeout: .now() + 10) == .timedOut
+        let line = String(decoding: firstLine.value, as: UTF8.self).split(separator: "\n").first ?? ""
+        guard !timedOut, let port = Int(line.trimmingCharacters(in: .whitespaces)), port > 0 else {
+            terminate(process, timeout: 2)
+            let stderr = (try? String(contentsOf: directory.appending("stderr.log"), encoding: .utf8)) ?? ""
+            throw HTTPTestServerError(
+                "the fault-injecting server (python3) did not report its port"
+                    + (timedOut ? " within 10 s" : "") + "; it needs python3 on PATH. Output: "
+                    + "\(String(line).debugDescription)\n\(stderr)")
+        }
+        self.port = port
+        guard waitUntilListening(process, port: port, timeout: 10) == .listening else {
+            terminate(process, timeout: 2)
+            throw HTTPTestServerError("the fault-injecting server does not accept connections on port \(port)")
+        }
+    }
+
+    deinit { stop() }
+
+    /// The URL of `relativePath` on this server, percent-encoded as needed.
+    public func url(_ relativePath: String) -> URL {
+        serverURL(baseURL, relativePath)
+    }
+
+    /// Replaces the fault; the server reads it at its next request and restarts its counts.
+    public func setFault(_ fault: Fault) throws {
+        lock.lock()
+        defer { lock.unlock() }
+        generation += 1
+        try Self.writeControl(fault, generation: generation, to: directory.appending("fault.json"))
+    }
+
+    /// The requests served so far (complete log lines, oldest first). The server logs each just after
+    /// its response's last byte: pass `count` to wait (up to `timeout`) until there are that many.
+    public func requests(waitingFor count: Int = 0, timeout: TimeInterval = 2) throws -> [AccessLogLine] {
+        try AccessLogLine.read(requestLogURL, waitingFor: count, timeout: timeout)
+    }
+
+    /// How many requests the log holds (see ``requests(waitingFor:timeout:)``).
+    public var requestCount: Int {
+        get throws { try requests().count }
+    }
+
+    /// Empties the request log.
+    public func resetRequests() throws {
+        guard truncate(requestLogURL.path, 0) == 0 else {
+            throw HTTPTestServerError("cannot truncate \(requestLogURL.path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Stops the server and waits for it to exit. Safe to call twice.
+    public func stop() {
+        lock.lock()
+        let first = !stopped
+        stopped = true
+        lock.unlock()
+        if first { terminate(process, timeout: 5) }
+    }
+
+    private struct Control: Encodable {
+        var generation: Int
+        var mode: String
+        var afterBytes = 0
+        var times = 0
+        var offset = 0
+        var requests = 0
+    }
+
+    private static func writeControl(_ fault: Fault, generation: Int, to file: URL) throws {
+        var control = Control(generation: generation, mode: "none")
+        switch fault {
+        case .none: break
+        case .truncateBody(let afterBytes, let times):
+            control.mode = "truncate"
+            control.afterBytes = afterBytes
+            control.times = times
+        case .corruptByte(let offset):
+            control.mode = "corrupt"
+            control.offset = offset
+        case .dropConnectionBeforeHeaders(let times):
+            control.mode = "drop"
+            control.times = times
+        case .status503(let times):
+            control.mode = "status503"
+            control.times = times
+        case .ignoreRange: control.mode = "ignoreRange"
+        case .changeETagAfter(let requests):
+            control.mode = "changeETag"
+            control.requests = requests
+        }
+        // Atomic (rename), so the server never reads half a file.
+        try JSONEncoder().encode(control).write(to: file, options: .atomic)
+    }
+
+    /// The server. Arguments: root, control file, request log. Prints its port, then serves until killed
+    /// (or until its parent dies).
+    static let script = #"""
+        import email.utils, http.server, json, os, re, signal, sys, threading, time, urllib.parse
+
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])  # an inherited mask must not block SIGTERM
+
+        ROOT = os.path.realpath(sys.argv[1])
+        CONTROL, LOG = sys.argv[2], sys.argv[3]
+        lock = threading.Lock()
+        state = {"text": None, "fault": {"mode": "none"}, "requests": 0, "ranged": 0}
+        RANGE = re.compile(r"bytes=(\d*)-(\d*)", re.ASCII)
+        UNSATISFIABLE = "unsatisfiable"
+
+
+        def next_request(ranged_get):
+            """The fault, this request's number since it was set, and the ranged GETs' number."""
+            try:
+                with open(CONTROL) as f:
+                    text = f.read()
+            except FileNotFoundError:
+                text = ""
+            with lock:
+                if text != state["text"]:
+                    state["text"] = text
+                    state["fault"] = json.loads(text) if text else {"mode": "none"}
+                    state["requests"] = state["ranged"] = 0
+                state["requests"] += 1
+                if ranged_get:
+                    state["ranged"] += 1
+                return state["fault"], state["requests"], state["ranged"]
+
+
+        def clean(value):
+            return value.replace("\\", "\\x5C").replace("\t", "\\x09").replace("\r", "\\x0D").replace("\n", "\\x0A")
+
+
+        def log(method, target, status, body, total, rng):
+            fields = [clean(method), clean(target), str(status), str(body), str(total)]
+            fields.append("-" if rng is None else clean(rng))
+            with lock:
+                with open(LOG, "a") as f:
+                    f.write("\t".join(fields) + "\n")
+
+
+        def parse_range(value, size):
+            """(first, last) for one satisfiable range, UNSATISFIABLE, or None to ignore the header."""
+            m = RANGE.fullmatch(value.strip())
+            if m is None or (m.group(1) == "" and m.group(2) == ""):
+                return None
+            if m.group(1) == "":
+                n = int(m.group(2))
+                if n == 0 or size == 0:
+                    return UNSATISFIABLE
+                return (max(0, size - n), size - 1)
+            first = int(m.group(1))
+            last = int(m.group(2)) if m.group(2) else size - 1
+            if first >= size or first > last:
+                return UNSATISFIABLE
+            return (first, min(last, size - 1))
+
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                self.serve(True)
+
+            def do_HEAD(self):
+                self.serve(False)
+
+            def resolve(self):
+                rel = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path).lstrip("/")
+                full = os.path.realpath(os.path.join(ROOT, rel))
+                if full != ROOT and not full.startswith(ROOT + os.sep):
+                    return None
+                return full if os.path.isfile(full) else None
+
+            def serve(self, with_body):
+                rng = self.headers.get("Range")
+                fault, nth, nth_ranged = next_request(with_body and rng is not None)
+                mode = fault.get("mode", "none")
+                if mode == "drop" and nth <= fault["times"]:
+                    self.close_connection = True
+                    log(self.command, self.path, 0, 0, 0, rng)
+                    return
+                if mode == "status503" and nth <= fault["times"]:
+                    body = b"503 Service Unavailable (injected fault)\n"
+                    self.respond(503, [("Content-Type", "text/plain"), ("Retry-After", "0")], body, with_body, rng)
+                    return
+                path = self.resolve()
+                if path is None:
+                    self.respond(404, [("Content-Type", "text/plain")], b"404 Not Found\n", with_body, rng)
+                    return
+                st = os.stat(path)
+                size, mtime = st.st_size, int(st.st_mtime)
+                if mode == "changeETag" and nth > fault["requests"]:
+                    mtime += 1
+                etag = '"%x-%x"' % (mtime, size)
+                modified = email.utils.formatdate(mtime, usegmt=True)
+                headers = [("Content-Type", "application/octet-stream"), ("Last-Modified", modified), ("ETag", etag)]
+                if_match = self.headers.get("If-Match")
+                tags = [t.strip() for t in (if_match or "").split(",")]
+                if if_match is not None and if_match.strip() != "*" and etag not in tags:
+                    self.respond(412, [("Content-Type", "text/plain")], b"412 Precondition Failed\n", with_body, rng)
+                    return
+                first, last, status = 0, size - 1, 200
+                if rng is not None and mode != "ignoreRange" and self.if_range_matches(etag, modified):
+                    parsed = parse_range(rng, size)
+                    if parsed == UNSATISFIABLE:
+                        headers = [("Content-Type", "text/plain"), ("Content-Range", "bytes */%d" % size)]
+                        self.respond(416, headers, b"416 Range Not Satisfiable\n", with_body, rng)
+                        return
+                    if parsed is not None:
+                        first, last = parsed
+                        status = 206
+                        headers.append(("Content-Range", "bytes %d-%d/%d" % (first, last, size)))
+                if status == 200 and mode != "ignoreRange":
+                    headers.append(("Accept-Ranges", "bytes"))
+                with open(path, "rb") as f:
+                    f.seek(first)
+                    data = bytearray(f.read(last - first + 1))
+                if mode == "corrupt" and first <= fault["offset"] <= last and fault["offset"] - first < len(data):
+                    data[fault["offset"] - first] ^= 0xFF
+                limit = None
+                if mode == "truncate" and with_body and rng is not None and nth_ranged <= fault["times"]:
+                    limit = fault["afterBytes"]
+                self.respond(status, headers, data, with_body, rng, limit)
+
+            def if_range_matches(self, etag, modified):
+                value = self.headers.get("If-Range")
+                if value is None:
+                    return True
+                value = value.strip()
+                if value.startswith('"') or value.startswith("W/"):
+                    return value == etag
+                return value == modified
+
+            def respond(self, status, headers, body, with_body, rng, limit=None):
+                if limit is not None:
+                    self.close_connection = True
+                headers = headers + [
+                    ("Content-Length", str(len(body))),
+                    ("Date", email.utils.formatdate(usegmt=True)),
+                    ("Server", "assetpack-faulty-http"),
+                ]
+                if self.close_connection:
+                    headers.append(("Connection", "close"))
+                reason = self.responses.get(status, ("",))[0]
+                head = "HTTP/1.1 %d %s\r\n" % (status, reason) + "".join("%s: %s\r\n" % h for h in headers) + "\r\n"
+                total = sent = 0
+                try:
+                    raw = head.encode("latin-1")
+                    self.wfile.write(raw)
+                    total = len(raw)
+                    if with_body:
+                        payload = memoryview(body)[: len(body) if limit is None else limit]
+                        for i in range(0, len(payload), 65536):
+                            chunk = payload[i : i + 65536]
+                            self.wfile.write(chunk)
+                            sent += len(chunk)
+                    self.wfile.flush()
+                except OSError:
+                    self.close_connection = True
+                log(self.command, self.path, status, sent, total + sent, rng)
+
+
+        class Server(http.server.ThreadingHTTPServer):
+            daemon_threads = True
+            request_queue_size = 128
+
+
+        def watch_parent(parent):
+            while os.getppid() == parent:
+                time.sleep(0.5)
+            os._exit(0)
+
+
+        server = Server(("127.0.0.1", 0), Handler)
+        print(server.server_address[1], flush=True)
+        threading.Thread(target=watch_parent, args=(os.getppid(),), daemon=True).start()
+        server.serve_forever()
+        """#
+}
+
+// MARK: - Shared plumbing
+
+/// Bytes appended under a lock.
+private final class LockedData: @unchecked Sendable {
+    private let lock = NSLock()
+    private var data = Data()
+    /// Appends `chunk`; returns everything so far.
+    func append(_ chunk: Data) -> Data {
+        lock.lock()
+        defer { lock.unlock() }
+        data.append(chunk)
+        return data
+    }
+    var value: Data {
+        lock.lock()
+        defer { lock.unlock() }
+        return data
+    }
+}
+
+/// `base` + `relativePath` (leading slashes dropped), each component percent-encoded.
+private func serverURL(_ base: URL, _ relativePath: String) -> URL {
+    var allowed = CharacterSet.urlPathAllowed
+    allowed.remove(charactersIn: "/;?#%")
+    let encoded = relativePath.split(separator: "/", omittingEmptySubsequences: false)
+        .map { $0.addingPercentEncoding(withAllowedCharacters: allowed) ?? String($0) }
+        .joined(separator: "/")
+    let trimmed = encoded.drop { $0 == "/" }
+    return URL(string: String(trimmed), relativeTo: base)?.absoluteURL ?? base.appendingPathComponent(relativePath)
+}
+
+/// A port on 127.0.0.1 that was free a moment ago (bound to port 0, read back, closed).
+private func freeLocalPort() throws -> Int {
+    #if canImport(Glibc)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    #else
+        let fd = socket(AF_INET, SOCK_STREAM, 0)
+    #endif
+    guard fd >= 0 else { throw HTTPTestServerError("socket() failed: \(String(cString: strerror(errno)))") }
+    defer { close(fd) }
+    var address = loopback(port: 0)
+    let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+    }
+    guard bound == 0 else { throw HTTPTestServerError("bind(127.0.0.1:0) failed: \(String(cString: strerror(errno)))") }
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let named = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    guard named == 0 else { throw HTTPTestServerError("getsockname failed: \(String(cString: strerror(errno)))") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+private func loopback(port: Int) -> sockaddr_in {
+    var address = sockaddr_in()
+    #if canImport(Darwin)
+        address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
+    #endif
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = UInt16(port).bigEndian
+    address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+    return address
+}
+
+/// Whether something accepts TCP connections on 127.0.0.1:`port`.
+private func acceptsConnections(port: Int) -> Bool {
+    #if canImport(Glibc)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    #else
+        let fd = socket(AF_INET, SOCK_STREAM, 0)
+    #endif
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var address = loopback(port: port)
+    return withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+    } == 0
+}
+
+private enum Startup { case listening, exited, timedOut }
+
+/// Polls until `process` accepts connections on `port`, exits (or reports `failed`, and is then
+/// stopped), or `timeout` passes.
+private func waitUntilListening(
+    _ process: Process, port: Int, timeout: TimeInterval, failed: () -> Bool = { false }
+) -> Startup {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if !process.isRunning || failed() {
+            terminate(process, timeout: 2)
+            return .exited
+        }
+        if acceptsConnections(port: port) {
+            // A process that lost the port race exits or reports it; make sure the listener is ours.
+            usleep(20_000)
+            if process.isRunning && !failed() { return .listening }
+            terminate(process, timeout: 2)
+            return .exited
+        }
+        usleep(10_000)
+    }
+    return .timedOut
+}
+
+/// Runs `process` with no signal blocked.
+///
+/// A child inherits the spawning thread's signal mask, and Swift Testing runs tests on libdispatch
+/// worker threads, which block SIGTERM, SIGINT, SIGHUP, SIGQUIT and more: spawned from there, nginx
+/// (single process) and Python would never see `Process.terminate()`'s SIGTERM.
+private func runWithUnblockedSignals(_ process: Process) throws {
+    var none = sigset_t()
+    var previous = sigset_t()
+    sigemptyset(&none)
+    pthread_sigmask(SIG_SETMASK, &none, &previous)
+    defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+    try process.run()
+}
+
+/// SIGTERM, then SIGKILL if `process` has not exited within `timeout`; waits for it.
+private func terminate(_ process: Process, timeout: TimeInterval) {
+    if process.isRunning {
+        process.terminate()
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(5_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+    process.waitUntilExit()
+}

@@ -1,0 +1,292 @@
+import AssetPack
+import AssetPackRemote
+import AssetPackTestSupport
+import Foundation
+import Testing
+
+/// Remote packs over real HTTP: nginx for what a CDN origin does, and a fault-injecting server
+/// for what networks and broken servers do (docs/REMOTE.md).
+@Suite(.serialized) struct RemoteTests {
+    let dir = TemporaryDirectory("remote")
+    let publisher = PublisherSigningKey.generate()
+
+    /// Fast retries, so that fault tests do not wait.
+    static var options: RemoteMirror.Options {
+        var o = RemoteMirror.Options()
+        o.retry.initialDelay = 0.01
+        return o
+    }
+
+    /// A tree whose first entry (by path) is large, so the small ones lie past the first request.
+    func tree(seed: UInt64 = 1, changed: [String: [UInt8]] = [:], removed: Set<String> = []) -> [String: [UInt8]] {
+        var files: [String: [UInt8]] = [
+            "a-big.bin": testBytes(2_000_000, seed: seed),
+            "empty": [],
+            "text/readme.txt": textBytes(30_000, seed: seed),
+        ]
+        for i in 0..<40 { files["small/s\(i).bin"] = testBytes(4096, seed: seed &+ UInt64(i) &+ 100) }
+        for (k, v) in changed { files[k] = v }
+        for k in removed { files[k] = nil }
+        return files
+    }
+
+    @discardableResult
+    func pack(_ files: [String: [UInt8]], _ format: PackFormat, to name: String, signed: Bool = false) throws -> URL {
+        let source = dir.appending("src-\(name)")
+        try? FileManager.default.removeItem(at: source)
+        _ = try dir.write(files, under: "src-\(name)")
+        var options = PackOptions()
+        options.format = format
+        options.credential = .password("pw")
+        options.container.kdf = .scrypt(logN: 10, r: 8, p: 1)
+        options.signingKey = signed ? publisher : nil
+        let out = dir.appending("www/\(name)")
+        try FileManager.default.createDirectory(at: dir.appending("www"), withIntermediateDirectories: true)
+        try AssetPacks.pack(source: source, to: out, options: options)
+        return out
+    }
+
+    func open(_ url: URL, trusting keys: [PublisherKey] = []) throws -> RemotePackReader {
+        try RemotePackReader(url: url, credential: .password("pw"), trustedKeys: keys, options: Self.options)
+    }
+
+    func expectCode(_ code: AssetPackError.Code, _ body: () throws -> Void, _ note: String = "") {
+        do {
+            try body()
+            Issue.record("no error (\(note))")
+        } catch let error as AssetPackError {
+            #expect(error.code == code, "\(note): \(error)")
+        } catch {
+            Issue.record("\(note): \(error)")
+        }
+    }
+
+    // MARK: - Reading
+
+    @Test(arguments: [PackFormat.zip, .container])
+    func everyEntryReadsOverHTTPAsItDoesLocally(format: PackFormat) async throws {
+        let files = tree()
+        let local = try pack(files, format, to: "p.pack", signed: true)
+        let nginx = try NginxServer(root: dir.appending("www"))
+        let reader = try await AssetPacks.open(
+            url: nginx.url("p.pack"), credential: .password("pw"), trustedKeys: [publisher.publicKey])
+        #expect(reader.publisher == publisher.publicKey)
+        let localReader = try AssetPacks.open(local.path, credential: .password("pw"))
+        #expect(reader.entries == localReader.entries)
+        for (path, bytes) in files { #expect(try reader.read(path) == bytes, "\(path)") }
+        var streamed: [UInt8] = []
+        try reader.stream("text/readme.txt") { streamed.append(contentsOf: $0) }
+        #expect(streamed == files["text/readme.txt"])
+        let remote = try #require(reader as? RemotePackReader)
+        #expect(
+            try remote.readRange("a-big.bin", offset: 1_000_000, count: 5000)
+                == Array(files["a-big.bin"]![1_000_000..<1_005_000]))
+    }
+
+    @Test(arguments: [PackFormat.zip, .container])
+    func oneEntryReadFetchesOnlyThatEntry(format: PackFormat) throws {
+        let local = try pack(tree(), format, to: "p.pack")
+        let nginx = try NginxServer(root: dir.appending("www"))
+        let reader = try open(nginx.url("p.pack"))
+        let opening = try nginx.accessLog(waitingFor: reader.transferred.requests)
+        #expect(opening.count <= 3, "open took \(opening.count) requests")
+        #expect(opening.allSatisfy { $0.status == 206 })
+        try nginx.resetAccessLog()
+        let span = try #require(reader.local.storedSpan("small/s17.bin"))
+        #expect(try reader.read("small/s17.bin") == tree()["small/s17.bin"])
+        let log = try nginx.accessLog(waitingFor: 1)
+        #expect(log.count == 1)
+        #expect(log.first?.bodyBytes == span.count, "\(log)")
+        #expect(log.first?.range == "bytes=\(span.lowerBound)-\(span.upperBound - 1)")
+        // Reading it again is served from the mirror.
+        _ = try reader.read("small/s17.bin")
+        #expect(try nginx.accessLog().count == 1)
+        let size = try FileSystem.stat(local.path).size
+        #expect(reader.transferred.bytes < size / 10, "\(reader.transferred.bytes) of \(size) bytes")
+        // A container range read fetches only the chunks it covers.
+        if format == .container {
+            try nginx.resetAccessLog()
+            _ = try reader.readRange("a-big.bin", offset: 1_500_000, count: 100)
+            let ranged = try nginx.accessLog(waitingFor: 1)
+            #expect(ranged.count == 1 && ranged[0].bodyBytes <= 2 * (65536 + 16), "\(ranged)")
+        }
+    }
+
+    @Test func aServerThatIgnoresRangeIsRefused() throws {
+        _ = try pack(tree(), .container, to: "p.pack")
+        let nginx = try NginxServer(root: dir.appending("www"), allowRanges: false)
+        do {
+            _ = try open(nginx.url("p.pack"))
+            Issue.record("opened through a server that ignores Range")
+        } catch let error as AssetPackError {
+            #expect(error.code == .remote)
+            #expect(error.message.contains("ignores Range"), "\(error)")
+        }
+    }
+
+    @Test(arguments: [PackFormat.zip, .container])
+    func aFileReplacedMidReadIsRefusedForGood(format: PackFormat) throws {
+        let first = try pack(tree(), format, to: "p.pack")
+        let nginx = try NginxServer(root: dir.appending("www"))
+        let reader = try open(nginx.url("p.pack"))
+        #expect(try reader.read("small/s1.bin") == tree()["small/s1.bin"])
+        // A new version under the same name (nginx's ETag is mtime and size).
+        let replacement = try pack(tree(seed: 2), format, to: "q.pack")
+        try FileManager.default.removeItem(at: first)
+        try FileManager.default.moveItem(at: replacement, to: first)
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date().addingTimeInterval(60)], ofItemAtPath: first.path)
+        expectCode(.remote, { _ = try reader.read("small/s2.bin") }, "after the change")
+        expectCode(.remote, { _ = try reader.read("small/s3.bin") }, "every later read")
+    }
+
+    @Test(arguments: [PackFormat.zip, .container])
+    func transientFailuresAreRetriedAndPersistentOnesReported(format: PackFormat) throws {
+        let files = tree()
+        _ = try pack(files, format, to: "p.pack")
+        let server = try FaultyHTTPServer(root: dir.appending("www"))
+        let url = server.url("p.pack")
+        for fault in [
+            FaultyHTTPServer.Fault.truncateBody(afterBytes: 1000, times: 2), .dropConnectionBeforeHeaders(times: 2),
+            .status503(times: 2),
+        ] {
+            try server.setFault(fault)
+            let reader = try open(url)
+            #expect(try reader.read("a-big.bin") == files["a-big.bin"], "\(fault)")
+        }
+        // A body cut short resumes where it stopped: the retry asks only for the rest.
+        try server.setFault(.none)
+        let reader = try open(url)
+        try server.resetRequests()
+        try server.setFault(.truncateBody(afterBytes: 100_000, times: 1))
+        #expect(try reader.read("a-big.bin") == files["a-big.bin"])
+        let retried = try server.requests(waitingFor: 2)
+        #expect(retried.count == 2 && retried[0].range != retried[1].range, "\(retried)")
+        // Faults that do not stop: an error, and no bytes.
+        try server.setFault(.truncateBody(afterBytes: 1000, times: 1000))
+        expectCode(.remote, { _ = try open(url).read("a-big.bin") }, "body always cut")
+        try server.setFault(.status503(times: 1000))
+        expectCode(.remote, { _ = try open(url) }, "always 503")
+        try server.setFault(.ignoreRange)
+        expectCode(.remote, { _ = try open(url) }, "Range ignored")
+        try server.setFault(.changeETagAfter(requests: 2))  // the open's two requests, then a change
+        expectCode(
+            .remote,
+            {
+                let r = try open(url); _ = try r.read("a-big.bin")
+            }, "ETag changed")
+    }
+
+    @Test(arguments: [PackFormat.zip, .container])
+    func corruptOrTruncatedBytesNeverComeBackAsData(format: PackFormat) throws {
+        let files = tree()
+        let local = try pack(files, format, to: "p.pack")
+        let server = try FaultyHTTPServer(root: dir.appending("www"))
+        let reader = try open(server.url("p.pack"))
+        let span = try #require(reader.local.storedSpan("a-big.bin"))
+        try server.setFault(.corruptByte(offsetInFile: Int(span.lowerBound) + 200_000))
+        expectCode(.integrityFailure, { _ = try reader.read("a-big.bin") }, "a flipped byte")
+        // A pack cut short on the server.
+        try server.setFault(.none)
+        let bytes = try Data(contentsOf: local)
+        try bytes.prefix(bytes.count - 100).write(to: dir.appending("www/cut.pack"))
+        do {
+            _ = try open(server.url("cut.pack")).read("small/s39.bin")
+            Issue.record("a truncated pack read")
+        } catch let error as AssetPackError {
+            #expect([.integrityFailure, .unsupportedFormat].contains(error.code), "\(error)")
+        }
+    }
+
+    // MARK: - Installing
+
+    @Test func anInterruptedInstallResumes() throws {
+        let remote = try pack(tree(), .container, to: "p.pack")
+        let server = try FaultyHTTPServer(root: dir.appending("www"))
+        var options = Self.options
+        options.maxRequest = 64 << 10
+        options.saveInterval = 128 << 10
+        options.retry.attempts = 2
+        let home = dir.appending("home")
+        let installer = PrivateInstaller(directory: home)
+        let size = try FileSystem.stat(remote.path).size
+        let cut = Counter()
+        do {
+            try installer.installRemote(server.url("p.pack"), options: options) { done, _ in
+                if done > size / 2 && cut.value == 0 {
+                    cut.increment()
+                    try? server.setFault(.dropConnectionBeforeHeaders(times: 1_000_000))
+                }
+            }
+            Issue.record("the install went through a dead server")
+        } catch let error as AssetPackError {
+            #expect(error.code == .remote, "\(error)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: home.appendingPathComponent("p.pack").path))
+        #expect(FileManager.default.fileExists(atPath: home.appendingPathComponent(".p.pack.download").path))
+        try server.setFault(.none)
+        let resumed = try installer.installRemote(server.url("p.pack"), options: options)
+        #expect(resumed.installation.copied)
+        #expect(resumed.resumed >= size / 4, "resumed \(resumed.resumed) of \(size)")
+        #expect(resumed.downloaded < size, "downloaded \(resumed.downloaded) of \(size)")
+        let installed = home.appendingPathComponent("p.pack")
+        #expect(try Data(contentsOf: installed) == Data(contentsOf: remote))
+        #expect(try FileSystem.stat(installed.path).permissions == 0o600)
+        #expect(try FileSystem.stat(home.path).permissions == 0o700)
+        #expect(!FileManager.default.fileExists(atPath: home.appendingPathComponent(".p.pack.download").path))
+        let again = try installer.installRemote(server.url("p.pack"), options: options)
+        #expect(!again.installation.copied && again.requests == 1)
+    }
+
+    @Test(arguments: [PackFormat.zip, .container])
+    func updatesDownloadOnlyWhatChanged(format: PackFormat) throws {
+        try FileManager.default.createDirectory(at: dir.appending("www"), withIntermediateDirectories: true)
+        let nginx = try NginxServer(root: dir.appending("www"))
+        let installer = PrivateInstaller(directory: dir.appending("home"), trustedKeys: [publisher.publicKey])
+        let installed = dir.appending("home/assets.pack")
+        let version = Counter()
+        func update(_ files: [String: [UInt8]]) throws -> PrivateInstaller.RemoteInstallation {
+            let out = try pack(files, format, to: "assets.pack", signed: true)
+            // nginx's ETag is the mtime in seconds and the size: give each version its own.
+            version.increment()
+            try FileManager.default.setAttributes(
+                [.modificationDate: Date().addingTimeInterval(Double(version.value) * 10)], ofItemAtPath: out.path)
+            let result = try installer.installRemote(
+                nginx.url("assets.pack"), credential: .password("pw"), options: Self.options)
+            #expect(try Data(contentsOf: installed) == Data(contentsOf: dir.appending("www/assets.pack")))
+            #expect(result.installation.publisher == publisher.publicKey)
+            return result
+        }
+        let v1 = try update(tree())
+        #expect(v1.reused == 0)
+        let size = try FileSystem.stat(installed.path).size
+        // One 4 KiB file changed (the re-pack reuses the old pack's unchanged entries).
+        let v2 = try update(tree(changed: ["small/s5.bin": testBytes(4096, seed: 999)]))
+        #expect(v2.reused > size * 9 / 10, "reused \(v2.reused) of \(size)")
+        // The changed entry, the directory or index, and (zip) the 64 KiB end-record window.
+        #expect(v2.downloaded < 100_000, "downloaded \(v2.downloaded) of \(size)")
+        // Files added and removed.
+        let v3 = try update(
+            tree(
+                changed: ["small/s5.bin": testBytes(4096, seed: 999), "new/n.bin": testBytes(5000, seed: 5)],
+                removed: ["small/s9.bin", "text/readme.txt"]))
+        #expect(v3.reused > size * 8 / 10 && v3.downloaded < 120_000, "\(v3)")
+        // An unrelated pack: only spans identical by SHA-256 (the empty entry's) are reused.
+        let v4 = try update(tree(seed: 77))
+        #expect(v4.reused < 1000 && v4.downloaded >= size * 9 / 10, "\(v4)")
+    }
+
+    @Test func aPublishedSHA256MustMatch() throws {
+        let remote = try pack(tree(), .zip, to: "p.pack")
+        let nginx = try NginxServer(root: dir.appending("www"))
+        let installer = PrivateInstaller(directory: dir.appending("home"))
+        try Data("0000000000000000000000000000000000000000000000000000000000000000  p.pack\n".utf8)
+            .write(to: dir.appending("www/p.pack.sha256"))
+        expectCode(.integrityFailure, { try installer.installRemote(nginx.url("p.pack"), options: Self.options) })
+        #expect(!FileManager.default.fileExists(atPath: dir.appending("home/p.pack").path))
+        let digest = try PrivateInstaller.sha256(of: remote.path)
+        try Data("\(digest)  p.pack\n".utf8).write(to: dir.appending("www/p.pack.sha256"))
+        let result = try installer.installRemote(nginx.url("p.pack"), options: Self.options)
+        #expect(result.installation.sha256 == digest)
+    }
+}
