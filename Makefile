@@ -7,13 +7,22 @@ DEMO_DIR ?= $(CURDIR)/.demo
 SAMPLE_PASSWORD := assetpack-sample
 RELEASE_BIN = $(shell $(SWIFT) build -c release --show-bin-path)/assetpack
 
-.PHONY: deps build release test demo fmt lint samples clean tsan asan fuzz
+.PHONY: deps test-deps build release test demo fmt lint samples clean tsan asan fuzz
 
-## deps: install libzip-dev (and zlib, OpenSSL, libdeflate headers) with apt when missing.
+## deps: install libzip-dev (and zlib, OpenSSL, libdeflate headers, and libcurl, which Foundation's
+## URLSession uses for remote packs) with apt when missing.
 deps:
-	@if ! pkg-config --exists libzip zlib libcrypto libdeflate 2>/dev/null; then \
-	  echo "installing libzip-dev zlib1g-dev libssl-dev libdeflate-dev pkg-config"; \
-	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libzip-dev zlib1g-dev libssl-dev libdeflate-dev pkg-config; \
+	@if ! pkg-config --exists libzip zlib libcrypto libdeflate 2>/dev/null || ! ldconfig -p | grep -q 'libcurl\.so\.4 '; then \
+	  echo "installing libzip-dev zlib1g-dev libssl-dev libdeflate-dev pkg-config libcurl4"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libzip-dev zlib1g-dev libssl-dev libdeflate-dev pkg-config libcurl4; \
+	fi
+
+## test-deps: what the tests need beyond the libraries: nginx (remote-pack tests against a real
+## server) and python3 (the fault-injecting HTTP server).
+test-deps: deps
+	@if [ ! -x /usr/sbin/nginx ] || ! command -v python3 >/dev/null; then \
+	  echo "installing nginx-light python3"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light python3; \
 	fi
 
 build: deps
@@ -24,7 +33,7 @@ release: deps
 	$(SWIFT) build -c release --product assetpack
 
 ## test: the whole suite, including end-to-end tests that run the built assetpack binary.
-test: deps
+test: test-deps
 	$(SWIFT) build
 	$(SWIFT) test
 
@@ -175,6 +184,13 @@ docs: deps
 BENCH_DIR ?= .build/bench-pack
 BENCH_RUNS ?= 5
 .PHONY: bench-pack
+## bench-remote: remote packs over a real nginx on loopback (Benchmarks/bench-remote.sh): bytes and
+## requests for one 4 KiB read and for an update after one file changed, and throughput against curl.
+.PHONY: bench-remote
+bench-remote: release test-deps
+	@command -v hyperfine >/dev/null || $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq hyperfine
+	Benchmarks/bench-remote.sh "$(RELEASE_BIN)" .build/bench-remote
+
 bench-pack: release
 	@command -v hyperfine >/dev/null || $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq hyperfine
 	@command -v 7zz >/dev/null || $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq 7zip

@@ -16,7 +16,7 @@ package final class RemoteMirror: @unchecked Sendable {
     package struct Options: Sendable {
         /// Missing pieces with a gap of at most this many bytes are fetched together.
         package var coalescingGap: UInt64 = 64 << 10
-        /// The largest single request.
+        /// The size of a single request (up to a quarter more, rather than a tiny extra request).
         package var maxRequest: UInt64 = 8 << 20
         /// Requests in flight at once.
         package var parallelRequests = 4
@@ -224,9 +224,12 @@ package final class RemoteMirror: @unchecked Sendable {
                 merged.append(range)
             }
         }
-        return merged.flatMap { range in
-            stride(from: range.lowerBound, to: range.upperBound, by: Int(maxRequest)).map {
-                $0..<min(range.upperBound, $0 + maxRequest)
+        // Equal pieces of at most `maxRequest` (a 8 MiB + 2 KiB range is one request, not two).
+        return merged.flatMap { range -> [Range<UInt64>] in
+            let length = range.upperBound - range.lowerBound
+            let pieces = max(1, (length + maxRequest * 5 / 4 - 1) / (maxRequest * 5 / 4))
+            return (0..<pieces).map { i in
+                range.lowerBound + length * i / pieces..<range.lowerBound + length * (i + 1) / pieces
             }
         }
     }

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Remote-pack benchmark (docs/REMOTE.md, "Measured"): a real nginx on loopback serving the ~151 MiB
+# benchmark tree packed both ways (signed), and for each format:
+#   1. one 4 KiB entry read by `assetpack cat URL`: bytes and requests, from nginx's access log;
+#   2. an installed pack updated after one 4 KiB file changed: bytes downloaded, from the log;
+#   3. the 64 MiB random entry read by `assetpack cat URL` against `curl` fetching the same
+#      byte range (hyperfine, medians).
+# Usage: Benchmarks/bench-remote.sh ASSETPACK_BINARY WORK_DIR   (make bench-remote runs it)
+set -euo pipefail
+bin=$(realpath "$1")
+work=$(mkdir -p "$2" && realpath "$2")
+here=$(cd "$(dirname "$0")" && pwd)
+export ASSETPACK_PASSWORD=bench-only
+python3 "$here/make-pack-corpus.py" "$work/tree"
+mkdir -p "$work/www" "$work/nginx"
+[ -f "$work/publisher.key" ] || "$bin" keygen --out "$work/publisher" >/dev/null
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cat >"$work/nginx/nginx.conf" <<EOF
+daemon off; master_process off; worker_processes 1; pid $work/nginx/nginx.pid;
+error_log $work/nginx/error.log;
+$( [ "$(id -u)" = 0 ] && echo "user root;" )
+events {}
+http {
+  client_body_temp_path $work/nginx/cb; proxy_temp_path $work/nginx/p; fastcgi_temp_path $work/nginx/f;
+  uwsgi_temp_path $work/nginx/u; scgi_temp_path $work/nginx/s;
+  log_format bench '\$request_method \$uri \$status \$body_bytes_sent "\$http_range"';
+  sendfile on;
+  server { listen 127.0.0.1:$port; root $work/www; access_log $work/nginx/access.log bench; }
+}
+EOF
+/usr/sbin/nginx -c "$work/nginx/nginx.conf" -p "$work/nginx" &
+nginx_pid=$!
+trap 'kill $nginx_pid 2>/dev/null || true' EXIT
+sleep 0.5
+base="http://127.0.0.1:$port"
+log="$work/nginx/access.log"
+# Body bytes and request count in the access log since it was emptied.
+count() { awk '{n++; b+=$4} END {printf "%d bytes in %d requests", b, n}' "$log"; }
+
+for fmt in zip container; do
+  ext=$([ "$fmt" = zip ] && echo zip || echo apack)
+  pack="$work/www/bench.$ext"
+  "$bin" pack "$work/tree" --format "$fmt" --output "$pack" --sign-key "$work/publisher.key" --quiet
+  size=$(stat -c %s "$pack")
+  echo "== $fmt: $pack, $size bytes"
+
+  : >"$log"
+  "$bin" cat "$base/bench.$ext" small/0500.bin --trust "$work/publisher.pub" -o /dev/null
+  echo "one 4 KiB entry (open + read, --trust): $(count) of $size ($(awk -v s="$size" '{b+=$4} END {printf "%.3f%%", 100*b/s}' "$log"))"
+
+  rm -rf "$work/home-$fmt"
+  "$bin" install "$base/bench.$ext" --into "$work/home-$fmt" --trust "$work/publisher.pub" --quiet >/dev/null
+  python3 -c "import os; open('$work/tree/small/0500.bin','wb').write(os.urandom(4096))"
+  "$bin" pack "$work/tree" --format "$fmt" --output "$pack" --sign-key "$work/publisher.key" --quiet
+  touch -d "+10 seconds" "$pack"  # nginx's ETag is mtime (seconds) and size
+  : >"$log"
+  "$bin" install "$base/bench.$ext" --into "$work/home-$fmt" --trust "$work/publisher.pub"
+  echo "update after one 4 KiB file changed: $(count) of $size ($(awk -v s="$size" '{b+=$4} END {printf "%.3f%%", 100*b/s}' "$log"))"
+  cmp "$pack" "$work/home-$fmt/bench.$ext" && echo "installed pack equals the remote one"
+
+  span=$("$bin" list "$pack" --json | python3 -c '
+import json, sys
+for e in json.load(sys.stdin)["entries"]:
+    if e["path"] == "big/random.bin": print(e["stored_size"])')
+  hyperfine -N --warmup 2 --runs "${BENCH_RUNS:-10}" --export-json "$work/throughput-$fmt.json" \
+    -n "assetpack cat URL big/random.bin ($fmt)" \
+    "$bin cat $base/bench.$ext big/random.bin -o /dev/null" \
+    -n "curl the same number of bytes" \
+    "curl -s -r 0-$((span - 1)) -o /dev/null $base/bench.$ext"
+  python3 - "$work/throughput-$fmt.json" <<'EOF'
+import json, statistics, sys
+r = json.load(open(sys.argv[1]))["results"]
+m = [statistics.median(x["times"]) for x in r]
+print("medians: assetpack %.1f ms, curl %.1f ms: %.2fx" % (m[0] * 1e3, m[1] * 1e3, m[0] / m[1]))
+EOF
+done
