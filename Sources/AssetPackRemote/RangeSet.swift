@@ -40,6 +40,7 @@ package struct RangeSet: Equatable, Sendable, Codable {
 
     /// Removes `range`.
     package mutating func remove(_ range: Range<UInt64>) {
+        guard !range.isEmpty else { return }
         var kept: [Range<UInt64>] = []
         for r in ranges {
             if r.upperBound <= range.lowerBound || r.lowerBound >= range.upperBound {

@@ -194,10 +194,15 @@ package final class RemoteMirror: @unchecked Sendable {
         var held = present.total - pinned.overlap(with: present)
         while held > options.cacheLimit, recent.count > 1 {
             let victim = recent.removeFirst()
-            for piece in present.intersection(victim) where !pinned.intersects(piece) {
-                punchHole(piece)
-                present.remove(piece)
-                held -= piece.upperBound - piece.lowerBound
+            for part in present.intersection(victim) {
+                // Only the unpinned parts: a span may share a page-sized edge with the structure.
+                var pieces = RangeSet([part])
+                for pin in pinned.ranges { pieces.remove(pin) }
+                for piece in pieces.ranges {
+                    punchHole(piece)
+                    present.remove(piece)
+                    held -= piece.upperBound - piece.lowerBound
+                }
             }
         }
     }

@@ -112,6 +112,25 @@ import Testing
         }
     }
 
+    @Test func theCacheStaysWithinItsLimit() throws {
+        let files = tree()
+        _ = try pack(files, .container, to: "p.pack")
+        let nginx = try NginxServer(root: dir.appending("www"))
+        var options = Self.options
+        options.cacheLimit = 100_000
+        let reader = try RemotePackReader(url: nginx.url("p.pack"), credential: .password("pw"), options: options)
+        let structure = reader.mirror.held.total
+        #expect(try reader.read("a-big.bin") == files["a-big.bin"])
+        for i in 0..<40 { #expect(try reader.read("small/s\(i).bin") == files["small/s\(i).bin"]) }
+        // The big entry was evicted; what is held beyond the pinned structure is within the limit.
+        #expect(reader.mirror.held.total <= structure + options.cacheLimit, "\(reader.mirror.held.total)")
+        let span = try #require(reader.local.storedSpan("a-big.bin"))
+        #expect(!reader.mirror.held.contains(span))
+        try nginx.resetAccessLog()
+        #expect(try reader.read("a-big.bin") == files["a-big.bin"])
+        #expect(try nginx.accessLog(waitingFor: 1).reduce(0) { $0 + $1.bodyBytes } >= span.count - 65536)
+    }
+
     @Test func aServerThatIgnoresRangeIsRefused() throws {
         _ = try pack(tree(), .container, to: "p.pack")
         let nginx = try NginxServer(root: dir.appending("www"), allowRanges: false)
@@ -274,6 +293,18 @@ import Testing
         // An unrelated pack: only spans identical by SHA-256 (the empty entry's) are reused.
         let v4 = try update(tree(seed: 77))
         #expect(v4.reused < 1000 && v4.downloaded >= size * 9 / 10, "\(v4)")
+    }
+
+    @Test func aLibraryInstallsFromAURLAndReads() async throws {
+        let files = tree()
+        _ = try pack(files, .container, to: "assets.pack", signed: true)
+        let nginx = try NginxServer(root: dir.appending("www"))
+        let installer = PrivateInstaller(directory: dir.appending("home"), trustedKeys: [publisher.publicKey])
+        let library = try await AssetLibrary.openInstalling(
+            from: nginx.url("assets.pack"), installer: installer, credential: .password("pw"))
+        #expect(library.installation?.publisher == publisher.publicKey)
+        #expect(library.installation?.path == dir.appending("home/assets.pack"))
+        for (path, bytes) in files { #expect(try library.read(path) == bytes, "\(path)") }
     }
 
     @Test func aPublishedSHA256MustMatch() throws {
