@@ -82,7 +82,12 @@ public struct PrivateInstaller: Sendable {
     ///   `.integrityFailure` if the copy does not read back identical.
     @discardableResult
     public func install(_ pack: URL, as name: String? = nil) throws -> Installation {
-        let name = name ?? pack.lastPathComponent
+        try locked(name: name ?? pack.lastPathComponent) { name in try install(pack, locked: name) }
+    }
+
+    /// Checks `name`, makes the directory private and runs `body(name)` holding the directory's
+    /// lock, after removing what a crashed install left.
+    func locked<T>(name: String, _ body: (String) throws -> T) throws -> T {
         guard !name.isEmpty, !name.hasPrefix("."), !name.contains("/") else {
             throw AssetPackError(.invalidArgument, "installed name '\(name)' must be a plain file name")
         }
@@ -90,6 +95,10 @@ public struct PrivateInstaller: Sendable {
         let lock = try FileLock(directory.appendingPathComponent(".assetpack.lock").path)
         defer { lock.unlock() }
         removeStaleTemporaries()
+        return try body(name)
+    }
+
+    private func install(_ pack: URL, locked name: String) throws -> Installation {
 
         let source = try Self.regularFile(pack.path)
         let destination = directory.appendingPathComponent(name)
@@ -127,7 +136,7 @@ public struct PrivateInstaller: Sendable {
 
     // MARK: - Steps
 
-    func makePrivateDirectory() throws {
+    private func makePrivateDirectory() throws {
         let path = directory.path
         do {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
@@ -141,7 +150,7 @@ public struct PrivateInstaller: Sendable {
     }
 
     /// Any temporary left in the directory while we hold the lock is from a crashed install.
-    func removeStaleTemporaries() {
+    private func removeStaleTemporaries() {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
         for name in names where name.hasPrefix(AtomicFile.temporaryPrefix) {
             try? FileSystem.unlink(directory.appendingPathComponent(name).path)

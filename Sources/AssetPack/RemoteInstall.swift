@@ -59,14 +59,15 @@ extension PrivateInstaller {
         options: RemoteMirror.Options = RemoteMirror.Options(),
         progress: (@Sendable (_ done: UInt64, _ total: UInt64) -> Void)? = nil
     ) throws -> RemoteInstallation {
-        let name = name ?? url.lastPathComponent
-        guard !name.isEmpty, !name.hasPrefix("."), !name.contains("/") else {
-            throw AssetPackError(.invalidArgument, "installed name '\(name)' must be a plain file name")
+        try locked(name: name ?? url.lastPathComponent) { name in
+            try installRemote(url, locked: name, credential: credential, options: options, progress: progress)
         }
-        try makePrivateDirectory()
-        let lock = try FileLock(directory.appendingPathComponent(".assetpack.lock").path)
-        defer { lock.unlock() }
-        removeStaleTemporaries()
+    }
+
+    private func installRemote(
+        _ url: URL, locked name: String, credential: PackCredential?, options: RemoteMirror.Options,
+        progress: (@Sendable (_ done: UInt64, _ total: UInt64) -> Void)?
+    ) throws -> RemoteInstallation {
 
         let client = try HTTPRangeClient(url: url, retry: options.retry)
         try client.fetch(0..<1) { _, _ in }
@@ -103,12 +104,18 @@ extension PrivateInstaller {
         var checked: (String, PublisherKey?)
         do {
             try download.assemble(previous: previous, credential: credential, progress: progress)
-            checked = try download.verify(trustedKeys: trustedKeys)
-        } catch let error as AssetPackError where download.reused > 0 && error.code != .remote {
-            // A reused span that was not what the remote holds: download everything once.
-            try download.restart()
-            try download.assemble(previous: nil, credential: credential, progress: progress)
-            checked = try download.verify(trustedKeys: trustedKeys)
+            do {
+                checked = try download.verify(trustedKeys: trustedKeys)
+            } catch let error as AssetPackError where download.reused > 0 && error.code == .integrityFailure {
+                // A reused span that was not what the remote holds: download everything once.
+                try download.restart()
+                try download.assemble(previous: nil, credential: credential, progress: progress)
+                checked = try download.verify(trustedKeys: trustedKeys)
+            }
+        } catch let error as AssetPackError where error.code != .remote && error.code != .io {
+            // The assembled file is not one to resume from: the next install starts over.
+            download.discard()
+            throw error
         }
         try download.commit(to: destination.path)
         let (digest, publisher) = checked
@@ -166,6 +173,12 @@ struct RemoteDownload {
         mirror = try RemoteMirror(client: client, path: staging, size: version.size, options: options, present: present)
     }
 
+    /// Deletes the staging file and its state.
+    func discard() {
+        try? FileSystem.unlink(staging)
+        try? FileSystem.unlink(statePath)
+    }
+
     /// Drops everything fetched or copied, to download the whole file.
     mutating func restart() throws {
         guard let client, let version else { return }
@@ -184,7 +197,8 @@ struct RemoteDownload {
     ) throws {
         guard let mirror else { return }
         if let previous {
-            reused = try reuse(from: previous, into: mirror, credential: credential)
+            // An installed pack that cannot be read is simply not reused.
+            reused = (try? reuse(from: previous, into: mirror, credential: credential)) ?? 0
             try save()
         }
         let total = mirror.size

@@ -59,6 +59,8 @@ extension AssetPacks {
         guard let remote = reader as? RemotePackReader else {
             return try verifySignature(at: location, trustedKeys: trustedKeys)
         }
+        // The whole file, none of it evicted while the check reads it.
+        remote.mirror.pin(0..<remote.mirror.size)
         try remote.mirror.ensure([0..<remote.mirror.size])
         return try verifySignature(at: remote.mirror.path, trustedKeys: trustedKeys)
     }

@@ -42,7 +42,7 @@ package struct ContainerHeader: Equatable {
     var params: [UInt32]  // three KDF parameters
     var salt: [UInt8]
     package var indexOffset: UInt64
-    var indexLength: UInt64
+    package var indexLength: UInt64
     var commitment: [UInt8] = []
 
     package var chunkSize: Int { 1 << Int(chunkShift) }

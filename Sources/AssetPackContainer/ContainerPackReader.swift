@@ -202,6 +202,23 @@ public final class ContainerPackReader: PackReader {
         return block
     }
 
+    /// Opens the container at `path` for a whole-file check: its descriptor (the caller closes
+    /// it) and size, which is at least a header's.
+    private static func openWhole(_ path: String) throws -> (FileDescriptor, UInt64) {
+        let fd: FileDescriptor
+        do { fd = try .open(path, .readOnly) } catch { throw error.io("cannot open \(path)") }
+        let fileSize: UInt64
+        do { fileSize = try fd.status().size } catch {
+            try? fd.close()
+            throw error.io("cannot stat \(path)")
+        }
+        guard fileSize >= UInt64(ContainerFormat.headerSize) else {
+            try? fd.close()
+            throw AssetPackError(.integrityFailure, "container is truncated")
+        }
+        return (fd, fileSize)
+    }
+
     /// Whether the container at `path` is a signed one (version 3; the signature is not checked).
     package static func isSigned(at path: String) throws -> Bool {
         let fd: FileDescriptor
@@ -217,14 +234,8 @@ public final class ContainerPackReader: PackReader {
     /// - Returns: The key that signed it.
     /// - Throws: `.untrusted`, `.integrityFailure`, `.unsupportedFormat`, `.io`.
     package static func verifySignature(at path: String, trusted: [PublisherKey]) throws -> PublisherKey {
-        let fd: FileDescriptor
-        do { fd = try .open(path, .readOnly) } catch { throw error.io("cannot open \(path)") }
+        let (fd, fileSize) = try openWhole(path)
         defer { try? fd.close() }
-        let fileSize: UInt64
-        do { fileSize = try fd.status().size } catch { throw error.io("cannot stat \(path)") }
-        guard fileSize >= UInt64(ContainerFormat.headerSize) else {
-            throw AssetPackError(.integrityFailure, "container is truncated")
-        }
         let headerBytes = try preadArray(fd, count: ContainerFormat.headerSize, at: 0)
         let header = try headerBytes.withUnsafeBytes { try ContainerHeader.parse($0) }
         let (end, overflow) = header.indexOffset.addingReportingOverflow(header.indexLength)
@@ -606,14 +617,8 @@ extension ContainerPackReader {
     /// not trusted); `nil` for an unsigned container. Its items describe ``chunkSpans``.
     /// - Throws: `.untrusted` or `.integrityFailure` for a damaged block, `.io`.
     package static func signatureBlock(at path: String) throws -> PackSignature? {
-        let fd: FileDescriptor
-        do { fd = try .open(path, .readOnly) } catch { throw error.io("cannot open \(path)") }
+        let (fd, fileSize) = try openWhole(path)
         defer { try? fd.close() }
-        let fileSize: UInt64
-        do { fileSize = try fd.status().size } catch { throw error.io("cannot stat \(path)") }
-        guard fileSize >= UInt64(ContainerFormat.headerSize) else {
-            throw AssetPackError(.integrityFailure, "container is truncated")
-        }
         let header = try preadArray(fd, count: ContainerFormat.headerSize, at: 0).withUnsafeBytes {
             try ContainerHeader.parse($0)
         }

@@ -37,6 +37,9 @@ package final class HTTPRangeClient: @unchecked Sendable {
         package init() {}
     }
 
+    /// Bytes a failed or short response must deliver not to count as a failed attempt.
+    static let progressThatCounts: UInt64 = 1 << 20
+
     /// The remote file.
     package let url: URL
     package let retry: Retry
@@ -90,14 +93,20 @@ package final class HTTPRangeClient: @unchecked Sendable {
         var attempt = 0
         while next < range.upperBound {
             let outcome = request(next..<range.upperBound, sink: sink)
+            // Real progress (1 MiB) forgives a failure: a long transfer cut now and then goes
+            // on; a server that cuts every body early still fails after `attempts`.
+            let progressed = outcome.reached >= next + Self.progressThatCounts
             next = max(next, outcome.reached)
             switch outcome.result {
             case .success:
                 if next >= range.upperBound { return }
-                // A 206 that ended early without an error: the server clamped the range.
+                // The file ends first (the range was clamped to it).
                 if let size = version?.size, next >= size { return }
+                // A shorter 206 than asked (servers may cap ranges): ask for the rest at once.
+                if progressed { continue }
                 fallthrough
             case .failure(.transient):
+                if progressed { continue }
                 attempt += 1
                 guard attempt < retry.attempts else {
                     throw AssetPackError(
@@ -111,12 +120,18 @@ package final class HTTPRangeClient: @unchecked Sendable {
         }
     }
 
-    /// The SHA-256 sidecar `<url>.sha256` as text, or `nil` when the server has none (404).
+    /// The text of the file at this URL's path plus `suffix` (`<pack>.sha256`), or `nil` when
+    /// the server has none: 404 or 403 (what object stores answer for a missing key), or a
+    /// body that is not a SHA-256 line.
     /// - Throws: `.remote` for other failures.
     package func sidecar(suffix: String) throws -> String? {
-        let sidecarURL = URL(string: url.absoluteString + suffix)!
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return nil }
+        components.path += suffix
+        guard let sidecarURL = components.url else { return nil }
+        var request = URLRequest(url: sidecarURL)
+        request.setValue("bytes=0-4095", forHTTPHeaderField: "Range")
         let box = ResultBox<(Int, Data)>()
-        let task = session.dataTask(with: sidecarURL) { data, response, error in
+        let task = session.dataTask(with: request) { data, response, error in
             if let error {
                 box.set(.failure(AssetPackError(.remote, "\(sidecarURL): \(error.localizedDescription)")))
             } else {
@@ -126,11 +141,14 @@ package final class HTTPRangeClient: @unchecked Sendable {
         task.resume()
         let (status, data) = try box.wait()
         lock.withLock { counters.requests += 1 }
-        if status == 404 { return nil }
-        guard status == 200, data.count < 4096 else {
+        if status == 404 || status == 403 { return nil }
+        guard status == 200 || status == 206 else {
             throw AssetPackError(.remote, "\(sidecarURL.absoluteString): HTTP \(status)")
         }
-        return String(decoding: data, as: UTF8.self)
+        let text = String(decoding: data.prefix(4096), as: UTF8.self)
+        let first = text.split(whereSeparator: \.isWhitespace).first.map(String.init) ?? ""
+        guard first.count == 64, first.allSatisfy(\.isHexDigit) else { return nil }
+        return text
     }
 
     // MARK: - One request
@@ -153,7 +171,10 @@ package final class HTTPRangeClient: @unchecked Sendable {
         var request = URLRequest(url: url)
         request.setValue("bytes=\(range.lowerBound)-\(range.upperBound - 1)", forHTTPHeaderField: "Range")
         request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
-        if let pinned = version, let validator = pinned.etag ?? pinned.lastModified {
+        // If-Range needs a strong validator: a weak ETag (W/"…") would make a server answer 200.
+        if let pinned = version,
+            let validator = pinned.etag.flatMap({ $0.hasPrefix("W/") ? nil : $0 }) ?? pinned.lastModified
+        {
             request.setValue(validator, forHTTPHeaderField: "If-Range")
         }
         let state = TaskState(client: self, start: range.lowerBound, end: range.upperBound, sink: sink)
@@ -347,7 +368,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
         _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
         completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
     ) {
-        let go = state(dataTask)?.response(response) ?? false
+        let go = state(dataTask)?.response(response) ?? true  // no state: a completion-handler task
         completionHandler(go ? .allow : .cancel)
     }
 

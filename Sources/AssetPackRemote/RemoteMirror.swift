@@ -43,6 +43,7 @@ package final class RemoteMirror: @unchecked Sendable {
     private var present = RangeSet()
     private var pinned = RangeSet()
     private var recent: [Range<UInt64>] = []
+    private var inUse: [Range<UInt64>: Int] = [:]
     private var poisoned: AssetPackError?
 
     /// Opens `url` with one request (the first `probeSize` bytes, which also gives the size and
@@ -61,7 +62,12 @@ package final class RemoteMirror: @unchecked Sendable {
             folder = try FileSystem.makeTemporaryDirectory(
                 template: NSTemporaryDirectory() + "/assetpack-remote-XXXXXX")
         } catch { throw error.io("cannot create a temporary directory") }
-        try self.init(client: client, path: folder + "/pack", size: version.size, options: options, folder: folder)
+        do {
+            try self.init(client: client, path: folder + "/pack", size: version.size, options: options, folder: folder)
+        } catch {
+            try? FileSystem.rmdir(folder)
+            throw error
+        }
         try store(probe, at: 0)
         lock.withLock { _ = present.insert(0..<UInt64(probe.count)) }
         pin(0..<UInt64(probe.count))
@@ -77,6 +83,7 @@ package final class RemoteMirror: @unchecked Sendable {
         self.path = path
         self.size = size
         self.folder = folder
+        let fd: FileDescriptor
         do {
             fd = try .open(path, .readWrite, options: .create, permissions: 0o600)
         } catch { throw error.io("cannot create \(path)") }
@@ -85,8 +92,10 @@ package final class RemoteMirror: @unchecked Sendable {
             if current != size { try fd.truncate(to: size) }
         } catch {
             try? fd.close()
-            throw error.io("cannot size \(path)")
+            if folder != nil { try? FileSystem.unlink(path) }
+            throw error.io("cannot size \(path) to \(size) bytes")
         }
+        self.fd = fd
         self.present = present
     }
 
@@ -100,6 +109,21 @@ package final class RemoteMirror: @unchecked Sendable {
 
     /// The ranges held so far.
     package var held: RangeSet { lock.withLock { present } }
+
+    /// Fetches `ranges` and runs `body` while they cannot be evicted (a read of them).
+    package func using<T>(_ ranges: [Range<UInt64>], _ body: () throws -> T) throws -> T {
+        lock.withLock { for r in ranges { inUse[r, default: 0] += 1 } }
+        defer {
+            lock.withLock {
+                for r in ranges {
+                    inUse[r, default: 1] -= 1
+                    if inUse[r] == 0 { inUse[r] = nil }
+                }
+            }
+        }
+        try ensure(ranges)
+        return try body()
+    }
 
     /// Marks `range` as never evicted (the pack's structure).
     package func pin(_ range: Range<UInt64>) { lock.withLock { _ = pinned.insert(range) } }
@@ -129,19 +153,27 @@ package final class RemoteMirror: @unchecked Sendable {
     private func run(_ plan: [Range<UInt64>], progress: (@Sendable (UInt64) -> Void)?) throws {
         let failure = FirstFailure()
         let next = Counter()
+        // Threads of their own: they wait on the network, and Dispatch's pool is as wide as
+        // the CPU count (2 requests in flight on 2 cores, not `parallelRequests`).
         let workers = min(options.parallelRequests, plan.count)
-        DispatchQueue.concurrentPerform(iterations: workers) { _ in
-            while !failure.failed, let i = next.take(below: plan.count) {
-                let range = plan[i]
-                do {
-                    try client.fetch(range) { [self] piece, offset in try store(piece, at: offset) }
-                    lock.withLock { _ = present.insert(range) }
-                    progress?(range.upperBound - range.lowerBound)
-                } catch {
-                    failure.record(error)
+        let group = DispatchGroup()
+        for _ in 0..<workers {
+            group.enter()
+            Thread.detachNewThread { [self] in
+                defer { group.leave() }
+                while !failure.failed, let i = next.take(below: plan.count) {
+                    let range = plan[i]
+                    do {
+                        try client.fetch(range) { [self] piece, offset in try store(piece, at: offset) }
+                        lock.withLock { _ = present.insert(range) }
+                        progress?(range.upperBound - range.lowerBound)
+                    } catch {
+                        failure.record(error)
+                    }
                 }
             }
         }
+        group.wait()
         if let error = failure.error { throw error }
     }
 
@@ -176,6 +208,14 @@ package final class RemoteMirror: @unchecked Sendable {
         }
     }
 
+    /// `error` with the mirror file's path replaced by the URL it mirrors.
+    package func naming(_ error: AssetPackError) -> AssetPackError {
+        var named = error
+        named.message = error.message.replacingOccurrences(of: path, with: client.url.absoluteString)
+        if named.path == path { named.path = client.url.absoluteString }
+        return named
+    }
+
     /// Syncs the file to disk.
     package func sync() throws {
         do { try fd.fsync() } catch { throw error.io("cannot sync \(path)") }
@@ -192,8 +232,14 @@ package final class RemoteMirror: @unchecked Sendable {
     /// Punches out the least recently used ranges while unpinned bytes exceed the limit.
     private func evict() {
         var held = present.total - pinned.overlap(with: present)
+        var spared: [Range<UInt64>] = []
+        defer { recent.insert(contentsOf: spared, at: 0) }
         while held > options.cacheLimit, recent.count > 1 {
             let victim = recent.removeFirst()
+            if inUse.keys.contains(where: { $0.overlaps(victim) }) {
+                spared.append(victim)  // being read: evicted later, not under the reader
+                continue
+            }
             for part in present.intersection(victim) {
                 // Only the unpinned parts: a span may share a page-sized edge with the structure.
                 var pieces = RangeSet([part])

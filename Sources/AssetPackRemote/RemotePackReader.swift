@@ -47,6 +47,15 @@ package final class RemotePackReader: PackReader, @unchecked Sendable {
                     throw AssetPackError(.integrityFailure, "container is truncated")
                 }
                 let parsed = try header.withUnsafeBytes { try ContainerHeader.parse($0) }
+                // What the local reader refuses anyway, refused before it is downloaded.
+                guard parsed.indexLength <= limits.maxIndexSize,
+                    mirror.size - min(parsed.indexOffset, mirror.size) <= limits.maxIndexSize * 2
+                else {
+                    throw AssetPackError(
+                        .limitExceeded,
+                        "the container's index and signature (from offset \(parsed.indexOffset)) exceed the index limit"
+                    )
+                }
                 let start = min(parsed.indexOffset, mirror.size)
                 try mirror.ensure([start..<mirror.size])
                 mirror.pin(start..<mirror.size)
@@ -54,6 +63,10 @@ package final class RemotePackReader: PackReader, @unchecked Sendable {
                     path: mirror.path, credential: credential, limits: limits, trustedKeys: trustedKeys)
             } else if head.starts(with: [0x50, 0x4B, 0x03, 0x04]) || head.starts(with: [0x50, 0x4B, 0x05, 0x06]) {
                 let directory = try ZipStructure.directoryRange(fileSize: mirror.size) { try mirror.read($0, $1) }
+                guard mirror.size - min(directory.offset, mirror.size) <= limits.maxIndexSize + (1 << 20) else {
+                    throw AssetPackError(
+                        .limitExceeded, "the zip's central directory exceeds the limit of \(limits.maxIndexSize) bytes")
+                }
                 var tail = min(directory.offset, mirror.size)..<mirror.size
                 try mirror.ensure([tail])
                 if !trustedKeys.isEmpty || fetchSignature {
@@ -76,7 +89,7 @@ package final class RemotePackReader: PackReader, @unchecked Sendable {
                     .unsupportedFormat, "\(url.absoluteString) is not an AssetPack container or a zip archive")
             }
         } catch let error as AssetPackError {
-            throw error.untrustedIfUnreadable(trusting: trustedKeys)
+            throw mirror.naming(error.untrustedIfUnreadable(trusting: trustedKeys))
         }
         openSeconds = watch.elapsed
     }
@@ -90,24 +103,22 @@ package final class RemotePackReader: PackReader, @unchecked Sendable {
     package var transferred: (requests: Int, bytes: UInt64) { mirror.client.transferred }
 
     package func readTimed(_ path: String) throws -> (bytes: [UInt8], timing: EntryTiming) {
-        try fetch(local.storedSpan(path))
-        return try local.readTimed(path)
+        try reading(local.storedSpan(path)) { try local.readTimed(path) }
     }
 
     @discardableResult
     package func stream(_ path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> EntryTiming {
-        try fetch(local.storedSpan(path))
-        return try local.stream(path, body)
+        try reading(local.storedSpan(path)) { try local.stream(path, body) }
     }
 
     /// Reads bytes `[offset, offset + count)` of a container entry, fetching only the chunks
     /// they lie in. Zip entries are read whole and cut.
     package func readRange(_ path: String, offset: UInt64, count: Int) throws -> [UInt8] {
-        try fetch(local.storedSpan(path, offset: offset, count: count))
+        let span = local.storedSpan(path, offset: offset, count: count)
         if let container = local as? ContainerPackReader {
-            return try container.readRange(path, offset: offset, count: count)
+            return try reading(span) { try container.readRange(path, offset: offset, count: count) }
         }
-        let bytes = try local.read(path)
+        let bytes = try reading(span) { try local.read(path) }
         guard count >= 0, offset <= UInt64(bytes.count), UInt64(count) <= UInt64(bytes.count) - offset else {
             throw AssetPackError(
                 .invalidArgument, "range \(offset)+\(count) is outside the entry (\(bytes.count) bytes)", path: path)
@@ -115,9 +126,15 @@ package final class RemotePackReader: PackReader, @unchecked Sendable {
         return Array(bytes[Int(offset)..<Int(offset) + count])
     }
 
-    private func fetch(_ span: Range<UInt64>?) throws {
-        guard let span else { return }  // no such entry: the local reader says so
-        try mirror.ensure([span])
+    /// Fetches `span` and runs the local read while the span cannot be evicted; errors name
+    /// the URL rather than the mirror file.
+    private func reading<T>(_ span: Range<UInt64>?, _ read: () throws -> T) throws -> T {
+        do {
+            // No span: no such entry, which the local reader reports.
+            return try mirror.using(span.map { [$0] } ?? [], read)
+        } catch let error as AssetPackError {
+            throw mirror.naming(error)
+        }
     }
 }
 

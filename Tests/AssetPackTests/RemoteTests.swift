@@ -315,9 +315,34 @@ import Testing
             .write(to: dir.appending("www/p.pack.sha256"))
         expectCode(.integrityFailure, { try installer.installRemote(nginx.url("p.pack"), options: Self.options) })
         #expect(!FileManager.default.fileExists(atPath: dir.appending("home/p.pack").path))
+        // A download that failed its check is not kept to be resumed.
+        #expect(!FileManager.default.fileExists(atPath: dir.appending("home/.p.pack.download").path))
         let digest = try PrivateInstaller.sha256(of: remote.path)
         try Data("\(digest)  p.pack\n".utf8).write(to: dir.appending("www/p.pack.sha256"))
-        let result = try installer.installRemote(nginx.url("p.pack"), options: Self.options)
+        // The sidecar is looked up beside the path, whatever the query string.
+        let versioned = try #require(URL(string: nginx.url("p.pack").absoluteString + "?v=3"))
+        let result = try installer.installRemote(versioned, options: Self.options)
         #expect(result.installation.sha256 == digest)
+        let log = try nginx.accessLog()
+        #expect(log.contains { $0.uri.hasPrefix("/p.pack.sha256") && $0.status == 206 }, "\(log)")
+    }
+
+    @Test func aHostileIndexOffsetDoesNotDownloadThePack() throws {
+        let remote = try pack(tree(), .container, to: "p.pack")
+        var bytes = [UInt8](try Data(contentsOf: remote))
+        for i in 0..<8 { bytes[56 + i] = UInt8((104 >> (8 * i)) & 0xFF) }  // indexOffset = 104
+        try Data(bytes).write(to: remote)
+        let nginx = try NginxServer(root: dir.appending("www"))
+        var limits = ReadLimits()
+        limits.maxIndexSize = 100_000
+        do {
+            _ = try RemotePackReader(
+                url: nginx.url("p.pack"), credential: .password("pw"), limits: limits, options: Self.options)
+            Issue.record("opened")
+        } catch let error as AssetPackError {
+            #expect(error.code == .limitExceeded, "\(error)")
+        }
+        let fetched = try nginx.accessLog(waitingFor: 1).reduce(0) { $0 + $1.bodyBytes }
+        #expect(fetched <= 65536, "fetched \(fetched) of \(bytes.count) bytes")
     }
 }
