@@ -19,6 +19,8 @@ public final class ContainerPackReader: PackReader {
     public let openSeconds: Double
     /// The trusted key that signed the pack, when the reader was given trusted keys.
     public let publisher: PublisherKey?
+    /// Runs before each chunk is read from the file (a remote reader waits there for it).
+    package let readHook = ReadHook()
 
     private let fd: FileDescriptor
     /// Every entry's record, in index order (what an incremental re-pack reuses).
@@ -490,6 +492,7 @@ public final class ContainerPackReader: PackReader {
             entry: e.keyID == nil ? e.id : 0, chunk: UInt32(c), final: c == e.chunkCount - 1, deflated: deflated)
         let ciphertext = deflated ? UnsafeMutableRawBufferPointer(rebasing: scratch[0..<payload]) : dest
         let tag = UnsafeMutableRawBufferPointer(rebasing: scratch[(scratch.count - tagSize)...])
+        try readHook.willRead(offset, stored)
         try readExactly(fd, ciphertext, at: offset)
         try readExactly(fd, tag, at: offset + UInt64(payload))
         if let hasher, let (block, firstChunk) = signed {

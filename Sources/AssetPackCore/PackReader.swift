@@ -121,3 +121,24 @@ package protocol StoredLayout: PackReader {
     /// container reads only the chunks it covers), or `nil` when there is no such entry.
     func storedSpan(_ path: String, offset: UInt64, count: Int) -> Range<UInt64>?
 }
+
+/// Called before a reader reads pack bytes from its file: a remote reader makes it wait until
+/// those bytes have arrived (docs/REMOTE.md, "Streaming reads"). Unset, it costs one load.
+package final class ReadHook: @unchecked Sendable {
+    private let lock = NSLock()
+    private var body: (@Sendable (Range<UInt64>) throws -> Void)?
+
+    package init() {}
+
+    /// Sets (or clears) what runs before each read.
+    package func set(_ body: (@Sendable (Range<UInt64>) throws -> Void)?) { lock.withLock { self.body = body } }
+
+    /// Whether a hook is set.
+    package var isSet: Bool { lock.withLock { body != nil } }
+
+    /// Runs the hook for bytes `[offset, offset + count)`.
+    package func willRead(_ offset: UInt64, _ count: Int) throws {
+        guard let body = lock.withLock({ body }) else { return }
+        try body(offset..<offset + UInt64(count))
+    }
+}

@@ -274,7 +274,12 @@ private final class TaskState: @unchecked Sendable {
     let start: UInt64, end: UInt64
     let sink: @Sendable (UnsafeRawBufferPointer, UInt64) throws -> Void
     let done = DispatchSemaphore(value: 0)
+    /// Bytes handed to the sink end here.
     private var reached: UInt64
+    /// Bytes received (handed to the sink or gathered) end here.
+    private var received: UInt64
+    private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
+    private var buffered = 0
     private var expectedEnd: UInt64
     private var failure: HTTPRangeClient.Failure?
     private var detail: String?
@@ -288,6 +293,7 @@ private final class TaskState: @unchecked Sendable {
         self.end = end
         self.sink = sink
         reached = start
+        received = start
         expectedEnd = end
     }
 
@@ -320,32 +326,59 @@ private final class TaskState: @unchecked Sendable {
         return true
     }
 
-    /// Delegate queue: a piece of the body.
+    /// Delegate queue: a piece of the body. Pieces (16 KiB from libcurl) are gathered into
+    /// 1 MiB before they go to the sink: a 64 MiB range is 64 writes, not 4,096.
     func body(_ data: Data) -> Bool {
         guard failure == nil else { return false }
-        guard reached + UInt64(data.count) <= expectedEnd else {
+        guard received + UInt64(data.count) <= expectedEnd else {
             failure = .fatal(
                 AssetPackError(.remote, "\(client.url.absoluteString): the server sent more bytes than it announced"))
             return false
         }
-        do {
-            try data.withUnsafeBytes { try sink($0, reached) }
-        } catch {
-            failure = .fatal(error as? AssetPackError ?? AssetPackError(.io, "\(error)"))
-            return false
+        var rest = data[...]
+        while !rest.isEmpty {
+            let n = min(rest.count, buffer.count - buffered)
+            rest.prefix(n).withUnsafeBytes {
+                UnsafeMutableRawBufferPointer(rebasing: buffer[buffered..<buffered + n]).copyMemory(from: $0)
+            }
+            buffered += n
+            rest = rest.dropFirst(n)
+            if buffered == buffer.count && !flush() { return false }
         }
-        reached += UInt64(data.count)
+        received += UInt64(data.count)
         client.count(bytes: data.count)
         return true
     }
 
-    /// Delegate queue: the end.
+    /// Hands the gathered bytes to the sink. - Returns: Whether it took them.
+    private func flush() -> Bool {
+        guard buffered > 0 else { return true }
+        do {
+            try sink(UnsafeRawBufferPointer(rebasing: buffer[0..<buffered]), reached)
+        } catch {
+            failure = .fatal(error as? AssetPackError ?? AssetPackError(.io, "\(error)"))
+            return false
+        }
+        reached += UInt64(buffered)
+        buffered = 0
+        return true
+    }
+
+    /// Delegate queue: the end. Bytes received before a transient failure are good: they are
+    /// kept, and a retry asks for the rest.
     func complete(_ error: (any Error)?) {
+        if failure == nil || isTransient { _ = flush() }
         if let error, failure == nil {
             failure = .transient
             detail = error.localizedDescription
         }
+        buffer.deallocate()
         done.signal()
+    }
+
+    private var isTransient: Bool {
+        if case .transient = failure { return true }
+        return false
     }
 }
 

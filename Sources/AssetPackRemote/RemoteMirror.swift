@@ -39,8 +39,11 @@ package final class RemoteMirror: @unchecked Sendable {
     package let size: UInt64
     private let fd: FileDescriptor
     private let folder: String?
-    private let lock = NSLock()
+    /// Guards the state below; signalled whenever bytes arrive or a fetch gives up.
+    private let lock = NSCondition()
     private var present = RangeSet()
+    /// Bytes some thread is fetching: others wait for them rather than fetch them twice.
+    private var inFlight = RangeSet()
     private var pinned = RangeSet()
     private var recent: [Range<UInt64>] = []
     private var inUse: [Range<UInt64>: Int] = [:]
@@ -111,7 +114,9 @@ package final class RemoteMirror: @unchecked Sendable {
     package var held: RangeSet { lock.withLock { present } }
 
     /// Fetches `ranges` and runs `body` while they cannot be evicted (a read of them).
-    package func using<T>(_ ranges: [Range<UInt64>], _ body: () throws -> T) throws -> T {
+    /// - Parameter prefetching: Start fetching `ranges` in the background and run `body` at
+    ///   once (its reads wait for their bytes through the reader's hook) instead of first.
+    package func using<T>(_ ranges: [Range<UInt64>], prefetching: Bool = false, _ body: () throws -> T) throws -> T {
         lock.withLock { for r in ranges { inUse[r, default: 0] += 1 } }
         defer {
             lock.withLock {
@@ -121,38 +126,94 @@ package final class RemoteMirror: @unchecked Sendable {
                 }
             }
         }
-        try ensure(ranges)
+        if prefetching {
+            for range in ranges { prefetch(range) }
+        } else {
+            try ensure(ranges)
+        }
         return try body()
     }
 
     /// Marks `range` as never evicted (the pack's structure).
     package func pin(_ range: Range<UInt64>) { lock.withLock { _ = pinned.insert(range) } }
 
-    /// Fetches whatever of `ranges` is not held yet, then marks them recently used.
+    /// Fetches whatever of `ranges` is neither held nor being fetched by another thread, waits
+    /// for the rest, then marks them recently used.
     /// - Throws: `.remote`, `.integrityFailure` (a short file), `.io`.
     package func ensure(_ ranges: [Range<UInt64>], progress: (@Sendable (UInt64) -> Void)? = nil) throws {
-        if let poisoned = lock.withLock({ poisoned }) { throw poisoned }
         let wanted = ranges.map { $0.clamped(to: 0..<size) }.filter { !$0.isEmpty }
-        let missing = lock.withLock { wanted.flatMap { present.missing(in: $0) } }
-        let plan = Self.plan(missing, gap: options.coalescingGap, maxRequest: options.maxRequest)
-        if !plan.isEmpty {
-            do {
-                try run(plan, progress: progress)
-            } catch {
-                if let changed = client.changeDetected { lock.withLock { poisoned = changed } }
-                throw error
+        // Rounds: a range another thread was fetching can come back missing if its fetch
+        // failed; then this thread fetches it itself (and meets that error, or not).
+        for _ in 0..<8 {
+            let claimed: [Range<UInt64>] = try lock.withLock {
+                if let poisoned { throw poisoned }
+                let claim = wanted.flatMap { present.missing(in: $0) }.flatMap { inFlight.missing(in: $0) }
+                for piece in claim { inFlight.insert(piece) }
+                return claim
             }
+            let plan = Self.plan(claimed, gap: options.coalescingGap, maxRequest: options.maxRequest)
+            if !plan.isEmpty {
+                do {
+                    try run(plan, progress: progress)
+                } catch {
+                    if let changed = client.changeDetected { lock.withLock { poisoned = changed } }
+                    throw error
+                }
+            }
+            let done: Bool = try lock.withLock {
+                while true {
+                    if let poisoned { throw poisoned }
+                    if wanted.allSatisfy(present.contains) {
+                        for range in wanted { touch(range) }
+                        evict()
+                        return true
+                    }
+                    // Missing and nobody fetching it: claim it in the next round.
+                    if wanted.flatMap({ present.missing(in: $0) }).contains(where: { !inFlight.contains($0) }) {
+                        return false
+                    }
+                    lock.wait()
+                }
+            }
+            if done { return }
         }
-        lock.withLock {
-            for range in wanted { touch(range) }
-            evict()
+        throw AssetPackError(
+            .remote, "\(client.url.absoluteString): bytes could not be fetched (other fetches kept failing)")
+    }
+
+    /// Starts fetching `range` in the background, in order; a later ``ensure(_:progress:)`` (or
+    /// a read hook) waits for the parts in flight instead of fetching them again.
+    package func prefetch(_ range: Range<UInt64>) {
+        // Claimed now, so that the reader's first read waits for these bytes instead of
+        // racing the background thread to fetch them.
+        let claimed: [Range<UInt64>] = lock.withLock {
+            guard poisoned == nil else { return [] }
+            let claim = present.missing(in: range.clamped(to: 0..<size)).flatMap { inFlight.missing(in: $0) }
+            for piece in claim { inFlight.insert(piece) }
+            return claim
+        }
+        let plan = Self.plan(claimed, gap: options.coalescingGap, maxRequest: options.maxRequest)
+        guard !plan.isEmpty else { return }
+        Thread.detachNewThread { [self] in
+            // A failure gives the claims back; the reads waiting for them fetch for themselves
+            // and meet the error there.
+            do { try run(plan, progress: nil) } catch {
+                if let changed = client.changeDetected { lock.withLock { poisoned = changed } }
+            }
         }
     }
 
-    /// Fetches `plan` (disjoint ranges), `parallelRequests` at a time.
+    /// Fetches `plan` (disjoint ranges, claimed in `inFlight`), `parallelRequests` at a time.
     private func run(_ plan: [Range<UInt64>], progress: (@Sendable (UInt64) -> Void)?) throws {
         let failure = FirstFailure()
         let next = Counter()
+        defer {
+            // Give back whatever was not fetched, and wake the waiters to see what arrived.
+            lock.withLock {
+                for range in plan { inFlight.remove(range) }
+                lock.broadcast()
+            }
+        }
         // Threads of their own: they wait on the network, and Dispatch's pool is as wide as
         // the CPU count (2 requests in flight on 2 cores, not `parallelRequests`).
         let workers = min(options.parallelRequests, plan.count)
@@ -164,8 +225,16 @@ package final class RemoteMirror: @unchecked Sendable {
                 while !failure.failed, let i = next.take(below: plan.count) {
                     let range = plan[i]
                     do {
-                        try client.fetch(range) { [self] piece, offset in try store(piece, at: offset) }
-                        lock.withLock { _ = present.insert(range) }
+                        try client.fetch(range) { [self] piece, offset in
+                            try store(piece, at: offset)
+                            // Pieces arrive in order: waiters may go on before the whole request.
+                            let arrived = offset..<offset + UInt64(piece.count)
+                            lock.withLock {
+                                present.insert(arrived)
+                                inFlight.remove(arrived)
+                                lock.broadcast()
+                            }
+                        }
                         progress?(range.upperBound - range.lowerBound)
                     } catch {
                         failure.record(error)

@@ -91,6 +91,10 @@ package final class RemotePackReader: PackReader, @unchecked Sendable {
         } catch let error as AssetPackError {
             throw mirror.naming(error.untrustedIfUnreadable(trusting: trustedKeys))
         }
+        let hookMirror = mirror
+        let hook: @Sendable (Range<UInt64>) throws -> Void = { try hookMirror.ensure([$0]) }
+        (local as? ContainerPackReader)?.readHook.set(hook)
+        (local as? ZipPackReader)?.readHook.set(hook)
         openSeconds = watch.elapsed
     }
 
@@ -103,12 +107,12 @@ package final class RemotePackReader: PackReader, @unchecked Sendable {
     package var transferred: (requests: Int, bytes: UInt64) { mirror.client.transferred }
 
     package func readTimed(_ path: String) throws -> (bytes: [UInt8], timing: EntryTiming) {
-        try reading(local.storedSpan(path)) { try local.readTimed(path) }
+        try reading(path, local.storedSpan(path)) { try local.readTimed(path) }
     }
 
     @discardableResult
     package func stream(_ path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> EntryTiming {
-        try reading(local.storedSpan(path)) { try local.stream(path, body) }
+        try reading(path, local.storedSpan(path)) { try local.stream(path, body) }
     }
 
     /// Reads bytes `[offset, offset + count)` of a container entry, fetching only the chunks
@@ -116,9 +120,9 @@ package final class RemotePackReader: PackReader, @unchecked Sendable {
     package func readRange(_ path: String, offset: UInt64, count: Int) throws -> [UInt8] {
         let span = local.storedSpan(path, offset: offset, count: count)
         if let container = local as? ContainerPackReader {
-            return try reading(span) { try container.readRange(path, offset: offset, count: count) }
+            return try reading(path, span) { try container.readRange(path, offset: offset, count: count) }
         }
-        let bytes = try reading(span) { try local.read(path) }
+        let bytes = try reading(path, span) { try local.read(path) }
         guard count >= 0, offset <= UInt64(bytes.count), UInt64(count) <= UInt64(bytes.count) - offset else {
             throw AssetPackError(
                 .invalidArgument, "range \(offset)+\(count) is outside the entry (\(bytes.count) bytes)", path: path)
@@ -126,15 +130,27 @@ package final class RemotePackReader: PackReader, @unchecked Sendable {
         return Array(bytes[Int(offset)..<Int(offset) + count])
     }
 
-    /// Fetches `span` and runs the local read while the span cannot be evicted; errors name
-    /// the URL rather than the mirror file.
-    private func reading<T>(_ span: Range<UInt64>?, _ read: () throws -> T) throws -> T {
+    /// Runs the local read of `span` while the span cannot be evicted; errors name the URL
+    /// rather than the mirror file.
+    ///
+    /// Where the local reader reads the span only through its read hook (container chunks,
+    /// WinZip AES entries), the span is fetched in the background and each read waits for its
+    /// own bytes: decryption overlaps the download. Entries libzip decodes read the file
+    /// without the hook, so their span is fetched first.
+    private func reading<T>(_ path: String, _ span: Range<UInt64>?, _ read: () throws -> T) throws -> T {
+        // No span: no such entry, which the local reader reports.
+        guard let span else { return try read() }
         do {
-            // No span: no such entry, which the local reader reports.
-            return try mirror.using(span.map { [$0] } ?? [], read)
+            return try mirror.using([span], prefetching: streams(path), read)
         } catch let error as AssetPackError {
             throw mirror.naming(error)
         }
+    }
+
+    /// Whether every read of `path`'s bytes goes through the local reader's read hook.
+    private func streams(_ path: String) -> Bool {
+        if local is ContainerPackReader { return true }
+        return (local as? ZipPackReader)?.readsThroughHook(path) ?? false
     }
 }
 

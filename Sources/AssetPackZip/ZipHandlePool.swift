@@ -67,7 +67,11 @@ final class ZipHandlePool: @unchecked Sendable {
 
     /// Fills `buffer` from `offset` or up to the end of the file.
     /// - Returns: The bytes read, fewer than `buffer.count` only at the end of the file.
+    /// Runs before every read (a remote reader waits there for the bytes to arrive).
+    let hook = ReadHook()
+
     func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int {
+        try hook.willRead(offset, buffer.count)
         do { return try fd.preadFully(into: buffer, at: offset) } catch { throw error.io("cannot read \(path)") }
     }
 

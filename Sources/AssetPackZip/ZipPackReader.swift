@@ -323,10 +323,15 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
     private func withRawEntry<T>(
         _ entry: Entry, dataStart: UInt64, _ body: (BulkAESDecoder.RawSource) throws -> T
     ) throws -> T {
-        if let signature {
+        // Signed and trusted, or with a read hook (a remote pack's bytes arrive as they are
+        // read): the pool's pread, which runs the hook, instead of libzip's own reads.
+        if signature != nil || pool.hook.isSet {
             let record = structure.records[Int(entry.index)]
-            let hasher = SHA256Hasher()
-            hasher.update(try pool.read(at: record.localHeaderOffset, count: Int(dataStart - record.localHeaderOffset)))
+            let hasher = signature == nil ? nil : SHA256Hasher()
+            if let hasher {
+                hasher.update(
+                    try pool.read(at: record.localHeaderOffset, count: Int(dataStart - record.localHeaderOffset)))
+            }
             var offset = dataStart
             let dataEnd = dataStart + record.compressedSize
             let result: T
@@ -335,14 +340,16 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
                     let want = Int(min(UInt64(buffer.count), dataEnd - offset))
                     guard want > 0 else { return 0 }
                     let n = try pool.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]), at: offset)
-                    hasher.update(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+                    hasher?.update(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
                     offset += UInt64(n)
                     return n
                 }
             } catch let error as AssetPackError {
-                throw untrustedIfAltered(entry) ?? error
+                throw (signature == nil ? nil : untrustedIfAltered(entry)) ?? error
             }
-            try finishSpan(entry, record, from: offset, hasher: hasher, signature: signature)
+            if let hasher, let signature {
+                try finishSpan(entry, record, from: offset, hasher: hasher, signature: signature)
+            }
             return result
         }
         return try pool.withHandle { za in
@@ -479,6 +486,17 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
 }
 
 extension ZipPackReader: StoredLayout {
+    /// Runs before the reader's own reads of pack bytes (WinZip AES entries, span checks); not
+    /// before libzip's.
+    package var readHook: ReadHook { pool.hook }
+
+    /// Whether reading `path` reads the file only through ``readHook`` (the bulk AES decoder and
+    /// the span checks), not through libzip.
+    package func readsThroughHook(_ path: String) -> Bool {
+        guard decoder == .automatic, let found = index.lookup(path) else { return false }
+        return WinZipAESKeyStrength(libzipMethod: table[found].encryptionMethod) != nil
+    }
+
     /// The entry's span: its local header, data and any descriptor, up to the next entry.
     package func storedSpan(_ path: String) -> Range<UInt64>? {
         guard let found = index.lookup(path) else { return nil }
