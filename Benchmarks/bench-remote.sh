@@ -4,7 +4,7 @@
 #   1. one 4 KiB entry read by `assetpack cat URL`: bytes and requests, from nginx's access log;
 #   2. an installed pack updated after one 4 KiB file changed: bytes downloaded, from the log;
 #   3. the 64 MiB random entry read by `assetpack cat URL` against `curl` fetching the same
-#      byte range (hyperfine, medians).
+#      byte range, and against `assetpack cat` of the local pack (hyperfine, medians).
 # Usage: Benchmarks/bench-remote.sh ASSETPACK_BINARY WORK_DIR   (make bench-remote runs it)
 set -euo pipefail
 bin=$(realpath "$1")
@@ -66,11 +66,14 @@ for e in json.load(sys.stdin)["entries"]:
     -n "assetpack cat URL big/random.bin ($fmt)" \
     "$bin cat $base/bench.$ext big/random.bin -o /dev/null" \
     -n "curl the same number of bytes" \
-    "curl -s -r 0-$((span - 1)) -o /dev/null $base/bench.$ext"
+    "curl -s -r 0-$((span - 1)) -o /dev/null $base/bench.$ext" \
+    -n "assetpack cat of the local pack (open, KDF, decrypt: the part that is not network)" \
+    "$bin cat $pack big/random.bin -o /dev/null"
   python3 - "$work/throughput-$fmt.json" <<'EOF'
 import json, statistics, sys
 r = json.load(open(sys.argv[1]))["results"]
 m = [statistics.median(x["times"]) for x in r]
-print("medians: assetpack %.1f ms, curl %.1f ms: %.2fx" % (m[0] * 1e3, m[1] * 1e3, m[0] / m[1]))
+print("medians: assetpack %.1f ms, curl %.1f ms: %.2fx; local cat %.1f ms, so the network adds %.1f ms = %.2fx curl"
+      % (m[0] * 1e3, m[1] * 1e3, m[0] / m[1], m[2] * 1e3, (m[0] - m[2]) * 1e3, (m[0] - m[2]) / m[1]))
 EOF
 done
