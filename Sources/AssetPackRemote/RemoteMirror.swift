@@ -128,9 +128,14 @@ package final class RemoteMirror: @unchecked Sendable {
         }
         if prefetching {
             for range in ranges { prefetch(range) }
-        } else {
-            try ensure(ranges)
+            let result = try body()
+            lock.withLock {
+                for range in ranges { touch(range) }
+                evict()
+            }
+            return result
         }
+        try ensure(ranges)
         return try body()
     }
 
@@ -140,7 +145,11 @@ package final class RemoteMirror: @unchecked Sendable {
     /// Fetches whatever of `ranges` is neither held nor being fetched by another thread, waits
     /// for the rest, then marks them recently used.
     /// - Throws: `.remote`, `.integrityFailure` (a short file), `.io`.
-    package func ensure(_ ranges: [Range<UInt64>], progress: (@Sendable (UInt64) -> Void)? = nil) throws {
+    /// - Parameter touching: Record the ranges as recently used (a read hook's chunk-sized
+    ///   waits do not: the read's whole span is recorded once).
+    package func ensure(
+        _ ranges: [Range<UInt64>], touching: Bool = true, progress: (@Sendable (UInt64) -> Void)? = nil
+    ) throws {
         let wanted = ranges.map { $0.clamped(to: 0..<size) }.filter { !$0.isEmpty }
         // Rounds: a range another thread was fetching can come back missing if its fetch
         // failed; then this thread fetches it itself (and meets that error, or not).
@@ -164,8 +173,10 @@ package final class RemoteMirror: @unchecked Sendable {
                 while true {
                     if let poisoned { throw poisoned }
                     if wanted.allSatisfy(present.contains) {
-                        for range in wanted { touch(range) }
-                        evict()
+                        if touching {
+                            for range in wanted { touch(range) }
+                            evict()
+                        }
                         return true
                     }
                     // Missing and nobody fetching it: claim it in the next round.
