@@ -30,7 +30,10 @@ extension PrivateInstaller {
     ///   and size), and starts over otherwise.
     /// - When the remote pack is signed and a pack is installed under `name`, every entry span
     ///   (zip) or chunk (container; this needs `credential`) whose SHA-256 equals the signed
-    ///   digest of a span of the installed pack is copied from it instead of downloaded.
+    ///   digest of a span of the installed pack is copied from it instead of downloaded. An
+    ///   unsigned container (with `credential`) reuses entries whose keys, key id, size,
+    ///   plaintext digest and chunk layout match, and reads every entry back before committing;
+    ///   an unsigned zip is downloaded whole.
     /// - Before the download replaces anything: with `trustedKeys`, the publisher signature is
     ///   checked on every byte; a signed pack is checked against its own signature anyway (so a
     ///   delta assembles exactly the remote file); a `<url>.sha256` file on the server, when there
@@ -105,12 +108,12 @@ extension PrivateInstaller {
         do {
             try download.assemble(previous: previous, credential: credential, progress: progress)
             do {
-                checked = try download.verify(trustedKeys: trustedKeys)
+                checked = try download.verify(trustedKeys: trustedKeys, credential: credential)
             } catch let error as AssetPackError where download.reused > 0 && error.code == .integrityFailure {
                 // A reused span that was not what the remote holds: download everything once.
                 try download.restart()
                 try download.assemble(previous: nil, credential: credential, progress: progress)
-                checked = try download.verify(trustedKeys: trustedKeys)
+                checked = try download.verify(trustedKeys: trustedKeys, credential: credential)
             }
         } catch let error as AssetPackError where error.code != .remote && error.code != .io {
             // The assembled file is not one to resume from: the next install starts over.
@@ -138,6 +141,9 @@ struct RemoteDownload {
 
     var reused: UInt64 = 0
     var resumed: UInt64 = 0
+    /// Whether entries were reused by stored identity (an unsigned container): `verify` reads
+    /// every entry back.
+    private var reusedUnsigned = false
     private var client: HTTPRangeClient?
     private var version: HTTPRangeClient.Version?
     private var staging = ""
@@ -187,6 +193,7 @@ struct RemoteDownload {
         try? FileSystem.unlink(statePath)
         reused = 0
         resumed = 0
+        reusedUnsigned = false
         mirror = try RemoteMirror(client: client, path: staging, size: version.size, options: options)
     }
 
@@ -225,7 +232,9 @@ struct RemoteDownload {
 
     /// Copies every span of `previous` whose SHA-256 is a signed digest of the remote pack.
     /// - Returns: Bytes copied.
-    private func reuse(from previous: String, into mirror: RemoteMirror, credential: PackCredential?) throws -> UInt64 {
+    private mutating func reuse(from previous: String, into mirror: RemoteMirror, credential: PackCredential?) throws
+        -> UInt64
+    {
         // The remote structure: what a reader's open fetches, plus a zip's signature entry.
         guard
             let reader = try? RemotePackReader(
@@ -241,11 +250,15 @@ struct RemoteDownload {
             remote = signed
             local = try ZipSignature.spans(at: previous)
         case .container:
-            guard let block = try ContainerPackReader.signatureBlock(at: mirror.path),
-                let container = reader.local as? ContainerPackReader,
+            guard let container = reader.local as? ContainerPackReader,
                 (try? AssetPacks.sniff(previous)) == .container,
                 let old = try? ContainerPackReader(path: previous, credential: credential)
             else { return 0 }
+            guard let block = try ContainerPackReader.signatureBlock(at: mirror.path) else {
+                let copied = try reuseUnsigned(container, from: old, previous: previous, into: mirror)
+                reusedUnsigned = copied > 0
+                return copied
+            }
             remote = (block, container.chunkSpans)
             local = old.chunkSpans
         }
@@ -259,32 +272,62 @@ struct RemoteDownload {
             byDigest[digest] = span
         }
         var copied: UInt64 = 0
-        var buffer = [UInt8](repeating: 0, count: 1 << 20)
         for (i, span) in remote.spans.enumerated() where !mirror.held.contains(span) {
             let digest = Array(remote.block.items[32 * i..<32 * i + 32])
             guard let source = byDigest[digest], source.count == span.count else { continue }
-            var offset: UInt64 = 0
-            while offset < UInt64(span.count) {
-                let n = Int(min(UInt64(buffer.count), UInt64(span.count) - offset))
-                try buffer.withUnsafeMutableBytes { raw in
-                    let piece = UnsafeMutableRawBufferPointer(rebasing: raw[0..<n])
-                    let got: Int
-                    do { got = try fd.preadFully(into: piece, at: source.lowerBound + offset) } catch let e as Errno {
-                        throw e.io("cannot read \(previous)")
-                    }
-                    guard got == n else { throw AssetPackError(.integrityFailure, "\(previous) is truncated") }
-                    try mirror.adopt(UnsafeRawBufferPointer(piece), at: span.lowerBound + offset)
-                }
-                offset += UInt64(n)
-            }
+            try copy(source, of: fd, path: previous, to: span.lowerBound, in: mirror)
             copied += UInt64(span.count)
         }
         try mirror.sync()
         return copied
     }
 
+    /// An unsigned container: entries whose stored identity (same keys, key id, size, plaintext
+    /// digest and chunk layout) matches one of the installed pack are copied. The copies are
+    /// read back, decrypted and CRC-checked, by ``verify(trustedKeys:credential:)``.
+    private func reuseUnsigned(
+        _ remote: ContainerPackReader, from old: ContainerPackReader, previous: String, into mirror: RemoteMirror
+    ) throws -> UInt64 {
+        guard let theirs = remote.storedIdentities, let ours = old.storedIdentities, theirs.keys == ours.keys else {
+            return 0
+        }
+        let byIdentity = Dictionary(ours.entries.map { ($0.identity, $0.span) }, uniquingKeysWith: { a, _ in a })
+        let fd: FileDescriptor
+        do { fd = try .open(previous, .readOnly) } catch { throw error.io("cannot open \(previous)") }
+        defer { try? fd.close() }
+        var copied: UInt64 = 0
+        for (identity, span) in theirs.entries where !mirror.held.contains(span) {
+            guard let source = byIdentity[identity], source.count == span.count else { continue }
+            try copy(source, of: fd, path: previous, to: span.lowerBound, in: mirror)
+            copied += UInt64(span.count)
+        }
+        try mirror.sync()
+        return copied
+    }
+
+    /// Copies bytes `source` of the installed pack to `offset` of the download.
+    private func copy(
+        _ source: Range<UInt64>, of fd: FileDescriptor, path: String, to offset: UInt64, in mirror: RemoteMirror
+    ) throws {
+        var buffer = [UInt8](repeating: 0, count: min(1 << 20, max(1, source.count)))
+        var done: UInt64 = 0
+        while done < UInt64(source.count) {
+            let n = Int(min(UInt64(buffer.count), UInt64(source.count) - done))
+            try buffer.withUnsafeMutableBytes { raw in
+                let piece = UnsafeMutableRawBufferPointer(rebasing: raw[0..<n])
+                let got: Int
+                do { got = try fd.preadFully(into: piece, at: source.lowerBound + done) } catch let e as Errno {
+                    throw e.io("cannot read \(path)")
+                }
+                guard got == n else { throw AssetPackError(.integrityFailure, "\(path) is truncated") }
+                try mirror.adopt(UnsafeRawBufferPointer(piece), at: offset + done)
+            }
+            done += UInt64(n)
+        }
+    }
+
     /// Checks the assembled file. - Returns: Its SHA-256 (hex) and the key that signed it.
-    func verify(trustedKeys: [PublisherKey]) throws -> (String, PublisherKey?) {
+    func verify(trustedKeys: [PublisherKey], credential: PackCredential?) throws -> (String, PublisherKey?) {
         guard let client, let mirror else { throw AssetPackError(.io, "nothing was downloaded") }
         guard mirror.held.contains(0..<mirror.size) else {
             throw AssetPackError(.integrityFailure, "the download is incomplete")
@@ -305,6 +348,12 @@ struct RemoteDownload {
         } else if try AssetPacks.isSigned(staging), let own = try ownKey(staging) {
             // Not a trust decision: proves the assembled bytes are the ones the block describes.
             _ = try AssetPacks.verifySignature(at: staging, trustedKeys: [own])
+        }
+        if reusedUnsigned {
+            // Copies chosen by identity, not by a signed digest: each entry must read back
+            // authenticated (chunk tags) and whole (CRC) under the pack's key.
+            let reader = try ContainerPackReader(path: staging, credential: credential)
+            for entry in reader.entries { try reader.stream(entry.path) { _ in } }
         }
         return (digest, trustedKeys.isEmpty ? nil : publisher)
     }

@@ -611,6 +611,28 @@ func preadArray(_ fd: FileDescriptor, count: Int, at offset: UInt64) throws -> [
 }
 
 extension ContainerPackReader {
+    /// What makes two entries' stored bytes equal, for a delta download between versions of an
+    /// unsigned pack (docs/REMOTE.md): the same keys (cipher suite, KDF and its parameters,
+    /// salt, chunk size: with one credential, one master key), then per entry the same random
+    /// key id, size, plaintext SHA-256 and chunk layout. An entry with a key id of its own is
+    /// one an incremental re-pack copied byte for byte, and AES-GCM under one key and nonce
+    /// is deterministic. `nil` for version 1 (no key ids).
+    package var storedIdentities: (keys: [UInt8], entries: [(identity: [UInt8], span: Range<UInt64>)])? {
+        guard header.version >= 2 else { return nil }
+        let committed = header.committedBytes()
+        let keys = Array(committed[9...])  // everything after magic and version
+        let entries = records.compactMap { e -> (identity: [UInt8], span: Range<UInt64>)? in
+            guard let keyID = e.keyID, let sha256 = e.sha256 else { return nil }
+            var identity = keyID + sha256
+            withUnsafeBytes(of: e.info.size.littleEndian) { identity += $0 }
+            for c in 0..<e.chunkCount {
+                withUnsafeBytes(of: UInt64(storedChunk(e, c).length).littleEndian) { identity += $0 }
+            }
+            return (identity, storedChunks(e, 0...(e.chunkCount - 1)))
+        }
+        return (keys, entries)
+    }
+
     /// Every sealed chunk's bytes in the file, in the order a signature lists them.
     package var chunkSpans: [Range<UInt64>] {
         records.flatMap { e in (0..<e.chunkCount).map { storedChunks(e, $0...$0) } }

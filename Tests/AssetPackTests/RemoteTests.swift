@@ -295,6 +295,36 @@ import Testing
         #expect(v4.reused < 1000 && v4.downloaded >= size * 9 / 10, "\(v4)")
     }
 
+    @Test(arguments: [PackFormat.zip, .container])
+    func unsignedUpdates(format: PackFormat) throws {
+        try FileManager.default.createDirectory(at: dir.appending("www"), withIntermediateDirectories: true)
+        let nginx = try NginxServer(root: dir.appending("www"))
+        let installer = PrivateInstaller(directory: dir.appending("home"))
+        let installed = dir.appending("home/assets.pack")
+        let version = Counter()
+        func update(_ files: [String: [UInt8]]) throws -> PrivateInstaller.RemoteInstallation {
+            let out = try pack(files, format, to: "assets.pack")
+            version.increment()
+            try FileManager.default.setAttributes(
+                [.modificationDate: Date().addingTimeInterval(Double(version.value) * 10)], ofItemAtPath: out.path)
+            let result = try installer.installRemote(
+                nginx.url("assets.pack"), credential: .password("pw"), options: Self.options)
+            #expect(try Data(contentsOf: installed) == Data(contentsOf: out))
+            return result
+        }
+        _ = try update(tree())
+        let size = try FileSystem.stat(installed.path).size
+        let v2 = try update(tree(changed: ["small/s5.bin": testBytes(4096, seed: 999)]))
+        switch format {
+        case .container:
+            // Entries with the same key id, digest and layout are the re-pack's byte-for-byte copies.
+            #expect(v2.reused > size * 9 / 10 && v2.downloaded < 100_000, "\(v2)")
+        case .zip:
+            // Nothing names an unsigned zip entry's stored bytes without reading them: a full download.
+            #expect(v2.reused == 0 && v2.downloaded >= size * 9 / 10, "\(v2)")
+        }
+    }
+
     @Test func aLibraryInstallsFromAURLAndReads() async throws {
         let files = tree()
         _ = try pack(files, .container, to: "assets.pack", signed: true)
