@@ -271,10 +271,24 @@ struct RemoteDownload {
             let digest = try SHA256Hasher.digest(of: fd, span, path: previous)
             byDigest[digest] = span
         }
+        let wanted = remote.spans.enumerated().map { i, span in (Array(remote.block.items[32 * i..<32 * i + 32]), span)
+        }
+        return try copyMatching(wanted, from: byDigest, of: previous, into: mirror)
+    }
+
+    /// Copies each wanted span (keyed by what identifies its bytes) whose key names a span of
+    /// the same length in the installed pack at `previous`.
+    /// - Returns: Bytes copied.
+    private func copyMatching(
+        _ wanted: [([UInt8], Range<UInt64>)], from available: [[UInt8]: Range<UInt64>], of previous: String,
+        into mirror: RemoteMirror
+    ) throws -> UInt64 {
+        let fd: FileDescriptor
+        do { fd = try .open(previous, .readOnly) } catch { throw error.io("cannot open \(previous)") }
+        defer { try? fd.close() }
         var copied: UInt64 = 0
-        for (i, span) in remote.spans.enumerated() where !mirror.held.contains(span) {
-            let digest = Array(remote.block.items[32 * i..<32 * i + 32])
-            guard let source = byDigest[digest], source.count == span.count else { continue }
+        for (key, span) in wanted where !mirror.held.contains(span) {
+            guard let source = available[key], source.count == span.count else { continue }
             try copy(source, of: fd, path: previous, to: span.lowerBound, in: mirror)
             copied += UInt64(span.count)
         }
@@ -292,17 +306,8 @@ struct RemoteDownload {
             return 0
         }
         let byIdentity = Dictionary(ours.entries.map { ($0.identity, $0.span) }, uniquingKeysWith: { a, _ in a })
-        let fd: FileDescriptor
-        do { fd = try .open(previous, .readOnly) } catch { throw error.io("cannot open \(previous)") }
-        defer { try? fd.close() }
-        var copied: UInt64 = 0
-        for (identity, span) in theirs.entries where !mirror.held.contains(span) {
-            guard let source = byIdentity[identity], source.count == span.count else { continue }
-            try copy(source, of: fd, path: previous, to: span.lowerBound, in: mirror)
-            copied += UInt64(span.count)
-        }
-        try mirror.sync()
-        return copied
+        return try copyMatching(
+            theirs.entries.map { ($0.identity, $0.span) }, from: byIdentity, of: previous, into: mirror)
     }
 
     /// Copies bytes `source` of the installed pack to `offset` of the download.
