@@ -37,6 +37,31 @@ log="$work/nginx/access.log"
 # Body bytes and request count in the access log since it was emptied.
 count() { awk '{n++; b+=$4} END {printf "%d bytes in %d requests", b, n}' "$log"; }
 
+# throughput LABEL FILE [CREDENTIAL ARGS...]: `assetpack cat` of big/random.bin over HTTP, against
+# curl fetching the same number of bytes and against `assetpack cat` of the local file.
+throughput() {
+  local label=$1 file=$2
+  shift 2
+  local name span
+  name=$(basename "$file")
+  span=$("$bin" list "$file" "$@" --json | python3 -c '
+import json, sys
+for e in json.load(sys.stdin)["entries"]:
+    if e["path"] == "big/random.bin": print(e["stored_size"])')
+  hyperfine -N --warmup 2 --runs "${BENCH_RUNS:-10}" --export-json "$work/throughput-$label.json" \
+    -n "assetpack cat URL big/random.bin ($label)" "$bin cat $base/$name big/random.bin $* -o /dev/null" \
+    -n "curl the same number of bytes" "curl -s -r 0-$((span - 1)) -o /dev/null $base/$name" \
+    -n "assetpack cat of the local pack (open, KDF, decrypt: the part that is not network)" \
+    "$bin cat $file big/random.bin $* -o /dev/null"
+  python3 - "$work/throughput-$label.json" "$label" <<'EOF'
+import json, statistics, sys
+r = json.load(open(sys.argv[1]))["results"]
+m = [statistics.median(x["times"]) for x in r]
+print("%s: assetpack %.1f ms, curl %.1f ms: %.2fx; local cat %.1f ms, so the network adds %.1f ms = %.2fx curl"
+      % (sys.argv[2], m[0] * 1e3, m[1] * 1e3, m[0] / m[1], m[2] * 1e3, (m[0] - m[2]) * 1e3, (m[0] - m[2]) / m[1]))
+EOF
+}
+
 for fmt in zip container; do
   ext=$([ "$fmt" = zip ] && echo zip || echo apack)
   pack="$work/www/bench.$ext"
@@ -58,44 +83,11 @@ for fmt in zip container; do
   echo "update after one 4 KiB file changed: $(count) of $size ($(awk -v s="$size" '{b+=$4} END {printf "%.3f%%", 100*b/s}' "$log"))"
   cmp "$pack" "$work/home-$fmt/bench.$ext" && echo "installed pack equals the remote one"
 
-  span=$("$bin" list "$pack" --json | python3 -c '
-import json, sys
-for e in json.load(sys.stdin)["entries"]:
-    if e["path"] == "big/random.bin": print(e["stored_size"])')
-  hyperfine -N --warmup 2 --runs "${BENCH_RUNS:-10}" --export-json "$work/throughput-$fmt.json" \
-    -n "assetpack cat URL big/random.bin ($fmt)" \
-    "$bin cat $base/bench.$ext big/random.bin -o /dev/null" \
-    -n "curl the same number of bytes" \
-    "curl -s -r 0-$((span - 1)) -o /dev/null $base/bench.$ext" \
-    -n "assetpack cat of the local pack (open, KDF, decrypt: the part that is not network)" \
-    "$bin cat $pack big/random.bin -o /dev/null"
-  python3 - "$work/throughput-$fmt.json" <<'EOF'
-import json, statistics, sys
-r = json.load(open(sys.argv[1]))["results"]
-m = [statistics.median(x["times"]) for x in r]
-print("medians: assetpack %.1f ms, curl %.1f ms: %.2fx; local cat %.1f ms, so the network adds %.1f ms = %.2fx curl"
-      % (m[0] * 1e3, m[1] * 1e3, m[0] / m[1], m[2] * 1e3, (m[0] - m[2]) * 1e3, (m[0] - m[2]) / m[1]))
-EOF
+  throughput "$fmt" "$pack"
 done
 
 # The same read with a raw-key container: no KDF at open, so the comparison is download,
 # decryption and verification against the download alone.
 head -c 32 /dev/urandom >"$work/raw.key"
 "$bin" pack "$work/tree" --format container --output "$work/www/bench-key.apack" --key-file "$work/raw.key" --quiet
-span=$("$bin" list "$work/www/bench-key.apack" --key-file "$work/raw.key" --json | python3 -c '
-import json, sys
-for e in json.load(sys.stdin)["entries"]:
-    if e["path"] == "big/random.bin": print(e["stored_size"])')
-hyperfine -N --warmup 2 --runs "${BENCH_RUNS:-10}" --export-json "$work/throughput-key.json" \
-  -n "assetpack cat URL big/random.bin (container, raw key)" \
-  "$bin cat $base/bench-key.apack big/random.bin --key-file $work/raw.key -o /dev/null" \
-  -n "curl the same number of bytes" \
-  "curl -s -r 0-$((span - 1)) -o /dev/null $base/bench-key.apack" \
-  -n "assetpack cat of the local pack" \
-  "$bin cat $work/www/bench-key.apack big/random.bin --key-file $work/raw.key -o /dev/null"
-python3 - "$work/throughput-key.json" <<'EOF2'
-import json, statistics, sys
-r = json.load(open(sys.argv[1]))["results"]
-m = [statistics.median(x["times"]) for x in r]
-print("raw key: assetpack %.1f ms, curl %.1f ms: %.2fx; local cat %.1f ms" % (m[0] * 1e3, m[1] * 1e3, m[0] / m[1], m[2] * 1e3))
-EOF2
+throughput "container-raw-key" "$work/www/bench-key.apack" --key-file "$work/raw.key"

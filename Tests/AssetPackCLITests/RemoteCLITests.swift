@@ -71,6 +71,42 @@ import Testing
         #expect(corrupt.status == 4 && corrupt.stdout.isEmpty, "\(corrupt.stderr)")
     }
 
+    @Test func aKilledInstallLeavesNothingTornAndTheNextOneCompletes() throws {
+        _ = try dir.write(["big.bin": testBytes(6_000_000, seed: 8), "a.txt": Array("a".utf8)], under: "src")
+        try FileManager.default.createDirectory(at: dir.appending("www"), withIntermediateDirectories: true)
+        let out = dir.appending("www/p.container").path
+        #expect(try run(["pack", dir.appending("src").path, "-o", out, "--format", "container"]).status == 0)
+        // 1 MB/s per response: the download lasts long enough to be killed in the middle.
+        let nginx = try NginxServer(root: dir.appending("www"), rateLimit: 1 << 20)
+        let home = dir.appending("home")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = ["install", nginx.url("p.container").absoluteString, "--into", home.path]
+        process.standardError = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(20)
+        var sawDownload = false
+        while Date() < deadline, process.isRunning, !sawDownload {
+            sawDownload = FileManager.default.fileExists(
+                atPath: home.appendingPathComponent(".p.container.download").path)
+            usleep(20_000)
+        }
+        usleep(300_000)
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(sawDownload)
+        #expect(!FileManager.default.fileExists(atPath: home.appendingPathComponent("p.container").path))
+        let again = try run(["install", nginx.url("p.container").absoluteString, "--into", home.path])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(
+            FileManager.default.contents(atPath: home.appendingPathComponent("p.container").path)
+                == FileManager.default.contents(atPath: out))
+        let left = try FileManager.default.contentsOfDirectory(atPath: home.path).sorted()
+        #expect(left == [".assetpack.lock", ".p.container.install", "p.container"], "\(left)")
+    }
+
     @Test func installTakesAURL() throws {
         let (local, pub) = try setUp("zip")
         let nginx = try NginxServer(root: dir.appending("www"))

@@ -119,9 +119,11 @@ public final class NginxServer: @unchecked Sendable {
     ///     the whole file (and no `Accept-Ranges` header).
     ///   - maxRanges: With ranges allowed, nginx's `max_ranges` (`nil`: nginx's default, unlimited, so
     ///     a multi-range request gets `multipart/byteranges`; `1`: a multi-range request gets `200`).
+    ///   - rateLimit: nginx's `limit_rate`, bytes per second per response (`nil`: unlimited), to
+    ///     make a transfer last long enough to interrupt.
     /// - Throws: ``HTTPTestServerError`` when nginx is not installed (`apt-get install nginx-light`),
     ///   or does not start; the message quotes nginx's error output.
-    public init(root: URL, allowRanges: Bool = true, maxRanges: Int? = nil) throws {
+    public init(root: URL, allowRanges: Bool = true, maxRanges: Int? = nil, rateLimit: Int? = nil) throws {
         guard FileManager.default.isExecutableFile(atPath: Self.binary) else {
             throw HTTPTestServerError(
                 "nginx not found at \(Self.binary): these tests need a real nginx "
@@ -133,7 +135,9 @@ public final class NginxServer: @unchecked Sendable {
         self.root = root.standardizedFileURL
         directory = TemporaryDirectory("nginx")
         let dir = directory
-        let ranges = allowRanges ? maxRanges.map { "max_ranges \($0);" } ?? "" : "max_ranges 0;"
+        let ranges =
+            (allowRanges ? maxRanges.map { "max_ranges \($0);" } ?? "" : "max_ranges 0;")
+            + (rateLimit.map { " limit_rate \($0);" } ?? "")
 
         var lastFailure = ""
         for _ in 0..<3 {
