@@ -251,14 +251,19 @@ public final class AssetLibrary: Sendable {
         try await Self.offExecutor { [reader] in try reader.readTimed(path) }
     }
 
-    /// Runs blocking work (file I/O, decryption, key derivation) on a global queue and resumes
-    /// the caller with its result, so neither an actor nor the cooperative thread pool is blocked.
     private static func offExecutor<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try Task.checkCancellation()
-        return try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global(qos: .userInitiated).async {
-                continuation.resume(with: Result { try work() })
-            }
+        try await AssetPack.offExecutor(work)
+    }
+}
+
+/// Runs blocking work (file or network I/O, decryption, key derivation) on a global queue and
+/// resumes the caller with its result, so neither an actor nor the cooperative thread pool is
+/// blocked.
+func offExecutor<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    try Task.checkCancellation()
+    return try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global(qos: .userInitiated).async {
+            continuation.resume(with: Result { try work() })
         }
     }
 }

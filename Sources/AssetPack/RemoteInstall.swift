@@ -51,12 +51,13 @@ extension PrivateInstaller {
         from url: URL, as name: String? = nil, credential: PackCredential? = nil,
         progress: (@Sendable (_ done: UInt64, _ total: UInt64) -> Void)? = nil
     ) async throws -> RemoteInstallation {
-        try await AssetPacks.onBlockingThread {
+        try await offExecutor {
             try installRemote(url, as: name, credential: credential, progress: progress)
         }
     }
 
     /// ``install(from:as:credential:progress:)``, blocking.
+    @discardableResult
     package func installRemote(
         _ url: URL, as name: String? = nil, credential: PackCredential? = nil,
         options: RemoteMirror.Options = RemoteMirror.Options(),
@@ -350,7 +351,7 @@ struct RemoteDownload {
         var publisher: PublisherKey?
         if !trustedKeys.isEmpty {
             publisher = try AssetPacks.verifySignature(at: staging, trustedKeys: trustedKeys)
-        } else if try AssetPacks.isSigned(staging), let own = try ownKey(staging) {
+        } else if let own = try ownKey(staging) {
             // Not a trust decision: proves the assembled bytes are the ones the block describes.
             _ = try AssetPacks.verifySignature(at: staging, trustedKeys: [own])
         }

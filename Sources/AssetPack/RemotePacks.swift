@@ -22,7 +22,7 @@ extension AssetPacks {
     public static func open(
         url: URL, credential: PackCredential?, limits: ReadLimits = .default, trustedKeys: [PublisherKey] = []
     ) async throws -> any PackReader {
-        try await onBlockingThread {
+        try await offExecutor {
             try RemotePackReader(url: url, credential: credential, limits: limits, trustedKeys: trustedKeys)
         }
     }
@@ -44,13 +44,8 @@ extension AssetPacks {
         return try RemotePackReader(url: url, credential: credential, limits: limits, trustedKeys: trustedKeys)
     }
 
-    /// A remote pack's size, and what it has transferred (`nil` for a local pack).
+    /// A remote pack's size (`nil` for a local pack).
     package static func remoteSize(of reader: any PackReader) -> UInt64? { (reader as? RemotePackReader)?.mirror.size }
-
-    /// Requests made and body bytes received by a remote pack's reader (`nil` for a local pack).
-    package static func transferred(by reader: any PackReader) -> (requests: Int, bytes: UInt64)? {
-        (reader as? RemotePackReader)?.transferred
-    }
 
     /// The whole-file signature check of an open pack: for a remote one, after fetching every byte.
     package static func verifySignature(of reader: any PackReader, at location: String, trustedKeys: [PublisherKey])
@@ -63,12 +58,5 @@ extension AssetPacks {
         remote.mirror.pin(0..<remote.mirror.size)
         try remote.mirror.ensure([0..<remote.mirror.size])
         return try verifySignature(at: remote.mirror.path, trustedKeys: trustedKeys)
-    }
-
-    /// Runs blocking work on a thread of its own, off Swift's cooperative pool.
-    static func onBlockingThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
-        }
     }
 }

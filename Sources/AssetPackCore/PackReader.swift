@@ -142,3 +142,20 @@ package final class ReadHook: @unchecked Sendable {
         try body(offset..<offset + UInt64(count))
     }
 }
+
+/// The first error thrown by any of several threads.
+package final class FirstError: @unchecked Sendable {
+    private let lock = NSLock()
+    private var first: (any Error)?
+
+    package init() {}
+
+    /// Whether an error was recorded (workers stop taking work).
+    package var failed: Bool { lock.withLock { first != nil } }
+
+    /// Records `error` unless one came first.
+    package func record(_ error: any Error) { lock.withLock { if first == nil { first = error } } }
+
+    /// Throws the recorded error, if any.
+    package func rethrow() throws { if let first = lock.withLock({ first }) { throw first } }
+}

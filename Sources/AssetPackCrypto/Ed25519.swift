@@ -167,6 +167,15 @@ extension PublisherKey {
 }
 
 extension PublisherSigningKey {
+    /// A new random key from OpenSSL's random generator (what `assetpack keygen` writes).
+    package static func generate() -> PublisherSigningKey {
+        var seed = Ed25519PrivateKey().seed
+        defer { seed.withUnsafeMutableBytes { cleanse($0) } }
+        do { return try seed.withUnsafeBytes { try PublisherSigningKey(seed: $0) } } catch {
+            preconditionFailure("\(error)")
+        }
+    }
+
     /// The public key of this signing key (apps see it as `publicKey`, in the AssetPack module).
     package var verifyingKey: PublisherKey { PublisherKey(Ed25519PrivateKey(self).publicKey) }
 

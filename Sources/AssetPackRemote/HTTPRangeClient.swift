@@ -52,14 +52,12 @@ package final class HTTPRangeClient: @unchecked Sendable {
 
     /// - Parameters:
     ///   - url: An `http` or `https` URL.
-    ///   - version: A version to require from the first response on (a resumed download).
-    package init(url: URL, version: Version? = nil, retry: Retry = Retry(), timeout: TimeInterval = 30) throws {
+    package init(url: URL, retry: Retry = Retry(), timeout: TimeInterval = 30) throws {
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", url.host != nil else {
             throw AssetPackError(.invalidArgument, "\(url.absoluteString) is not an http:// or https:// URL")
         }
         self.url = url
         self.retry = retry
-        self.pinned = version
         let configuration = URLSessionConfiguration.ephemeral
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         configuration.urlCache = nil

@@ -58,9 +58,6 @@ package struct RangeSet: Equatable, Sendable, Codable {
         range.isEmpty || ranges.contains { $0.lowerBound <= range.lowerBound && range.upperBound <= $0.upperBound }
     }
 
-    /// Whether any byte of `range` is held.
-    package func intersects(_ range: Range<UInt64>) -> Bool { ranges.contains { $0.overlaps(range) } }
-
     /// The held parts of `range`.
     package func intersection(_ range: Range<UInt64>) -> [Range<UInt64>] {
         ranges.filter { $0.overlaps(range) }.map { $0.clamped(to: range) }

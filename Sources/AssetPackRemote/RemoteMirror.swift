@@ -216,7 +216,7 @@ package final class RemoteMirror: @unchecked Sendable {
 
     /// Fetches `plan` (disjoint ranges, claimed in `inFlight`), `parallelRequests` at a time.
     private func run(_ plan: [Range<UInt64>], progress: (@Sendable (UInt64) -> Void)?) throws {
-        let failure = FirstFailure()
+        let failure = FirstError()
         let next = Counter()
         defer {
             // Give back whatever was not fetched, and wake the waiters to see what arrived.
@@ -254,7 +254,7 @@ package final class RemoteMirror: @unchecked Sendable {
             }
         }
         group.wait()
-        if let error = failure.error { throw error }
+        try failure.rethrow()
     }
 
     private func store(_ bytes: [UInt8], at offset: UInt64) throws {
@@ -370,14 +370,6 @@ package final class RemoteMirror: @unchecked Sendable {
 private final class Collected: @unchecked Sendable {
     private(set) var bytes: [UInt8] = []
     func append(_ piece: UnsafeRawBufferPointer) { bytes.append(contentsOf: piece) }
-}
-
-private final class FirstFailure: @unchecked Sendable {
-    private let lock = NSLock()
-    private var first: (any Error)?
-    var failed: Bool { lock.withLock { first != nil } }
-    var error: (any Error)? { lock.withLock { first } }
-    func record(_ error: any Error) { lock.withLock { if first == nil { first = error } } }
 }
 
 private final class Counter: @unchecked Sendable {

@@ -259,14 +259,6 @@ private func preadFully(_ fd: FileDescriptor, _ buffer: UnsafeMutableRawBufferPo
     do { return try fd.preadFully(into: buffer, at: offset) } catch { throw error.io("cannot read \(path)") }
 }
 
-/// The first error thrown by any of several threads.
-private final class FirstError: @unchecked Sendable {
-    private let lock = NSLock()
-    private var error: Error?
-    func record(_ e: Error) { lock.withLock { if error == nil { error = e } } }
-    func rethrow() throws { if let error = lock.withLock({ error }) { throw error } }
-}
-
 private struct UncheckedBuffer: @unchecked Sendable {
     let value: UnsafeMutableRawBufferPointer
     init(_ value: UnsafeMutableRawBufferPointer) { self.value = value }

@@ -5,17 +5,12 @@ import Testing
 
 @testable import AssetPackContainer
 
-/// A fresh publisher signing key.
-func newSigningKey() -> PublisherSigningKey {
-    try! Ed25519PrivateKey().seed.withUnsafeBytes { try PublisherSigningKey(seed: $0) }
-}
-
 /// Publisher-signed containers (version 3): what trusted readers accept, and the attacks of
 /// someone who knows the key (docs/SECURITY.md). Every attack is refused with `.untrusted`
 /// or `.integrityFailure`, and no wrong byte is returned.
 @Suite struct SigningTests {
-    static let publisher = newSigningKey()
-    static let other = newSigningKey()
+    static let publisher = PublisherSigningKey.generate()
+    static let other = PublisherSigningKey.generate()
     static var trusted: [PublisherKey] { [publisher.verifyingKey] }
     static let files: [(String, [UInt8])] = [
         ("a.txt", Array("nineteen bytes here".utf8)),

@@ -6,17 +6,12 @@ import Testing
 
 @testable import AssetPackZip
 
-/// A fresh publisher signing key.
-func newZipSigningKey() -> PublisherSigningKey {
-    try! Ed25519PrivateKey().seed.withUnsafeBytes { try PublisherSigningKey(seed: $0) }
-}
-
 /// Publisher-signed zips: what trusted readers accept, and the attacks of someone who knows the
 /// password (docs/SECURITY.md). Each is refused with `.untrusted` or `.integrityFailure`, and no
 /// wrong byte is returned.
 @Suite struct ZipSigningTests {
-    static let publisher = newZipSigningKey()
-    static let other = newZipSigningKey()
+    static let publisher = PublisherSigningKey.generate()
+    static let other = PublisherSigningKey.generate()
     static var trusted: [PublisherKey] { [publisher.verifyingKey] }
     static let tree: [String: [UInt8]] = [
         "short.txt": Array("ten bytes!".utf8),  // AE-2: CRC 0, the MAC is its check

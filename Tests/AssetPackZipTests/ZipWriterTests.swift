@@ -226,7 +226,7 @@ func expectReadsBack(_ path: String, _ tree: [String: [UInt8]], password: String
         #expect(Array(bytes[(bytes.count - 22)..<(bytes.count - 18)]) == [0x50, 0x4B, 5, 6])
         #expect(Array(bytes[(bytes.count - 12)..<(bytes.count - 10)]) == [0xFF, 0xFF])
         // Signed, the zip64 end records are rebuilt and checked like the 32-bit ones.
-        let key = newZipSigningKey()
+        let key = PublisherSigningKey.generate()
         options.signingKey = key
         try ZipPackWriter().write(files, to: path, options: options)
         let signed = try ZipPackReader(path: path, credential: nil, trustedKeys: [key.verifyingKey])
