@@ -1,5 +1,6 @@
 import AssetPackCore
 import AssetPackCrypto
+import AssetPackTestSupport
 import Foundation
 import Testing
 
@@ -170,17 +171,8 @@ import Testing
         let path = try scratch.pack(files, signingKey: Self.publisher)
         let original = bytes(of: path)
         #expect(Self.outcome(path, files: files) == nil)
-        var accepted: [Int] = []
-        var codes: [AssetPackError.Code: Int] = [:]
-        for i in 0..<original.count {
-            var flipped = original
-            flipped[i] ^= 0xFF
-            let damaged = scratch.write(flipped, name: "flip")
-            if let code = Self.outcome(damaged, files: files) {
-                codes[code, default: 0] += 1
-            } else {
-                accepted.append(i)
-            }
+        let (accepted, codes) = flipEveryByte(of: original) {
+            Self.outcome(scratch.write($0, name: "flip"), files: files)
         }
         #expect(accepted.isEmpty, "flips accepted at \(accepted)")
         #expect(Set(codes.keys).isSubset(of: [.untrusted, .integrityFailure]), "\(codes)")

@@ -207,6 +207,22 @@ public func flipByte(at offset: Int, in path: String, with mask: UInt8 = 0xFF) t
     try Data(bytes).write(to: URL(fileURLWithPath: path))
 }
 
+/// Every single-byte flip (`^ 0xFF`) of `original`, each judged by `outcome`: the error code a
+/// reader refused it with, or `nil` when it was accepted.
+/// - Returns: The offsets whose flip was accepted, and how often each code refused one.
+public func flipEveryByte(
+    of original: [UInt8], _ outcome: ([UInt8]) throws -> AssetPackError.Code?
+) rethrows -> (accepted: [Int], codes: [AssetPackError.Code: Int]) {
+    var accepted: [Int] = []
+    var codes: [AssetPackError.Code: Int] = [:]
+    for i in original.indices {
+        var flipped = original
+        flipped[i] ^= 0xFF
+        if let code = try outcome(flipped) { codes[code, default: 0] += 1 } else { accepted.append(i) }
+    }
+    return (accepted, codes)
+}
+
 /// A thread-safe counter for concurrency tests.
 public final class Counter: @unchecked Sendable {
     private let lock = NSLock()

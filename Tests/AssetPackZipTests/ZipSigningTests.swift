@@ -205,17 +205,8 @@ import Testing
         let path = try writeZip(tree, in: dir, encryption: encryption, signingKey: Self.publisher).path
         let original = Self.read(path)
         #expect(Self.outcome(path, tree: tree, password: password) == nil)
-        var accepted: [Int] = []
-        var codes: [AssetPackError.Code: Int] = [:]
-        for i in 0..<original.count {
-            var flipped = original
-            flipped[i] ^= 0xFF
-            let damaged = Self.write(flipped, dir, "flip.zip")
-            if let code = Self.outcome(damaged, tree: tree, password: password) {
-                codes[code, default: 0] += 1
-            } else {
-                accepted.append(i)
-            }
+        let (accepted, codes) = flipEveryByte(of: original) {
+            Self.outcome(Self.write($0, dir, "flip.zip"), tree: tree, password: password)
         }
         #expect(accepted.isEmpty, "flips accepted at \(accepted)")
         #expect(Set(codes.keys).isSubset(of: [.untrusted, .integrityFailure]), "\(codes)")
