@@ -24,8 +24,13 @@ package enum AtomicFile {
     /// it first; ``write(_:mode:exactMode:durable:_:verify:)`` calls it itself.
     /// - Throws: `.invalidArgument` naming the path.
     package static func checkTarget(_ path: String) throws {
-        if let target = try? FileSystem.stat(path), target.kind == .directory {
-            throw AssetPackError(.invalidArgument, "\(path) is a directory")
+        if let target = try? FileSystem.stat(path) {
+            if target.kind == .directory { throw AssetPackError(.invalidArgument, "\(path) is a directory") }
+            // Renaming a new file over a device or FIFO would replace it (as root, /dev/null).
+            if target.kind != .regular {
+                throw AssetPackError(
+                    .invalidArgument, "\(path) is not a regular file (it is \(target.kind.name)), so it cannot be replaced atomically")
+            }
         }
         let folder = folder(of: path)
         guard let status = try? FileSystem.stat(folder) else {
@@ -34,6 +39,21 @@ package enum AtomicFile {
         guard status.kind == .directory else {
             throw AssetPackError(.invalidArgument, "cannot write \(path): \(folder) is not a directory")
         }
+    }
+
+    /// Whether `path` is a stream that output is written into, never a file to replace: a
+    /// character device, FIFO or socket (symbolic links followed: `/dev/null`), or a name of an
+    /// open descriptor (`/dev/stdout`, `/dev/fd/1`, `/proc/self/fd/1`), whatever that descriptor is.
+    package static func isStream(_ path: String) -> Bool {
+        var link = path
+        for _ in 0..<40 {  // the kernel's own limit on links followed
+            if link.hasPrefix("/dev/fd/") || (link.hasPrefix("/proc/") && link.contains("/fd/")) { return true }
+            guard (try? FileSystem.lstat(link))?.kind == .symbolicLink, let target = try? FileSystem.readlink(link)
+            else { break }
+            link = target.hasPrefix("/") ? target : folder(of: link) + "/" + target
+        }
+        guard let target = try? FileSystem.stat(path) else { return false }
+        return [.characterDevice, .fifo, .socket].contains(target.kind)
     }
 
     /// Writes `path` atomically.

@@ -84,6 +84,12 @@ private func system_mkdir(_ path: String, _ mode: mode_t) -> Int32 { mkdir(path,
 private func system_rmdir(_ path: String) -> Int32 { rmdir(path) }
 private func system_chmod(_ path: String, _ mode: mode_t) -> Int32 { chmod(path, mode) }
 private func system_access(_ path: String, _ mode: Int32) -> Int32 { access(path, mode) }
+private func system_readlink(_ path: String) -> String? {
+    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    let n = readlink(path, &buffer, buffer.count - 1)
+    guard n >= 0 else { return nil }
+    return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
 private func system_realpath(_ path: String) -> String? {
     guard let resolved = realpath(path, nil) else { return nil }
     defer { free(resolved) }
@@ -97,6 +103,20 @@ package struct FileStatus: Hashable, Sendable {
     /// The file's type (`st_mode & S_IFMT`).
     package enum Kind: Hashable, Sendable {
         case regular, directory, symbolicLink, fifo, socket, characterDevice, blockDevice, unknown
+
+        /// How an error message names it: "a FIFO".
+        package var name: String {
+            switch self {
+            case .regular: "a regular file"
+            case .directory: "a directory"
+            case .symbolicLink: "a symbolic link"
+            case .fifo: "a FIFO"
+            case .socket: "a socket"
+            case .characterDevice: "a character device"
+            case .blockDevice: "a block device"
+            case .unknown: "of an unknown type"
+            }
+        }
     }
 
     /// The file's type.
@@ -354,7 +374,7 @@ package struct FileDescriptor: RawRepresentable, Hashable, Sendable {
 // MARK: - Paths
 
 /// The path calls: `stat`, `lstat`, `rename`, `unlink`, `mkdir`, `rmdir`, `chmod`, `access`,
-/// `realpath`, `mkdtemp`.
+/// `readlink`, `realpath`, `mkdtemp`.
 package enum FileSystem {
     /// `stat(2)`: follows symbolic links.
     package static func stat(_ path: String) throws(Errno) -> FileStatus {
@@ -398,6 +418,12 @@ package enum FileSystem {
     /// `access(path, R_OK)`: whether this process may read `path`, by its real user and group.
     package static func checkReadable(_ path: String) throws(Errno) {
         try check(system_access(path, R_OK))
+    }
+
+    /// `readlink(2)`: what a symbolic link points at, as written in it.
+    package static func readlink(_ path: String) throws(Errno) -> String {
+        guard let target = system_readlink(path) else { throw Errno.current }
+        return target
     }
 
     /// `realpath(3)`: the absolute path with every symbolic link, `.` and `..` resolved.

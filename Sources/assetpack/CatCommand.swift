@@ -10,7 +10,7 @@ extension AssetPackCommand {
                 Memory stays bounded whatever the entry's size. Container: each chunk is written after its \
                 AES-GCM tag verified. Zip: the MAC and CRC cover the whole entry, so nothing is written \
                 before they pass; entries over 64 MiB are first spooled to an unlinked 0600 file in $TMPDIR. \
-                With --output, the file appears (atomically, by rename) only after the whole entry verified.
+                With --output, a file appears (atomically, by rename) only after the whole entry verified; a device or FIFO (/dev/null) is written into like standard output.
                 """)
 
         @Argument(help: "The pack: a path, or an http:// or https:// URL.") var pack: String
@@ -26,7 +26,15 @@ extension AssetPackCommand {
                     try reader.writeVerified(entry, to: STDOUT_FILENO, outputName: "standard output")
                     return
                 }
-                try AtomicFile.write(output) { fd in try reader.writeVerified(entry, to: fd, outputName: output) }
+                guard AtomicFile.isStream(output) else {
+                    try AtomicFile.write(output) { fd in try reader.writeVerified(entry, to: fd, outputName: output) }
+                    return
+                }
+                // A device or FIFO (`-o /dev/null`) is written into, like standard output.
+                let fd: FileDescriptor
+                do throws(Errno) { fd = try .open(output, .writeOnly) } catch { throw error.io("cannot open \(output)") }
+                defer { try? fd.close() }
+                try reader.writeVerified(entry, to: fd.rawValue, outputName: output)
             }
         }
     }

@@ -159,4 +159,59 @@ import Testing
         try Data(testBytes(100)).write(to: notAPack)
         #expect(try CLI.run(["install", notAPack.path, "--into", dir.appending("priv2").path]).status == 1)
     }
+
+    /// `cat -o` to a device, FIFO or socket writes into it; it must never rename a temporary
+    /// file over it (as root, `cat -o /dev/null` once replaced /dev/null with a regular file).
+    /// A FIFO stands in for /dev/null here, so a regression cannot damage the machine.
+    /// `pack` and `keygen`, which need a file to rename into place, refuse such a target.
+    @Test(arguments: PackFormat.allCases)
+    func outputToAFIFOIsWrittenIntoNotReplaced(format: PackFormat) throws {
+        let dir = TemporaryDirectory()
+        let bytes = (0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }  // fits a pipe's buffer
+        let pack = try Self.pack(["a.bin": bytes], in: dir, format: format)
+        let fifo = dir.appending("fifo").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        // Open the read end first (non-blocking) so the writer's open does not wait for a reader.
+        let readEnd = open(fifo, O_RDONLY | O_NONBLOCK)
+        #expect(readEnd >= 0)
+        defer { close(readEnd) }
+        let run = try CLI.run(["cat", pack, "a.bin", "-o", fifo], password: Self.password)
+        #expect(run.status == 0, "\(run.stderr)")
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(readEnd, $0.baseAddress, $0.count) }
+            if n <= 0 { break }
+            received += buffer[0..<n]
+        }
+        #expect(received.count == bytes.count && received == bytes, "\(received.count) bytes through the FIFO")
+        #expect(Self.isFIFO(fifo), "the FIFO was replaced")
+
+        // A name of a descriptor that is a regular file (`-o /dev/stdout` with stdout redirected
+        // to a file) is written through, not replaced. /proc/self/fd/1 stands in for /dev/stdout.
+        let redirected = dir.appending("stdout").path
+        let shell = try CLI.run(
+            ["-c", "exec \"$0\" cat \"$1\" a.bin -o /proc/self/fd/1 > \"$2\"", CLI.binary.path, pack, redirected],
+            password: Self.password, executable: "/bin/sh")
+        #expect(shell.status == 0, "\(shell.stderr)")
+        #expect(FileManager.default.contents(atPath: redirected) == Data(bytes))
+
+        for arguments in [
+            ["pack", dir.appending("src").path, "--output", fifo, "--format", format.rawValue],
+            ["keygen", "--out", dir.appending("k").path, "--force"],
+        ] {
+            if arguments[0] == "keygen" { #expect(mkfifo(dir.appending("k.pub").path, 0o600) == 0) }
+            let refused = try CLI.run(arguments, password: Self.password)
+            #expect(refused.status == 64 || refused.status == 1, "\(arguments[0]): \(refused.stderr)")
+            #expect(refused.stderr.contains("not a regular file"), "\(arguments[0]): \(refused.stderr)")
+        }
+        #expect(Self.isFIFO(fifo), "pack replaced the FIFO")
+        #expect(Self.isFIFO(dir.appending("k.pub").path), "keygen replaced the FIFO")
+        #expect(!FileManager.default.fileExists(atPath: dir.appending("k.key").path))
+    }
+
+    static func isFIFO(_ path: String) -> Bool {
+        var st = stat()
+        return lstat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFIFO
+    }
 }
