@@ -29,7 +29,8 @@ package enum AtomicFile {
             // Renaming a new file over a device or FIFO would replace it (as root, /dev/null).
             if target.kind != .regular {
                 throw AssetPackError(
-                    .invalidArgument, "\(path) is not a regular file (it is \(target.kind.name)), so it cannot be replaced atomically")
+                    .invalidArgument,
+                    "\(path) is not a regular file (it is \(target.kind.name)), so it cannot be replaced atomically")
             }
         }
         let folder = folder(of: path)

@@ -32,7 +32,9 @@ extension AssetPackCommand {
                 }
                 // A device or FIFO (`-o /dev/null`) is written into, like standard output.
                 let fd: FileDescriptor
-                do throws(Errno) { fd = try .open(output, .writeOnly) } catch { throw error.io("cannot open \(output)") }
+                do throws(Errno) { fd = try .open(output, .writeOnly) } catch {
+                    throw error.io("cannot open \(output)")
+                }
                 defer { try? fd.close() }
                 try reader.writeVerified(entry, to: fd.rawValue, outputName: output)
             }
