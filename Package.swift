@@ -15,7 +15,8 @@ let package = Package(
     ],
     targets: [
         // C libraries, each imported by exactly one Swift module: libzip by AssetPackZip, libcrypto
-        // (OpenSSL 3) by AssetPackCrypto, zlib and libdeflate by AssetPackCore.
+        // (OpenSSL 3) by AssetPackCrypto, zlib and libdeflate by AssetPackCore, libcurl by
+        // AssetPackRemote.
         .systemLibrary(
             name: "CLibzip", pkgConfig: "libzip",
             providers: [.apt(["libzip-dev"]), .brew(["libzip"])]),
@@ -28,6 +29,9 @@ let package = Package(
         .systemLibrary(
             name: "CZlib", pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(
+            name: "CLibcurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
 
         // Backend-neutral vocabulary: reader protocol, errors, timing, CRC, paths, limits.
         .target(name: "AssetPackCore", dependencies: ["CZlib", "CLibdeflate"]),
@@ -40,8 +44,9 @@ let package = Package(
             dependencies: ["AssetPackCore", "AssetPackCrypto", "CLibzip"]),
         // Chunked AES-256-GCM container.
         .target(name: "AssetPackContainer", dependencies: ["AssetPackCore", "AssetPackCrypto"]),
-        // Remote packs: range requests over HTTP (Foundation's URLSession) into a sparse local mirror.
-        .target(name: "AssetPackRemote", dependencies: ["AssetPackCore", "AssetPackZip", "AssetPackContainer"]),
+        // Remote packs: range requests over HTTP (libcurl) into a sparse local mirror.
+        .target(
+            name: "AssetPackRemote", dependencies: ["AssetPackCore", "AssetPackZip", "AssetPackContainer", "CLibcurl"]),
         // Public face: open (format sniffing), pack, install.
         .target(
             name: "AssetPack",

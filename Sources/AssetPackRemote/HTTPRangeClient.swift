@@ -1,22 +1,22 @@
 import AssetPackCore
+import CLibcurl
 import Foundation
-
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
 
 /// Byte-range GETs of one remote file, pinned to one version of it (docs/REMOTE.md).
 ///
 /// Every response must be `206 Partial Content` for exactly the bytes asked, with the total
 /// size, `ETag` and `Last-Modified` the first response gave. After the first response each
 /// request carries `If-Range` with that validator, so a server whose file changed answers `200`
-/// with the new file, which is refused as soon as its headers arrive (no body is read). A
+/// with the new file, which is refused as soon as its headers arrive (no body byte is taken). A
 /// server that ignores `Range` is refused the same way. Transient failures (connection errors,
 /// timeouts, 5xx, 408, 429, a body cut short) are retried with exponential backoff, resuming
 /// after the bytes already received. Bodies are streamed to the caller's sink: memory does not
 /// grow with the range.
 ///
-/// The transport is Foundation's `URLSession` (libcurl on Linux); docs/REMOTE.md says why.
+/// The transport is libcurl, the system's (docs/REMOTE.md, "Transport", says why not
+/// `URLSession` or AsyncHTTPClient). This type is the one user of it. A request runs on the
+/// calling thread (`curl_easy_perform`); finished handles are kept for the next request, so
+/// their connections are reused.
 package final class HTTPRangeClient: @unchecked Sendable {
     /// What identifies one version of the remote file.
     package struct Version: Equatable, Sendable, Codable {
@@ -43,8 +43,8 @@ package final class HTTPRangeClient: @unchecked Sendable {
     /// The remote file.
     package let url: URL
     package let retry: Retry
-    private let session: URLSession
-    private let delegate: SessionDelegate
+    private let timeout: TimeInterval
+    private let handles = HandlePool()
     private let lock = NSLock()
     private var pinned: Version?
     private var counters = (requests: 0, bytes: UInt64(0))
@@ -52,24 +52,16 @@ package final class HTTPRangeClient: @unchecked Sendable {
 
     /// - Parameters:
     ///   - url: An `http` or `https` URL.
+    ///   - timeout: How long connecting may take, and how long a transfer may go without a byte.
     package init(url: URL, retry: Retry = Retry(), timeout: TimeInterval = 30) throws {
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", url.host != nil else {
             throw AssetPackError(.invalidArgument, "\(url.absoluteString) is not an http:// or https:// URL")
         }
         self.url = url
         self.retry = retry
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        configuration.urlCache = nil
-        configuration.timeoutIntervalForRequest = timeout
-        configuration.httpMaximumConnectionsPerHost = 4
-        delegate = SessionDelegate()
-        let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
-        session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: queue)
+        self.timeout = timeout
+        Curl.initializeOnce()
     }
-
-    deinit { session.invalidateAndCancel() }
 
     /// The version every response so far had (`nil` before the first).
     package var version: Version? { lock.withLock { pinned } }
@@ -126,24 +118,18 @@ package final class HTTPRangeClient: @unchecked Sendable {
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return nil }
         components.path += suffix
         guard let sidecarURL = components.url else { return nil }
-        var request = URLRequest(url: sidecarURL)
-        request.setValue("bytes=0-4095", forHTTPHeaderField: "Range")
-        let box = ResultBox<(Int, Data)>()
-        let task = session.dataTask(with: request) { data, response, error in
-            if let error {
-                box.set(.failure(AssetPackError(.remote, "\(sidecarURL): \(error.localizedDescription)")))
-            } else {
-                box.set(.success(((response as? HTTPURLResponse)?.statusCode ?? 0, data ?? Data())))
-            }
-        }
-        task.resume()
-        let (status, data) = try box.wait()
+        let transfer = Transfer(collectingUpTo: 4096)
         lock.withLock { counters.requests += 1 }
+        let result = perform(transfer, url: sidecarURL, headers: ["Range: bytes=0-4095"])
+        if result != CURLE_OK && !(result == CURLE_WRITE_ERROR && transfer.collected.count >= 4096) {
+            throw AssetPackError(.remote, "\(sidecarURL.absoluteString): \(Curl.describe(result))")
+        }
+        let status = transfer.head?.status ?? 0
         if status == 404 || status == 403 { return nil }
         guard status == 200 || status == 206 else {
             throw AssetPackError(.remote, "\(sidecarURL.absoluteString): HTTP \(status)")
         }
-        let text = String(decoding: data.prefix(4096), as: UTF8.self)
+        let text = String(decoding: transfer.collected.prefix(4096), as: UTF8.self)
         let first = text.split(whereSeparator: \.isWhitespace).first.map(String.init) ?? ""
         guard first.count == 64, first.allSatisfy(\.isHexDigit) else { return nil }
         return text
@@ -166,29 +152,53 @@ package final class HTTPRangeClient: @unchecked Sendable {
     private func request(
         _ range: Range<UInt64>, sink: @escaping @Sendable (UnsafeRawBufferPointer, UInt64) throws -> Void
     ) -> Outcome {
-        var request = URLRequest(url: url)
-        request.setValue("bytes=\(range.lowerBound)-\(range.upperBound - 1)", forHTTPHeaderField: "Range")
-        request.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
+        var headers = ["Range: bytes=\(range.lowerBound)-\(range.upperBound - 1)", "Accept-Encoding: identity"]
         // If-Range needs a strong validator: a weak ETag (W/"…") would make a server answer 200.
         if let pinned = version,
             let validator = pinned.etag.flatMap({ $0.hasPrefix("W/") ? nil : $0 }) ?? pinned.lastModified
         {
-            request.setValue(validator, forHTTPHeaderField: "If-Range")
+            headers.append("If-Range: \(validator)")
         }
-        let state = TaskState(client: self, start: range.lowerBound, end: range.upperBound, sink: sink)
+        let state = RangeState(client: self, start: range.lowerBound, end: range.upperBound, sink: sink)
         lock.withLock { counters.requests += 1 }
-        let task = session.dataTask(with: request)
-        delegate.register(task, state)
-        task.resume()
-        state.done.wait()
-        delegate.unregister(task)
+        let result = perform(Transfer(state), url: url, headers: headers)
+        state.complete(result)
         return state.outcome()
     }
 
+    /// Runs one GET on the calling thread with a pooled handle.
+    private func perform(_ transfer: Transfer, url: URL, headers: [String]) -> CURLcode {
+        let handle = handles.take()
+        defer { handles.give(handle) }
+        var list: UnsafeMutablePointer<curl_slist>?
+        for header in headers { list = curl_slist_append(list, header) }
+        defer { curl_slist_free_all(list) }
+        let box = Unmanaged.passRetained(transfer)
+        defer { box.release() }
+        let seconds = max(1, Int(timeout.rounded(.up)))
+        // Options that fail to set leave libcurl's default; the transfer then reports what failed.
+        _ = assetpack_curl_setopt_string(handle, CURLOPT_URL, url.absoluteString)
+        _ = assetpack_curl_setopt_pointer(handle, CURLOPT_HTTPHEADER, UnsafeMutableRawPointer(list))
+        _ = assetpack_curl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https")
+        _ = assetpack_curl_setopt_string(handle, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+        _ = assetpack_curl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 1)
+        _ = assetpack_curl_setopt_long(handle, CURLOPT_MAXREDIRS, 5)
+        _ = assetpack_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
+        _ = assetpack_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT, seconds)
+        _ = assetpack_curl_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, 1)
+        _ = assetpack_curl_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, seconds)
+        _ = assetpack_curl_setopt_long(handle, CURLOPT_BUFFERSIZE, Curl.bufferSize)
+        _ = assetpack_curl_setopt_callback(handle, CURLOPT_HEADERFUNCTION, Transfer.onHeader)
+        _ = assetpack_curl_setopt_pointer(handle, CURLOPT_HEADERDATA, box.toOpaque())
+        _ = assetpack_curl_setopt_callback(handle, CURLOPT_WRITEFUNCTION, Transfer.onBody)
+        _ = assetpack_curl_setopt_pointer(handle, CURLOPT_WRITEDATA, box.toOpaque())
+        return curl_easy_perform(handle)
+    }
+
     /// Checks a response's status and headers against the request and the pinned version.
-    fileprivate func accept(_ response: HTTPURLResponse, start: UInt64, end: UInt64) -> Failure? {
+    fileprivate func accept(_ response: ResponseHead, start: UInt64, end: UInt64) -> Failure? {
         let where_ = url.absoluteString
-        switch response.statusCode {
+        switch response.status {
         case 206: break
         case 200:
             if version != nil, hasChanged(response) {
@@ -202,20 +212,18 @@ package final class HTTPRangeClient: @unchecked Sendable {
         case 416:
             return .fatal(AssetPackError(.integrityFailure, "\(where_) is shorter than expected (HTTP 416)"))
         case 408, 429, 500...599: return .transient
-        default: return .fatal(AssetPackError(.remote, "\(where_): HTTP \(response.statusCode)"))
+        default: return .fatal(AssetPackError(.remote, "\(where_): HTTP \(response.status)"))
         }
-        guard let contentRange = response.value(forHTTPHeaderField: "Content-Range"),
+        guard let contentRange = response["Content-Range"],
             let (first, last, total) = Self.parseContentRange(contentRange), first == start, last < end, last >= first
         else {
             return .fatal(
                 AssetPackError(
                     .remote,
-                    "\(where_): the server answered bytes \(response.value(forHTTPHeaderField: "Content-Range") ?? "(no Content-Range)") to a request for bytes \(start)-\(end - 1)"
+                    "\(where_): the server answered bytes \(response["Content-Range"] ?? "(no Content-Range)") to a request for bytes \(start)-\(end - 1)"
                 ))
         }
-        let seen = Version(
-            size: total, etag: response.value(forHTTPHeaderField: "ETag"),
-            lastModified: response.value(forHTTPHeaderField: "Last-Modified"))
+        let seen = Version(size: total, etag: response["ETag"], lastModified: response["Last-Modified"])
         return lock.withLock {
             guard let pinned else {
                 guard seen.etag != nil || seen.lastModified != nil else {
@@ -240,14 +248,13 @@ package final class HTTPRangeClient: @unchecked Sendable {
         }
     }
 
-    private func hasChanged(_ response: HTTPURLResponse) -> Bool {
+    private func hasChanged(_ response: ResponseHead) -> Bool {
         guard let pinned = version else { return false }
-        return response.value(forHTTPHeaderField: "ETag") != pinned.etag
-            || response.value(forHTTPHeaderField: "Last-Modified") != pinned.lastModified
+        return response["ETag"] != pinned.etag || response["Last-Modified"] != pinned.lastModified
     }
 
-    private func describe(_ response: HTTPURLResponse) -> String {
-        "now \(response.value(forHTTPHeaderField: "ETag") ?? response.value(forHTTPHeaderField: "Last-Modified") ?? "?")"
+    private func describe(_ response: ResponseHead) -> String {
+        "now \(response["ETag"] ?? response["Last-Modified"] ?? "?")"
     }
 
     fileprivate func count(bytes: Int) { lock.withLock { counters.bytes += UInt64(bytes) } }
@@ -266,12 +273,137 @@ package final class HTTPRangeClient: @unchecked Sendable {
     }
 }
 
-/// One request's progress, written by the delegate queue and read after `done`.
-private final class TaskState: @unchecked Sendable {
+// MARK: - libcurl
+
+/// Process-wide libcurl set-up.
+private enum Curl {
+    /// libcurl's receive buffer: large pieces mean few callbacks (its default is 16 KiB).
+    static let bufferSize = 512 << 10
+
+    private static let initialized: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
+    static func initializeOnce() { _ = initialized }
+
+    static func describe(_ code: CURLcode) -> String { String(cString: curl_easy_strerror(code)) }
+
+    /// Failures that another attempt cannot fix: a URL or protocol libcurl refuses, a TLS
+    /// certificate that does not verify. Everything else (connecting, timeouts, cut
+    /// connections, name resolution) is worth retrying.
+    static func isFatal(_ code: CURLcode) -> Bool {
+        [
+            CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT, CURLE_PEER_FAILED_VERIFICATION,
+            CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CERTPROBLEM, CURLE_TOO_MANY_REDIRECTS, CURLE_OUT_OF_MEMORY,
+        ].contains(code)
+    }
+}
+
+/// Easy handles between requests: a finished handle keeps its open connection, so the next
+/// request to the same server reuses it.
+private final class HandlePool: @unchecked Sendable {
+    private let lock = NSLock()
+    private var idle: [UnsafeMutableRawPointer] = []
+
+    func take() -> UnsafeMutableRawPointer {
+        if let handle = lock.withLock({ idle.popLast() }) {
+            curl_easy_reset(handle)  // options go; connections and caches stay
+            return handle
+        }
+        guard let handle = curl_easy_init() else { fatalError("curl_easy_init failed: out of memory") }
+        return handle
+    }
+
+    func give(_ handle: UnsafeMutableRawPointer) { lock.withLock { idle.append(handle) } }
+
+    deinit { for handle in idle { curl_easy_cleanup(handle) } }
+}
+
+/// A response's status line and headers.
+struct ResponseHead {
+    var status: Int
+    /// Lower-cased names.
+    var headers: [String: String]
+
+    subscript(name: String) -> String? { headers[name.lowercased()] }
+}
+
+/// What libcurl's callbacks write to during one request: the final response's head, then the
+/// body, to a range request's state or into a small buffer (the sidecar).
+private final class Transfer {
+    private let state: RangeState?
+    private let collectLimit: Int
+    private(set) var collected: [UInt8] = []
+    private var status = 0
+    private var headers: [String: String] = [:]
+    /// The final response's head, once its blank line arrived.
+    private(set) var head: ResponseHead?
+
+    init(_ state: RangeState) {
+        self.state = state
+        collectLimit = 0
+    }
+
+    init(collectingUpTo limit: Int) {
+        state = nil
+        collectLimit = limit
+    }
+
+    /// One header line (libcurl hands them whole, the status line first, for every response
+    /// including redirects and `100 Continue`).
+    static let onHeader: assetpack_curl_data_callback = { buffer, size, count, context in
+        let length = size * count
+        guard let buffer, let context else { return 0 }
+        let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+        let line = String(decoding: UnsafeRawBufferPointer(start: buffer, count: length), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        return transfer.header(line) ? length : 0
+    }
+
+    /// A piece of the body. Returning less than its length stops the transfer.
+    static let onBody: assetpack_curl_data_callback = { buffer, size, count, context in
+        let length = size * count
+        guard let context else { return 0 }
+        let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+        return transfer.body(UnsafeRawBufferPointer(start: buffer, count: length)) ? length : 0
+    }
+
+    private func header(_ line: String) -> Bool {
+        if line.hasPrefix("HTTP/") {
+            let fields = line.split(separator: " ", maxSplits: 2)
+            status = fields.count > 1 ? Int(fields[1]) ?? 0 : 0
+            headers = [:]
+            head = nil
+            return true
+        }
+        guard line.isEmpty else {
+            if let colon = line.firstIndex(of: ":") {
+                let name = line[..<colon].lowercased()
+                let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                headers[name] = value
+            }
+            return true
+        }
+        // The end of one response's head. libcurl goes on after an interim or redirect response.
+        if (100..<200).contains(status) || ((300..<400).contains(status) && headers["location"] != nil) {
+            return true
+        }
+        let response = ResponseHead(status: status, headers: headers)
+        head = response
+        return state?.response(response) ?? true
+    }
+
+    private func body(_ piece: UnsafeRawBufferPointer) -> Bool {
+        guard let state else {
+            collected += piece.prefix(collectLimit - collected.count)
+            return collected.count < collectLimit || piece.isEmpty
+        }
+        return state.body(piece)
+    }
+}
+
+/// One range request's progress, written by libcurl's callbacks on the requesting thread.
+private final class RangeState {
     let client: HTTPRangeClient
     let start: UInt64, end: UInt64
     let sink: @Sendable (UnsafeRawBufferPointer, UInt64) throws -> Void
-    let done = DispatchSemaphore(value: 0)
     /// Bytes handed to the sink end here.
     private var reached: UInt64
     /// Bytes received (handed to the sink or gathered) end here.
@@ -279,6 +411,7 @@ private final class TaskState: @unchecked Sendable {
     private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
     private var buffered = 0
     private var expectedEnd: UInt64
+    private var headersSeen = false
     private var failure: HTTPRangeClient.Failure?
     private var detail: String?
 
@@ -295,6 +428,8 @@ private final class TaskState: @unchecked Sendable {
         expectedEnd = end
     }
 
+    deinit { buffer.deallocate() }
+
     func outcome() -> HTTPRangeClient.Outcome {
         if let failure { return .init(result: .failure(failure), reached: reached, detail: detail) }
         if reached < expectedEnd {
@@ -305,46 +440,40 @@ private final class TaskState: @unchecked Sendable {
         return .init(result: .success(()), reached: reached)
     }
 
-    /// Delegate queue: the headers. Returns whether to go on.
-    func response(_ response: URLResponse) -> Bool {
-        guard let http = response as? HTTPURLResponse else {
-            failure = .fatal(AssetPackError(.remote, "\(client.url.absoluteString): not an HTTP response"))
-            return false
-        }
-        if let refused = client.accept(http, start: start, end: end) {
+    /// The final response's head. Returns whether to go on.
+    func response(_ response: ResponseHead) -> Bool {
+        headersSeen = true
+        if let refused = client.accept(response, start: start, end: end) {
             failure = refused
-            if case .transient = refused { detail = "HTTP \(http.statusCode)" }
+            if case .transient = refused { detail = "HTTP \(response.status)" }
             return false
         }
-        if let value = http.value(forHTTPHeaderField: "Content-Range"),
-            let (_, last, _) = HTTPRangeClient.parseContentRange(value)
-        {
+        if let value = response["Content-Range"], let (_, last, _) = HTTPRangeClient.parseContentRange(value) {
             expectedEnd = last + 1
         }
         return true
     }
 
-    /// Delegate queue: a piece of the body. Pieces (16 KiB from libcurl) are gathered into
-    /// 1 MiB before they go to the sink: a 64 MiB range is 64 writes, not 4,096.
-    func body(_ data: Data) -> Bool {
-        guard failure == nil else { return false }
-        guard received + UInt64(data.count) <= expectedEnd else {
+    /// A piece of the body (up to libcurl's buffer size). Pieces are gathered into 1 MiB before
+    /// they go to the sink: a 64 MiB range is 64 writes.
+    func body(_ piece: UnsafeRawBufferPointer) -> Bool {
+        guard failure == nil, headersSeen else { return false }
+        guard received + UInt64(piece.count) <= expectedEnd else {
             failure = .fatal(
                 AssetPackError(.remote, "\(client.url.absoluteString): the server sent more bytes than it announced"))
             return false
         }
-        var rest = data[...]
+        var rest = piece
         while !rest.isEmpty {
             let n = min(rest.count, buffer.count - buffered)
-            rest.prefix(n).withUnsafeBytes {
-                UnsafeMutableRawBufferPointer(rebasing: buffer[buffered..<buffered + n]).copyMemory(from: $0)
-            }
+            UnsafeMutableRawBufferPointer(rebasing: buffer[buffered..<buffered + n])
+                .copyMemory(from: UnsafeRawBufferPointer(rebasing: rest[0..<n]))
             buffered += n
-            rest = rest.dropFirst(n)
+            rest = UnsafeRawBufferPointer(rebasing: rest[n...])
             if buffered == buffer.count && !flush() { return false }
         }
-        received += UInt64(data.count)
-        client.count(bytes: data.count)
+        received += UInt64(piece.count)
+        client.count(bytes: piece.count)
         return true
     }
 
@@ -362,68 +491,22 @@ private final class TaskState: @unchecked Sendable {
         return true
     }
 
-    /// Delegate queue: the end. Bytes received before a transient failure are good: they are
-    /// kept, and a retry asks for the rest.
-    func complete(_ error: (any Error)?) {
+    /// The end. Bytes received before a transient failure are good: they are kept, and a retry
+    /// asks for the rest.
+    func complete(_ result: CURLcode) {
         if failure == nil || isTransient { _ = flush() }
-        if let error, failure == nil {
+        guard result != CURLE_OK, failure == nil else { return }
+        let message = Curl.describe(result)
+        if Curl.isFatal(result) {
+            failure = .fatal(AssetPackError(.remote, "\(client.url.absoluteString): \(message)"))
+        } else {
             failure = .transient
-            detail = error.localizedDescription
+            detail = message
         }
-        buffer.deallocate()
-        done.signal()
     }
 
     private var isTransient: Bool {
         if case .transient = failure { return true }
         return false
-    }
-}
-
-/// Routes one session's task events to their `TaskState`.
-private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
-    private let lock = NSLock()
-    private var states: [Int: TaskState] = [:]
-
-    func register(_ task: URLSessionTask, _ state: TaskState) {
-        lock.withLock { states[task.taskIdentifier] = state }
-    }
-
-    func unregister(_ task: URLSessionTask) {
-        _ = lock.withLock { states.removeValue(forKey: task.taskIdentifier) }
-    }
-
-    private func state(_ task: URLSessionTask) -> TaskState? { lock.withLock { states[task.taskIdentifier] } }
-
-    func urlSession(
-        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
-        completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
-    ) {
-        let go = state(dataTask)?.response(response) ?? true  // no state: a completion-handler task
-        completionHandler(go ? .allow : .cancel)
-    }
-
-    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        if state(dataTask)?.body(data) == false { dataTask.cancel() }
-    }
-
-    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        state(task)?.complete(error)
-    }
-}
-
-/// A value handed from a completion handler to a waiting thread.
-private final class ResultBox<T>: @unchecked Sendable {
-    private let semaphore = DispatchSemaphore(value: 0)
-    private var result: Result<T, AssetPackError>?
-
-    func set(_ value: Result<T, AssetPackError>) {
-        result = value
-        semaphore.signal()
-    }
-
-    func wait() throws -> T {
-        semaphore.wait()
-        return try result!.get()
     }
 }
