@@ -9,12 +9,12 @@ RELEASE_BIN = $(shell $(SWIFT) build -c release --show-bin-path)/assetpack
 
 .PHONY: deps test-deps build release test demo fmt lint samples clean tsan asan fuzz
 
-## deps: install libzip-dev (and zlib, OpenSSL, libdeflate headers, and libcurl, which Foundation's
-## URLSession uses for remote packs) with apt when missing.
+## deps: install the C libraries' headers with apt when missing: libzip, zlib, OpenSSL, libdeflate,
+## and libcurl (remote packs).
 deps:
-	@if ! pkg-config --exists libzip zlib libcrypto libdeflate 2>/dev/null || ! ldconfig -p | grep -q 'libcurl\.so\.4 '; then \
-	  echo "installing libzip-dev zlib1g-dev libssl-dev libdeflate-dev pkg-config libcurl4"; \
-	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libzip-dev zlib1g-dev libssl-dev libdeflate-dev pkg-config libcurl4; \
+	@if ! pkg-config --exists libzip zlib libcrypto libdeflate libcurl 2>/dev/null; then \
+	  echo "installing libzip-dev zlib1g-dev libssl-dev libdeflate-dev libcurl4-openssl-dev pkg-config"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libzip-dev zlib1g-dev libssl-dev libdeflate-dev libcurl4-openssl-dev pkg-config; \
 	fi
 
 ## test-deps: what the tests need beyond the libraries: nginx (remote-pack tests against a real
