@@ -492,9 +492,10 @@ public final class ContainerPackReader: PackReader {
             entry: e.keyID == nil ? e.id : 0, chunk: UInt32(c), final: c == e.chunkCount - 1, deflated: deflated)
         let ciphertext = deflated ? UnsafeMutableRawBufferPointer(rebasing: scratch[0..<payload]) : dest
         let tag = UnsafeMutableRawBufferPointer(rebasing: scratch[(scratch.count - tagSize)...])
-        try readHook.willRead(offset, stored)
-        try readExactly(fd, ciphertext, at: offset)
-        try readExactly(fd, tag, at: offset + UInt64(payload))
+        if try !readHook.read(into: ciphertext, at: offset) { try readExactly(fd, ciphertext, at: offset) }
+        if try !readHook.read(into: tag, at: offset + UInt64(payload)) {
+            try readExactly(fd, tag, at: offset + UInt64(payload))
+        }
         if let hasher, let (block, firstChunk) = signed {
             hasher.reset()
             hasher.update(UnsafeRawBufferPointer(ciphertext))

@@ -123,23 +123,29 @@ package protocol StoredLayout: PackReader {
 }
 
 /// Called before a reader reads pack bytes from its file: a remote reader makes it wait until
-/// those bytes have arrived (docs/REMOTE.md, "Streaming reads"). Unset, it costs one load.
+/// those bytes have arrived, or hands them over from memory (docs/REMOTE.md, "Streaming
+/// reads"). Unset, it costs one load.
 package final class ReadHook: @unchecked Sendable {
+    /// Either fills the buffer with the pack's bytes at the offset and returns `true`, or
+    /// returns `false` once the file holds them.
+    package typealias Body = @Sendable (UnsafeMutableRawBufferPointer, UInt64) throws -> Bool
+
     private let lock = NSLock()
-    private var body: (@Sendable (Range<UInt64>) throws -> Void)?
+    private var body: Body?
 
     package init() {}
 
     /// Sets (or clears) what runs before each read.
-    package func set(_ body: (@Sendable (Range<UInt64>) throws -> Void)?) { lock.withLock { self.body = body } }
+    package func set(_ body: Body?) { lock.withLock { self.body = body } }
 
     /// Whether a hook is set.
     package var isSet: Bool { lock.withLock { body != nil } }
 
-    /// Runs the hook for bytes `[offset, offset + count)`.
-    package func willRead(_ offset: UInt64, _ count: Int) throws {
-        guard let body = lock.withLock({ body }) else { return }
-        try body(offset..<offset + UInt64(count))
+    /// Runs the hook for the `buffer.count` bytes at `offset`.
+    /// - Returns: Whether the hook filled `buffer` (the reader then does not read the file).
+    package func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Bool {
+        guard let body = lock.withLock({ body }) else { return false }
+        return try body(buffer, offset)
     }
 }
 

@@ -74,15 +74,18 @@ package final class HTTPRangeClient: @unchecked Sendable {
 
     /// Fetches bytes `range` (clamped to the file's end once its size is known), handing each
     /// piece to `sink(piece, fileOffset)` in order.
+    /// - Parameter gathering: Gather pieces into 1 MiB before they go to `sink` (few large
+    ///   writes to a file), or hand over each piece as it arrives (a sink that copies anyway).
     /// - Throws: `.remote` (refused or failing server, or a changed file), `.integrityFailure`
     ///   (the file is shorter than the range), whatever `sink` throws.
     package func fetch(
-        _ range: Range<UInt64>, into sink: @escaping @Sendable (UnsafeRawBufferPointer, UInt64) throws -> Void
+        _ range: Range<UInt64>, gathering: Bool = true,
+        into sink: @escaping @Sendable (UnsafeRawBufferPointer, UInt64) throws -> Void
     ) throws {
         var next = range.lowerBound
         var attempt = 0
         while next < range.upperBound {
-            let outcome = request(next..<range.upperBound, sink: sink)
+            let outcome = request(next..<range.upperBound, gathering: gathering, sink: sink)
             // Real progress (1 MiB) forgives a failure: a long transfer cut now and then goes
             // on; a server that cuts every body early still fails after `attempts`.
             let progressed = outcome.reached >= next + Self.progressThatCounts
@@ -150,7 +153,8 @@ package final class HTTPRangeClient: @unchecked Sendable {
     }
 
     private func request(
-        _ range: Range<UInt64>, sink: @escaping @Sendable (UnsafeRawBufferPointer, UInt64) throws -> Void
+        _ range: Range<UInt64>, gathering: Bool,
+        sink: @escaping @Sendable (UnsafeRawBufferPointer, UInt64) throws -> Void
     ) -> Outcome {
         var headers = ["Range: bytes=\(range.lowerBound)-\(range.upperBound - 1)", "Accept-Encoding: identity"]
         // If-Range needs a strong validator: a weak ETag (W/"…") would make a server answer 200.
@@ -159,7 +163,8 @@ package final class HTTPRangeClient: @unchecked Sendable {
         {
             headers.append("If-Range: \(validator)")
         }
-        let state = RangeState(client: self, start: range.lowerBound, end: range.upperBound, sink: sink)
+        let state = RangeState(
+            client: self, start: range.lowerBound, end: range.upperBound, gathering: gathering, sink: sink)
         lock.withLock { counters.requests += 1 }
         let result = perform(Transfer(state), url: url, headers: headers)
         state.complete(result)
@@ -408,7 +413,8 @@ private final class RangeState {
     private var reached: UInt64
     /// Bytes received (handed to the sink or gathered) end here.
     private var received: UInt64
-    private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
+    /// Where pieces are gathered (empty when they go to the sink as they arrive).
+    private let buffer: UnsafeMutableRawBufferPointer
     private var buffered = 0
     private var expectedEnd: UInt64
     private var headersSeen = false
@@ -416,9 +422,10 @@ private final class RangeState {
     private var detail: String?
 
     init(
-        client: HTTPRangeClient, start: UInt64, end: UInt64,
+        client: HTTPRangeClient, start: UInt64, end: UInt64, gathering: Bool,
         sink: @escaping @Sendable (UnsafeRawBufferPointer, UInt64) throws -> Void
     ) {
+        buffer = .allocate(byteCount: gathering ? 1 << 20 : 0, alignment: 64)
         self.client = client
         self.start = start
         self.end = end
@@ -455,13 +462,23 @@ private final class RangeState {
     }
 
     /// A piece of the body (up to libcurl's buffer size). Pieces are gathered into 1 MiB before
-    /// they go to the sink: a 64 MiB range is 64 writes.
+    /// they go to the sink, when gathering: a 64 MiB range is 64 writes.
     func body(_ piece: UnsafeRawBufferPointer) -> Bool {
         guard failure == nil, headersSeen else { return false }
         guard received + UInt64(piece.count) <= expectedEnd else {
             failure = .fatal(
                 AssetPackError(.remote, "\(client.url.absoluteString): the server sent more bytes than it announced"))
             return false
+        }
+        if buffer.isEmpty {
+            do { try sink(piece, reached) } catch {
+                failure = .fatal(error as? AssetPackError ?? AssetPackError(.io, "\(error)"))
+                return false
+            }
+            reached += UInt64(piece.count)
+            received += UInt64(piece.count)
+            client.count(bytes: piece.count)
+            return true
         }
         var rest = piece
         while !rest.isEmpty {

@@ -29,6 +29,16 @@ package final class RemoteMirror: @unchecked Sendable {
         package var saveInterval: UInt64 = 32 << 20
         /// The first request: this many bytes from the start of the file.
         package var probeSize: UInt64 = 64 << 10
+        /// Reads of at least this many stored bytes are streamed through memory: the bytes go
+        /// from the network to the reader without the mirror file, and are not cached.
+        package var streamThreshold: UInt64 = 4 << 20
+        /// Bytes a streamed read holds in memory ahead of its reader (at least two 1 MiB
+        /// buffers, so a read may straddle two); the download waits for room (and, if the
+        /// reader stops taking bytes, writes them to the file instead).
+        package var streamWindow = 16 << 20
+        /// How long a streamed download waits for its reader to make room before it writes to
+        /// the file instead: a reader waiting for bytes behind the window would wait forever.
+        package var streamPatience: TimeInterval = 0.5
         package init() {}
     }
 
@@ -48,6 +58,11 @@ package final class RemoteMirror: @unchecked Sendable {
     private var recent: [Range<UInt64>] = []
     private var inUse: [Range<UInt64>: Int] = [:]
     private var poisoned: AssetPackError?
+    /// Streamed reads: their spans, and the bytes that arrived for them and wait in memory.
+    private var streaming: [Range<UInt64>: Int] = [:]
+    private var window: [WindowPiece] = []
+    private var windowHeld = 0
+    private var windowPeak = 0
 
     /// Opens `url` with one request (the first `probeSize` bytes, which also gives the size and
     /// version) into a new mirror in a private temporary directory.
@@ -110,8 +125,14 @@ package final class RemoteMirror: @unchecked Sendable {
         }
     }
 
-    /// The ranges held so far.
+    /// The ranges held so far (in the file).
     package var held: RangeSet { lock.withLock { present } }
+
+    /// Memory held for streamed reads (buffers of bytes not read yet).
+    package var windowBytes: Int { lock.withLock { windowHeld } }
+
+    /// The most memory streamed reads held at once.
+    package var windowPeakBytes: Int { lock.withLock { windowPeak } }
 
     /// Fetches `ranges` and runs `body` while they cannot be evicted (a read of them).
     /// - Parameter prefetching: Start fetching `ranges` in the background and run `body` at
@@ -127,10 +148,13 @@ package final class RemoteMirror: @unchecked Sendable {
             }
         }
         if prefetching {
-            for range in ranges { prefetch(range) }
+            let large = ranges.filter { $0.upperBound - $0.lowerBound >= options.streamThreshold }
+            lock.withLock { for r in large { streaming[r, default: 0] += 1 } }
+            defer { if !large.isEmpty { endStreaming(large) } }
+            for range in ranges { prefetch(range, through: large.contains(range)) }
             let result = try body()
             lock.withLock {
-                for range in ranges { touch(range) }
+                for range in ranges where !large.contains(range) { touch(range) }
                 evict()
             }
             return result
@@ -194,7 +218,9 @@ package final class RemoteMirror: @unchecked Sendable {
 
     /// Starts fetching `range` in the background, in order; a later ``ensure(_:progress:)`` (or
     /// a read hook) waits for the parts in flight instead of fetching them again.
-    package func prefetch(_ range: Range<UInt64>) {
+    /// - Parameter through: Stream the bytes through memory to ``supply(into:at:)`` (one
+    ///   request at a time, in order) instead of writing them to the file.
+    package func prefetch(_ range: Range<UInt64>, through: Bool = false) {
         // Claimed now, so that the reader's first read waits for these bytes instead of
         // racing the background thread to fetch them.
         let claimed: [Range<UInt64>] = lock.withLock {
@@ -208,14 +234,141 @@ package final class RemoteMirror: @unchecked Sendable {
         Thread.detachNewThread { [self] in
             // A failure gives the claims back; the reads waiting for them fetch for themselves
             // and meet the error there.
-            do { try run(plan, progress: nil) } catch {
+            do { try run(plan, progress: nil, through: through) } catch {
                 if let changed = client.changeDetected { lock.withLock { poisoned = changed } }
             }
         }
     }
 
-    /// Fetches `plan` (disjoint ranges, claimed in `inFlight`), `parallelRequests` at a time.
-    private func run(_ plan: [Range<UInt64>], progress: (@Sendable (UInt64) -> Void)?) throws {
+    /// The read hook of a remote reader: fills `buffer` with the bytes at `offset` from a
+    /// streamed read's memory (and the file for parts that went there), or makes sure the file
+    /// holds them.
+    /// - Returns: Whether `buffer` was filled; `false` means the file holds the bytes.
+    package func supply(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Bool {
+        let range = offset..<offset + UInt64(buffer.count)
+        guard !range.isEmpty, range.upperBound <= size else {
+            try ensure([range], touching: false)
+            return false
+        }
+        let copied: Bool = try lock.withLock {
+            while true {
+                if let poisoned { throw poisoned }
+                if present.contains(range) { return false }
+                let missing = present.missing(in: range).flatMap { piece in
+                    RangeSet(window.map(\.range)).missing(in: piece)
+                }
+                if missing.isEmpty {
+                    try copyOut(range, into: buffer)
+                    return true
+                }
+                // Missing and nobody fetching it: fetch it into the file.
+                if missing.contains(where: { !inFlight.contains($0) }) { return false }
+                lock.wait()
+            }
+        }
+        if copied { return true }
+        try ensure([range], touching: false)
+        return false
+    }
+
+    /// Copies `range` (held in memory and in the file) into `buffer` and lets go of the pieces
+    /// every byte of which was read. Called with the lock held.
+    private func copyOut(_ range: Range<UInt64>, into buffer: UnsafeMutableRawBufferPointer) throws {
+        var freed = false
+        for (i, piece) in window.enumerated() where piece.range.overlaps(range) {
+            let part = piece.range.clamped(to: range)
+            let from = Int(part.lowerBound - piece.start)
+            let to = Int(part.lowerBound - range.lowerBound)
+            let n = Int(part.upperBound - part.lowerBound)
+            UnsafeMutableRawBufferPointer(rebasing: buffer[to..<to + n])
+                .copyMemory(from: UnsafeRawBufferPointer(rebasing: piece.storage[from..<from + n]))
+            piece.taken += n
+            // The last piece may still grow; the others are complete.
+            freed = freed || (piece.taken >= piece.count && (piece.isFull || i < window.count - 1))
+        }
+        for part in present.intersection(range) {
+            let to = Int(part.lowerBound - range.lowerBound)
+            let target = UnsafeMutableRawBufferPointer(
+                rebasing: buffer[to..<to + Int(part.upperBound - part.lowerBound)])
+            do {
+                guard try fd.preadFully(into: target, at: part.lowerBound) == target.count else {
+                    throw AssetPackError(.integrityFailure, "the remote pack is truncated")
+                }
+            } catch let error as Errno { throw error.io("cannot read \(path)") }
+        }
+        if freed {
+            let last = window.last
+            window.removeAll { piece in
+                guard piece.taken >= piece.count, piece.isFull || piece !== last else { return false }
+                windowHeld -= piece.storage.count
+                piece.release()
+                return true
+            }
+            lock.broadcast()  // room for the download
+        }
+    }
+
+    /// A streamed read is over: what it left unread in memory goes (it was never cached).
+    private func endStreaming(_ ranges: [Range<UInt64>]) {
+        lock.withLock {
+            for r in ranges {
+                streaming[r, default: 1] -= 1
+                if streaming[r] == 0 { streaming[r] = nil }
+            }
+            window.removeAll { piece in
+                guard !streaming.keys.contains(where: { $0.overlaps(piece.start..<piece.start + 1) }) else {
+                    return false
+                }
+                windowHeld -= piece.storage.count
+                piece.release()
+                return true
+            }
+            lock.broadcast()
+        }
+    }
+
+    /// Hands bytes of a streamed read to memory, waiting for room while the reader takes
+    /// bytes.
+    /// - Returns: How many bytes (from the start) memory took; the rest must go to the file
+    ///   (no streamed read wants them, or the reader took none for `streamPatience`).
+    private func offer(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) -> Int {
+        lock.lock()
+        defer {
+            lock.broadcast()
+            lock.unlock()
+        }
+        var done = 0
+        while done < bytes.count {
+            let at = offset + UInt64(done)
+            guard poisoned == nil, streaming.keys.contains(where: { $0.contains(at) }) else { return done }
+            let piece: WindowPiece
+            if let last = window.last, last.range.upperBound == at, !last.isFull {
+                piece = last
+            } else {
+                let deadline = Date(timeIntervalSinceNow: options.streamPatience)
+                while windowHeld + WindowPiece.size > max(options.streamWindow, 2 * WindowPiece.size) {
+                    let before = windowHeld
+                    if !lock.wait(until: deadline) && windowHeld >= before { return done }
+                }
+                // The read may have ended while this waited.
+                guard streaming.keys.contains(where: { $0.contains(at) }) else { return done }
+                piece = WindowPiece(at: at)
+                window.append(piece)
+                windowHeld += piece.storage.count
+                windowPeak = max(windowPeak, windowHeld)
+            }
+            let n = piece.append(UnsafeRawBufferPointer(rebasing: bytes[done...]))
+            inFlight.remove(at..<at + UInt64(n))
+            done += n
+        }
+        return done
+    }
+
+    /// Fetches `plan` (disjoint ranges, claimed in `inFlight`), `parallelRequests` at a time,
+    /// or one at a time in order to a streamed read (`through`).
+    private func run(
+        _ plan: [Range<UInt64>], progress: (@Sendable (UInt64) -> Void)?, through: Bool = false
+    ) throws {
         let failure = FirstError()
         let next = Counter()
         defer {
@@ -227,7 +380,7 @@ package final class RemoteMirror: @unchecked Sendable {
         }
         // Threads of their own: they wait on the network, and Dispatch's pool is as wide as
         // the CPU count (2 requests in flight on 2 cores, not `parallelRequests`).
-        let workers = min(options.parallelRequests, plan.count)
+        let workers = through ? 1 : min(options.parallelRequests, plan.count)
         let group = DispatchGroup()
         for _ in 0..<workers {
             group.enter()
@@ -236,7 +389,11 @@ package final class RemoteMirror: @unchecked Sendable {
                 while !failure.failed, let i = next.take(below: plan.count) {
                     let range = plan[i]
                     do {
-                        try client.fetch(range) { [self] piece, offset in
+                        try client.fetch(range, gathering: !through) { [self] bytes, at in
+                            let taken = through ? offer(bytes, at: at) : 0
+                            guard taken < bytes.count else { return }
+                            let piece = UnsafeRawBufferPointer(rebasing: bytes[taken...])
+                            let offset = at + UInt64(taken)
                             try store(piece, at: offset)
                             // Pieces arrive in order: waiters may go on before the whole request.
                             let arrived = offset..<offset + UInt64(piece.count)
@@ -363,6 +520,60 @@ package final class RemoteMirror: @unchecked Sendable {
                 range.lowerBound + length * i / pieces..<range.lowerBound + length * (i + 1) / pieces
             }
         }
+    }
+}
+
+/// Bytes of a streamed read waiting in memory for the reader: consecutive arrivals fill one
+/// buffer before the next is taken.
+private final class WindowPiece {
+    let start: UInt64
+    let storage: UnsafeMutableRawBufferPointer
+    /// Bytes arrived, at the start of `storage`.
+    var count = 0
+    /// Bytes the reader has copied out.
+    var taken = 0
+
+    var range: Range<UInt64> { start..<start + UInt64(count) }
+    var isFull: Bool { count == storage.count }
+
+    /// Buffers of pieces that went, for the next ones: fresh memory costs a page fault per
+    /// 4 KiB, as much as the copy itself.
+    private static let spare = SpareBuffers()
+    static let size = 1 << 20
+
+    init(at offset: UInt64) {
+        start = offset
+        storage = Self.spare.take()
+    }
+
+    /// Appends what fits of `bytes`. - Returns: How many bytes it took.
+    func append(_ bytes: UnsafeRawBufferPointer) -> Int {
+        let n = min(bytes.count, storage.count - count)
+        UnsafeMutableRawBufferPointer(rebasing: storage[count..<count + n])
+            .copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[0..<n]))
+        count += n
+        return n
+    }
+
+    func release() { Self.spare.give(storage) }
+}
+
+private final class SpareBuffers: @unchecked Sendable {
+    private let lock = NSLock()
+    private var buffers: [UnsafeMutableRawBufferPointer] = []
+    static let kept = 32
+
+    func take() -> UnsafeMutableRawBufferPointer {
+        lock.withLock { buffers.popLast() } ?? .allocate(byteCount: WindowPiece.size, alignment: 64)
+    }
+
+    func give(_ buffer: UnsafeMutableRawBufferPointer) {
+        let kept = lock.withLock {
+            guard buffers.count < Self.kept else { return false }
+            buffers.append(buffer)
+            return true
+        }
+        if !kept { buffer.deallocate() }
     }
 }
 

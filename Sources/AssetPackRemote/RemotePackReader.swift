@@ -92,7 +92,7 @@ package final class RemotePackReader: PackReader, @unchecked Sendable {
             throw mirror.naming(error.untrustedIfUnreadable(trusting: trustedKeys))
         }
         let hookMirror = mirror
-        let hook: @Sendable (Range<UInt64>) throws -> Void = { try hookMirror.ensure([$0], touching: false) }
+        let hook: ReadHook.Body = { buffer, offset in try hookMirror.supply(into: buffer, at: offset) }
         (local as? ContainerPackReader)?.readHook.set(hook)
         (local as? ZipPackReader)?.readHook.set(hook)
         openSeconds = watch.elapsed

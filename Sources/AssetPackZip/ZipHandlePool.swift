@@ -71,7 +71,7 @@ final class ZipHandlePool: @unchecked Sendable {
     let hook = ReadHook()
 
     func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int {
-        try hook.willRead(offset, buffer.count)
+        if try hook.read(into: buffer, at: offset) { return buffer.count }
         do { return try fd.preadFully(into: buffer, at: offset) } catch { throw error.io("cannot read \(path)") }
     }
 

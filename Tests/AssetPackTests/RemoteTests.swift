@@ -10,10 +10,12 @@ import Testing
     let dir = TemporaryDirectory("remote")
     let publisher = PublisherSigningKey.generate()
 
-    /// Fast retries, so that fault tests do not wait.
+    /// Fast retries, so that fault tests do not wait; the 2 MB entry is streamed through memory
+    /// (every fault test then covers that path too).
     static var options: RemoteMirror.Options {
         var o = RemoteMirror.Options()
         o.retry.initialDelay = 0.01
+        o.streamThreshold = 1 << 20
         return o
     }
 
@@ -118,6 +120,7 @@ import Testing
         let nginx = try NginxServer(root: dir.appending("www"))
         var options = Self.options
         options.cacheLimit = 100_000
+        options.streamThreshold = .max  // the big entry goes through the file and the cache
         let reader = try RemotePackReader(url: nginx.url("p.pack"), credential: .password("pw"), options: options)
         let structure = reader.mirror.held.total
         #expect(try reader.read("a-big.bin") == files["a-big.bin"])
@@ -129,6 +132,43 @@ import Testing
         try nginx.resetAccessLog()
         #expect(try reader.read("a-big.bin") == files["a-big.bin"])
         #expect(try nginx.accessLog(waitingFor: 1).reduce(0) { $0 + $1.bodyBytes } >= span.count - 65536)
+    }
+
+    /// A large entry goes from the network to the reader through memory, not the mirror file,
+    /// and memory holds at most the window; a reader too slow to make room gets the rest
+    /// through the file. Either way the bytes are exact.
+    @Test(arguments: [PackFormat.zip, .container])
+    func largeReadsStreamThroughABoundedWindow(format: PackFormat) throws {
+        var files = tree()
+        files["b-huge.bin"] = testBytes(6_000_000, seed: 9)
+        _ = try pack(files, format, to: "p.pack")
+        let nginx = try NginxServer(root: dir.appending("www"))
+        var options = Self.options
+        options.streamWindow = 2 << 20
+        let reader = try RemotePackReader(url: nginx.url("p.pack"), credential: .password("pw"), options: options)
+        let span = try #require(reader.local.storedSpan("b-huge.bin"))
+        #expect(try reader.read("b-huge.bin") == files["b-huge.bin"])
+        #expect(reader.mirror.held.overlap(with: RangeSet([span])) == 0, "streamed bytes went to the file")
+        #expect(reader.mirror.windowBytes == 0, "memory kept after the read")
+        #expect(reader.mirror.windowPeakBytes <= 2 << 20, "\(reader.mirror.windowPeakBytes) bytes held")
+        // Not cached: a second read fetches the span again.
+        try nginx.resetAccessLog()
+        var streamed: [UInt8] = []
+        try reader.stream("b-huge.bin") { streamed += $0 }
+        #expect(streamed == files["b-huge.bin"])
+        #expect(try nginx.accessLog(waitingFor: 1).reduce(0) { $0 + $1.bodyBytes } == span.count)
+
+        // A reader that stops taking bytes: after the patience the download writes to the file.
+        options.streamPatience = 0.01
+        let slow = try RemotePackReader(url: nginx.url("p.pack"), credential: .password("pw"), options: options)
+        var slowly: [UInt8] = []
+        try slow.stream("b-huge.bin") { piece in
+            slowly += piece
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+        #expect(slowly == files["b-huge.bin"])
+        #expect(slow.mirror.held.overlap(with: RangeSet([span])) > 0, "nothing went to the file")
+        #expect(slow.mirror.windowBytes == 0)
     }
 
     @Test func aServerThatIgnoresRangeIsRefused() throws {
