@@ -16,28 +16,44 @@ extension AssetPackCommand {
         @Argument(help: "The pack: a path, or an http:// or https:// URL.") var pack: String
         @Argument(help: "The entry's path.") var entry: String
         @Option(name: .shortAndLong, help: "Write to this file instead of standard output.") var output: String?
+        @Flag(
+            help: """
+                Print the read's timing record to stderr: wall time from lookup to the last byte written \
+                (for a URL, the download included), rate, and where the time went.
+                """)
+        var timing = false
         @OptionGroup var credentials: CredentialOptions
         @OptionGroup var trust: TrustOptions
 
         func run() throws {
             try reporting {
                 let reader = try credentials.open(pack, forData: true, trust: trust)
-                guard let output else {
-                    try reader.writeVerified(entry, to: STDOUT_FILENO, outputName: "standard output")
-                    return
-                }
-                guard AtomicFile.isStream(output) else {
-                    try AtomicFile.write(output) { fd in try reader.writeVerified(entry, to: fd, outputName: output) }
-                    return
-                }
-                // A device or FIFO (`-o /dev/null`) is written into, like standard output.
-                let fd: FileDescriptor
-                do throws(Errno) { fd = try .open(output, .writeOnly) } catch {
-                    throw error.io("cannot open \(output)")
-                }
-                defer { try? fd.close() }
-                try reader.writeVerified(entry, to: fd.rawValue, outputName: output)
+                let watch = Stopwatch()
+                let record = try write(reader)
+                if timing { FileHandle.standardError.write(Data("assetpack: \(Self.describe(record, wall: watch.elapsed))\n".utf8)) }
             }
+        }
+
+        /// `timing: PATH: N bytes in W ms (R MiB/s): lookup …, key derivation …, decrypt …, crc … ms (decoder)`.
+        static func describe(_ t: EntryTiming, wall: Double) -> String {
+            func ms(_ seconds: Double) -> String { String(format: "%.2f", seconds * 1000) }
+            let rate = wall > 0 ? String(format: "%.0f", Double(t.bytesOut) / wall / 1_048_576) : "-"
+            return "timing: \(t.path): \(t.bytesOut) bytes in \(ms(wall)) ms (\(rate) MiB/s): lookup \(ms(t.lookup)), "
+                + "key derivation \(ms(t.keyDerivation)), decrypt \(ms(t.decrypt)), crc \(ms(t.crc)) ms (\(t.decoder))"
+        }
+
+        private func write(_ reader: any PackReader) throws -> EntryTiming {
+            guard let output else {
+                return try reader.writeVerified(entry, to: STDOUT_FILENO, outputName: "standard output")
+            }
+            guard AtomicFile.isStream(output) else {
+                return try AtomicFile.write(output) { fd in try reader.writeVerified(entry, to: fd, outputName: output) }
+            }
+            // A device or FIFO (`-o /dev/null`) is written into, like standard output.
+            let fd: FileDescriptor
+            do throws(Errno) { fd = try .open(output, .writeOnly) } catch { throw error.io("cannot open \(output)") }
+            defer { try? fd.close() }
+            return try reader.writeVerified(entry, to: fd.rawValue, outputName: output)
         }
     }
 }

@@ -37,6 +37,25 @@ import Testing
         #expect(doc?["format"] as? String == format.rawValue)
     }
 
+    /// `cat --timing`: the bytes on stdout are unchanged; one line on stderr names the entry,
+    /// its size, and a decoder; without the flag, nothing.
+    @Test(arguments: PackFormat.allCases)
+    func catTimingPrintsOneRecord(format: PackFormat) throws {
+        let dir = TemporaryDirectory()
+        let bytes = testBytes(300_000)
+        let pack = try Self.pack(["d/x.bin": bytes], in: dir, format: format)
+        let timed = try CLI.run(["cat", pack, "d/x.bin", "--timing"], password: Self.password)
+        #expect(timed.status == 0, "\(timed.stderr)")
+        #expect(timed.stdout == bytes)
+        let lines = timed.stderr.split(separator: "\n")
+        #expect(lines.count == 1, "\(timed.stderr)")
+        let line = String(lines.first ?? "")
+        #expect(line.hasPrefix("assetpack: timing: d/x.bin: 300000 bytes in "), "\(line)")
+        #expect(line.contains("MiB/s): lookup ") && line.contains(" decrypt ") && line.hasSuffix(")"), "\(line)")
+        let plain = try CLI.run(["cat", pack, "d/x.bin"], password: Self.password)
+        #expect(plain.stderr.isEmpty, "\(plain.stderr)")
+    }
+
     @Test func exitCodesFollowTheContract() throws {
         let dir = TemporaryDirectory()
         let pack = try Self.pack(["a.txt": Array("hello".utf8)], in: dir)

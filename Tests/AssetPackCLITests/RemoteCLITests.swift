@@ -37,8 +37,9 @@ import Testing
         #expect(list.status == 0, "\(list.stderr)")
         #expect(list.text == (try run(["list", local])).text)
         for (path, bytes) in tree {
-            let cat = try run(["cat", url, path, "--trust", pub])
+            let cat = try run(["cat", url, path, "--trust", pub, "--timing"])
             #expect(cat.status == 0 && cat.stdout == bytes, "\(path): \(cat.stderr)")
+            #expect(cat.stderr.hasPrefix("assetpack: timing: \(path): \(bytes.count) bytes in "), "\(cat.stderr)")
         }
         let into = dir.appending("out-\(format)").path
         let extract = try run(["extract", url, "--into", into])
