@@ -4,7 +4,8 @@
 #   1. one 4 KiB entry read by `assetpack cat URL`: bytes and requests, from nginx's access log;
 #   2. an installed pack updated after one 4 KiB file changed: bytes downloaded, from the log;
 #   3. the 64 MiB random entry read by `assetpack cat URL` against `curl` fetching the same
-#      byte range, and against `assetpack cat` of the local pack (hyperfine, medians).
+#      byte range, and against `assetpack cat` of the local pack (hyperfine, medians); then the
+#      entry read alone (`cat --timing`) against curl's transfer time (`-w %{time_total}`).
 # Usage: Benchmarks/bench-remote.sh ASSETPACK_BINARY WORK_DIR   (make bench-remote runs it)
 set -euo pipefail
 bin=$(realpath "$1")
@@ -57,8 +58,27 @@ for e in json.load(sys.stdin)["entries"]:
 import json, statistics, sys
 r = json.load(open(sys.argv[1]))["results"]
 m = [statistics.median(x["times"]) for x in r]
-print("%s: assetpack %.1f ms, curl %.1f ms: %.2fx; local cat %.1f ms, so the network adds %.1f ms = %.2fx curl"
+print("%s, whole processes: assetpack %.1f ms, curl %.1f ms: %.2fx; local cat %.1f ms, so the network adds %.1f ms = %.2fx curl"
       % (sys.argv[2], m[0] * 1e3, m[1] * 1e3, m[0] / m[1], m[2] * 1e3, (m[0] - m[2]) * 1e3, (m[0] - m[2]) / m[1]))
+EOF
+  # The entry read alone (`cat --timing`: lookup to last byte written, after process start and
+  # open) against curl's own transfer time (`-w %{time_total}`), interleaved run by run.
+  python3 - "$label" "${BENCH_RUNS:-10}" "$bin cat $base/$name big/random.bin $* -o /dev/null --timing" \
+    "curl -s -r 0-$((span - 1)) -o /dev/null -w %{time_total} $base/$name" <<'EOF'
+import re, statistics, subprocess, sys
+label, runs, cat, curl = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4].split()
+reads, transfers, size = [], [], 0
+for i in range(runs + 2):
+    err = subprocess.run(cat, capture_output=True, text=True, check=True).stderr
+    out = subprocess.run(curl, capture_output=True, text=True, check=True).stdout
+    if i < 2: continue  # warm-up
+    m = re.search(r"([0-9]+) bytes in ([0-9.]+) ms", err)
+    size = int(m.group(1))
+    reads.append(float(m.group(2)) / 1e3)
+    transfers.append(float(out))
+r, t = statistics.median(reads), statistics.median(transfers)
+print("%s, the entry read (cat --timing) against curl's transfer (time_total): %.1f ms vs %.1f ms: %.2fx (%.0f vs %.0f MiB/s)"
+      % (label, r * 1e3, t * 1e3, r / t, size / r / 2**20, size / t / 2**20))
 EOF
 }
 

@@ -34,8 +34,9 @@ package final class RemoteMirror: @unchecked Sendable {
         package var streamThreshold: UInt64 = 4 << 20
         /// Bytes a streamed read holds in memory ahead of its reader (at least two 1 MiB
         /// buffers, so a read may straddle two); the download waits for room (and, if the
-        /// reader stops taking bytes, writes them to the file instead).
-        package var streamWindow = 16 << 20
+        /// reader stops taking bytes, writes them to the file instead). Small: each buffer's
+        /// first use costs a page fault per 4 KiB.
+        package var streamWindow = 4 << 20
         /// How long a streamed download waits for its reader to make room before it writes to
         /// the file instead: a reader waiting for bytes behind the window would wait forever.
         package var streamPatience: TimeInterval = 0.5
@@ -63,6 +64,11 @@ package final class RemoteMirror: @unchecked Sendable {
     private var window: [WindowPiece] = []
     private var windowHeld = 0
     private var windowPeak = 0
+    /// The ends of the ranges readers wait for, and how many downloads wait for room: a
+    /// piece wakes the waiting threads only when one of them can go on (libcurl hands over
+    /// pieces of 16 KiB; waking every reader for each would cost more than the copying).
+    private var awaitedEnds: [UInt64] = []
+    private var waitingForRoom = 0
 
     /// Opens `url` with one request (the first `probeSize` bytes, which also gives the size and
     /// version) into a new mirror in a private temporary directory.
@@ -229,7 +235,9 @@ package final class RemoteMirror: @unchecked Sendable {
             for piece in claim { inFlight.insert(piece) }
             return claim
         }
-        let plan = Self.plan(claimed, gap: options.coalescingGap, maxRequest: options.maxRequest)
+        // A streamed read is one request per missing piece: the bytes are wanted in order, and
+        // each extra request would cost a round trip with the connection idle.
+        let plan = Self.plan(claimed, gap: options.coalescingGap, maxRequest: through ? 1 << 60 : options.maxRequest)
         guard !plan.isEmpty else { return }
         Thread.detachNewThread { [self] in
             // A failure gives the claims back; the reads waiting for them fetch for themselves
@@ -263,7 +271,9 @@ package final class RemoteMirror: @unchecked Sendable {
                 }
                 // Missing and nobody fetching it: fetch it into the file.
                 if missing.contains(where: { !inFlight.contains($0) }) { return false }
+                awaitedEnds.append(range.upperBound)
                 lock.wait()
+                awaitedEnds.remove(at: awaitedEnds.firstIndex(of: range.upperBound)!)
             }
         }
         if copied { return true }
@@ -304,7 +314,7 @@ package final class RemoteMirror: @unchecked Sendable {
                 piece.release()
                 return true
             }
-            lock.broadcast()  // room for the download
+            if waitingForRoom > 0 { lock.broadcast() }
         }
     }
 
@@ -334,7 +344,8 @@ package final class RemoteMirror: @unchecked Sendable {
     private func offer(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) -> Int {
         lock.lock()
         defer {
-            lock.broadcast()
+            // Wake the readers only when one of them may now have its bytes.
+            if let first = awaitedEnds.min(), first <= offset + UInt64(bytes.count) { lock.broadcast() }
             lock.unlock()
         }
         var done = 0
@@ -348,7 +359,10 @@ package final class RemoteMirror: @unchecked Sendable {
                 let deadline = Date(timeIntervalSinceNow: options.streamPatience)
                 while windowHeld + WindowPiece.size > max(options.streamWindow, 2 * WindowPiece.size) {
                     let before = windowHeld
-                    if !lock.wait(until: deadline) && windowHeld >= before { return done }
+                    waitingForRoom += 1
+                    let woken = lock.wait(until: deadline)
+                    waitingForRoom -= 1
+                    if !woken && windowHeld >= before { return done }
                 }
                 // The read may have ended while this waited.
                 guard streaming.keys.contains(where: { $0.contains(at) }) else { return done }

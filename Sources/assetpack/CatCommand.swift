@@ -30,7 +30,10 @@ extension AssetPackCommand {
                 let reader = try credentials.open(pack, forData: true, trust: trust)
                 let watch = Stopwatch()
                 let record = try write(reader)
-                if timing { FileHandle.standardError.write(Data("assetpack: \(Self.describe(record, wall: watch.elapsed))\n".utf8)) }
+                if timing {
+                    FileHandle.standardError.write(
+                        Data("assetpack: \(Self.describe(record, wall: watch.elapsed))\n".utf8))
+                }
             }
         }
 
@@ -47,7 +50,8 @@ extension AssetPackCommand {
                 return try reader.writeVerified(entry, to: STDOUT_FILENO, outputName: "standard output")
             }
             guard AtomicFile.isStream(output) else {
-                return try AtomicFile.write(output) { fd in try reader.writeVerified(entry, to: fd, outputName: output) }
+                return try AtomicFile.write(output) { fd in try reader.writeVerified(entry, to: fd, outputName: output)
+                }
             }
             // A device or FIFO (`-o /dev/null`) is written into, like standard output.
             let fd: FileDescriptor
