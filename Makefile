@@ -99,7 +99,7 @@ soak: deps
 
 ## tsan / asan: the concurrency stress test (and for asan the damage sweeps) under sanitizers.
 tsan: deps
-	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter 'StressTests|concurrentReads|readsFromManyThreads'
+	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter 'StressTests|concurrentReads|readsFromManyThreads|RemoteTests'
 
 asan: deps
 	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan.supp $(SWIFT) test --sanitize=address --scratch-path .build-asan --filter 'StressTests|HardeningTests|ZipPackReaderTests'

@@ -258,45 +258,41 @@ package final class RemoteMirror: @unchecked Sendable {
             try ensure([range], touching: false)
             return false
         }
-        let copied: Bool = try lock.withLock {
+        // Under the lock: find the pieces and pin them; the copying happens outside it.
+        let pieces: [(piece: WindowPiece, part: Range<UInt64>)]? = try lock.withLock {
             while true {
                 if let poisoned { throw poisoned }
-                if present.contains(range) { return false }
-                let missing = present.missing(in: range).flatMap { piece in
-                    RangeSet(window.map(\.range)).missing(in: piece)
-                }
+                if present.contains(range) { return nil }
+                let overlapping = window.filter { $0.range.overlaps(range) }
+                let missing = present.missing(in: range).flatMap { RangeSet(overlapping.map(\.range)).missing(in: $0) }
                 if missing.isEmpty {
-                    try copyOut(range, into: buffer)
-                    return true
+                    for piece in overlapping { piece.pins += 1 }
+                    return overlapping.map { ($0, $0.range.clamped(to: range)) }
                 }
                 // Missing and nobody fetching it: fetch it into the file.
-                if missing.contains(where: { !inFlight.contains($0) }) { return false }
+                if missing.contains(where: { !inFlight.contains($0) }) { return nil }
                 awaitedEnds.append(range.upperBound)
                 lock.wait()
                 awaitedEnds.remove(at: awaitedEnds.firstIndex(of: range.upperBound)!)
             }
         }
-        if copied { return true }
-        try ensure([range], touching: false)
-        return false
-    }
-
-    /// Copies `range` (held in memory and in the file) into `buffer` and lets go of the pieces
-    /// every byte of which was read. Called with the lock held.
-    private func copyOut(_ range: Range<UInt64>, into buffer: UnsafeMutableRawBufferPointer) throws {
-        var freed = false
-        for (i, piece) in window.enumerated() where piece.range.overlaps(range) {
-            let part = piece.range.clamped(to: range)
-            let from = Int(part.lowerBound - piece.start)
-            let to = Int(part.lowerBound - range.lowerBound)
+        guard let pieces else {
+            try ensure([range], touching: false)
+            return false
+        }
+        var filled = RangeSet()
+        for (piece, part) in pieces {
+            // Published bytes of a pinned piece stay put until it is unpinned.
+            let from = Int(part.lowerBound - piece.start), to = Int(part.lowerBound - range.lowerBound)
             let n = Int(part.upperBound - part.lowerBound)
             UnsafeMutableRawBufferPointer(rebasing: buffer[to..<to + n])
                 .copyMemory(from: UnsafeRawBufferPointer(rebasing: piece.storage[from..<from + n]))
-            piece.taken += n
-            // The last piece may still grow; the others are complete.
-            freed = freed || (piece.taken >= piece.count && (piece.isFull || i < window.count - 1))
+            filled.insert(part)
         }
-        for part in present.intersection(range) {
+        var failure: (any Error)?
+        for part in filled.missing(in: range) {
+            // The rest went to the file (a download that ran out of patience); the read holds
+            // the span, so it is not evicted meanwhile.
             let to = Int(part.lowerBound - range.lowerBound)
             let target = UnsafeMutableRawBufferPointer(
                 rebasing: buffer[to..<to + Int(part.upperBound - part.lowerBound)])
@@ -304,18 +300,36 @@ package final class RemoteMirror: @unchecked Sendable {
                 guard try fd.preadFully(into: target, at: part.lowerBound) == target.count else {
                     throw AssetPackError(.integrityFailure, "the remote pack is truncated")
                 }
-            } catch let error as Errno { throw error.io("cannot read \(path)") }
+            } catch let error as Errno {
+                failure = error.io("cannot read \(path)")
+            } catch { failure = error }
         }
-        if freed {
-            let last = window.last
-            window.removeAll { piece in
-                guard piece.taken >= piece.count, piece.isFull || piece !== last else { return false }
-                windowHeld -= piece.storage.count
-                piece.release()
-                return true
+        lock.withLock {
+            for (piece, part) in pieces {
+                piece.pins -= 1
+                piece.taken += Int(part.upperBound - part.lowerBound)
+                // Dropped while this copied: its buffer goes now.
+                if piece.dropped && piece.pins == 0 && piece.sealed { piece.release() }
             }
-            if waitingForRoom > 0 { lock.broadcast() }
+            release { $0.taken >= $0.count && $0.sealed }
         }
+        if let failure { throw failure }
+        return true
+    }
+
+    /// Takes the pieces `done` says are finished out of the window; their buffers go when no
+    /// reader copies from them and the download no longer fills them. Called with the lock held.
+    private func release(where done: (WindowPiece) -> Bool) {
+        var freed = false
+        window.removeAll { piece in
+            guard done(piece) else { return false }
+            windowHeld -= piece.storage.count
+            piece.dropped = true
+            if piece.pins == 0 && piece.sealed { piece.release() }
+            freed = true
+            return true
+        }
+        if freed && waitingForRoom > 0 { lock.broadcast() }
     }
 
     /// A streamed read is over: what it left unread in memory goes (it was never cached).
@@ -325,57 +339,88 @@ package final class RemoteMirror: @unchecked Sendable {
                 streaming[r, default: 1] -= 1
                 if streaming[r] == 0 { streaming[r] = nil }
             }
-            window.removeAll { piece in
-                guard !streaming.keys.contains(where: { $0.overlaps(piece.start..<piece.start + 1) }) else {
-                    return false
-                }
-                windowHeld -= piece.storage.count
-                piece.release()
-                return true
-            }
+            release { piece in !streaming.keys.contains { $0.contains(piece.start) } }
             lock.broadcast()
         }
     }
 
-    /// Hands bytes of a streamed read to memory, waiting for room while the reader takes
-    /// bytes.
+    /// Hands bytes of a streamed read to memory: they are copied into the piece the download
+    /// fills without the lock, and published (made visible to readers) every `publishEvery`
+    /// bytes, when the piece is full, and by ``seal(_:)`` at the end.
     /// - Returns: How many bytes (from the start) memory took; the rest must go to the file
     ///   (no streamed read wants them, or the reader took none for `streamPatience`).
-    private func offer(_ bytes: UnsafeRawBufferPointer, at offset: UInt64) -> Int {
-        lock.lock()
-        defer {
-            // Wake the readers only when one of them may now have its bytes.
-            if let first = awaitedEnds.min(), first <= offset + UInt64(bytes.count) { lock.broadcast() }
-            lock.unlock()
-        }
+    private func offer(_ bytes: UnsafeRawBufferPointer, at offset: UInt64, filling: StreamFill) -> Int {
         var done = 0
         while done < bytes.count {
             let at = offset + UInt64(done)
-            guard poisoned == nil, streaming.keys.contains(where: { $0.contains(at) }) else { return done }
-            let piece: WindowPiece
-            if let last = window.last, last.range.upperBound == at, !last.isFull {
-                piece = last
-            } else {
-                let deadline = Date(timeIntervalSinceNow: options.streamPatience)
-                while windowHeld + WindowPiece.size > max(options.streamWindow, 2 * WindowPiece.size) {
-                    let before = windowHeld
-                    waitingForRoom += 1
-                    let woken = lock.wait(until: deadline)
-                    waitingForRoom -= 1
-                    if !woken && windowHeld >= before { return done }
-                }
-                // The read may have ended while this waited.
-                guard streaming.keys.contains(where: { $0.contains(at) }) else { return done }
-                piece = WindowPiece(at: at)
-                window.append(piece)
-                windowHeld += piece.storage.count
-                windowPeak = max(windowPeak, windowHeld)
+            if filling.piece == nil || filling.piece!.end != at || filling.piece!.isFull {
+                seal(filling)
+                guard let piece = newPiece(at: at) else { return done }
+                filling.piece = piece
             }
-            let n = piece.append(UnsafeRawBufferPointer(rebasing: bytes[done...]))
-            inFlight.remove(at..<at + UInt64(n))
+            let piece = filling.piece!
+            let n = piece.write(UnsafeRawBufferPointer(rebasing: bytes[done...]))
             done += n
+            // A piece shorter than libcurl's 16 KiB means a slow network: publish at once.
+            if piece.isFull || piece.written - piece.count >= Self.publishEvery || bytes.count < 16 << 10 {
+                publish(piece)
+            }
         }
         return done
+    }
+
+    /// Readers see a piece's bytes in steps of this many (each step takes the lock once).
+    static let publishEvery = 128 << 10
+
+    /// Makes what the download wrote into `piece` visible to readers, and wakes one that waits
+    /// for it.
+    private func publish(_ piece: WindowPiece) {
+        lock.withLock {
+            guard piece.written > piece.count else { return }
+            let new = piece.start + UInt64(piece.count)..<piece.end
+            piece.count = piece.written
+            if piece.dropped { return }
+            inFlight.remove(new)
+            if let first = awaitedEnds.min(), first <= new.upperBound { lock.broadcast() }
+        }
+    }
+
+    /// The download is done with the piece it fills: publish the rest; it can go once read.
+    private func seal(_ filling: StreamFill) {
+        guard let piece = filling.piece else { return }
+        filling.piece = nil
+        publish(piece)
+        lock.withLock {
+            piece.sealed = true
+            if piece.dropped {
+                if piece.pins == 0 { piece.release() }
+            } else if piece.taken >= piece.count {
+                release { $0 === piece }
+            }
+        }
+    }
+
+    /// A new piece for bytes from `at`, after waiting (up to the patience) for room.
+    /// - Returns: `nil` when no streamed read wants the bytes or the reader took none.
+    private func newPiece(at: UInt64) -> WindowPiece? {
+        lock.withLock {
+            guard poisoned == nil, streaming.keys.contains(where: { $0.contains(at) }) else { return nil }
+            let deadline = Date(timeIntervalSinceNow: options.streamPatience)
+            while windowHeld + WindowPiece.size > max(options.streamWindow, 2 * WindowPiece.size) {
+                let before = windowHeld
+                waitingForRoom += 1
+                let woken = lock.wait(until: deadline)
+                waitingForRoom -= 1
+                if !woken && windowHeld >= before { return nil }
+            }
+            // The read may have ended while this waited.
+            guard streaming.keys.contains(where: { $0.contains(at) }) else { return nil }
+            let piece = WindowPiece(at: at)
+            window.append(piece)
+            windowHeld += piece.storage.count
+            windowPeak = max(windowPeak, windowHeld)
+            return piece
+        }
     }
 
     /// Fetches `plan` (disjoint ranges, claimed in `inFlight`), `parallelRequests` at a time,
@@ -402,9 +447,11 @@ package final class RemoteMirror: @unchecked Sendable {
                 defer { group.leave() }
                 while !failure.failed, let i = next.take(below: plan.count) {
                     let range = plan[i]
+                    let filling = StreamFill()
+                    defer { seal(filling) }
                     do {
                         try client.fetch(range, gathering: !through) { [self] bytes, at in
-                            let taken = through ? offer(bytes, at: at) : 0
+                            let taken = through ? offer(bytes, at: at, filling: filling) : 0
                             guard taken < bytes.count else { return }
                             let piece = UnsafeRawBufferPointer(rebasing: bytes[taken...])
                             let offset = at + UInt64(taken)
@@ -539,16 +586,29 @@ package final class RemoteMirror: @unchecked Sendable {
 
 /// Bytes of a streamed read waiting in memory for the reader: consecutive arrivals fill one
 /// buffer before the next is taken.
-private final class WindowPiece {
+///
+/// The download writes past `count` without the lock and publishes by raising `count` under
+/// it; readers copy bytes below `count` without the lock while they pin the piece. The other
+/// fields change under the mirror's lock.
+private final class WindowPiece: @unchecked Sendable {
     let start: UInt64
     let storage: UnsafeMutableRawBufferPointer
-    /// Bytes arrived, at the start of `storage`.
+    /// Bytes the download wrote (its own).
+    var written = 0
+    /// Bytes readers may see.
     var count = 0
-    /// Bytes the reader has copied out.
+    /// Bytes readers have copied out.
     var taken = 0
+    /// Readers copying from the piece now.
+    var pins = 0
+    /// The download is done with it.
+    var sealed = false
+    /// Out of the window: its buffer goes when it is neither pinned nor being filled.
+    var dropped = false
 
     var range: Range<UInt64> { start..<start + UInt64(count) }
-    var isFull: Bool { count == storage.count }
+    var end: UInt64 { start + UInt64(written) }
+    var isFull: Bool { written == storage.count }
 
     /// Buffers of pieces that went, for the next ones: fresh memory costs a page fault per
     /// 4 KiB, as much as the copy itself.
@@ -560,16 +620,21 @@ private final class WindowPiece {
         storage = Self.spare.take()
     }
 
-    /// Appends what fits of `bytes`. - Returns: How many bytes it took.
-    func append(_ bytes: UnsafeRawBufferPointer) -> Int {
-        let n = min(bytes.count, storage.count - count)
-        UnsafeMutableRawBufferPointer(rebasing: storage[count..<count + n])
+    /// Writes what fits of `bytes` after the bytes written. - Returns: How many it took.
+    func write(_ bytes: UnsafeRawBufferPointer) -> Int {
+        let n = min(bytes.count, storage.count - written)
+        UnsafeMutableRawBufferPointer(rebasing: storage[written..<written + n])
             .copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[0..<n]))
-        count += n
+        written += n
         return n
     }
 
     func release() { Self.spare.give(storage) }
+}
+
+/// The piece one streamed download is filling.
+private final class StreamFill: @unchecked Sendable {
+    var piece: WindowPiece?
 }
 
 private final class SpareBuffers: @unchecked Sendable {
