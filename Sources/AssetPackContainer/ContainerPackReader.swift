@@ -31,6 +31,8 @@ public final class ContainerPackReader: PackReader {
     /// The pack's header.
     package let header: ContainerHeader
     private let chunkShift: Int
+    /// The largest single read of pack bytes an entry read makes: one sealed chunk.
+    package var largestRead: Int { (1 << chunkShift) + ContainerFormat.tagSize }
     private let limits: ReadLimits
     /// With trusted keys: the verified signature block, whose items are every sealed chunk's
     /// SHA-256 in file order, and where each record's chunks start in that list.

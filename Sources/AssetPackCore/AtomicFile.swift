@@ -42,19 +42,30 @@ package enum AtomicFile {
         }
     }
 
-    /// Whether `path` is a stream that output is written into, never a file to replace: a
-    /// character device, FIFO or socket (symbolic links followed: `/dev/null`), or a name of an
-    /// open descriptor (`/dev/stdout`, `/dev/fd/1`, `/proc/self/fd/1`), whatever that descriptor is.
-    package static func isStream(_ path: String) -> Bool {
+    /// Where output named `path` goes when it is not a file to replace.
+    package enum Stream: Equatable, Sendable {
+        /// A name of this process's open descriptor (`/dev/stdout`, `/dev/fd/N`,
+        /// `/proc/self/fd/N`): written through the descriptor itself, at its own offset (a
+        /// shell's `>>` stays an append).
+        case descriptor(Int32)
+        /// A character device, FIFO or socket (symbolic links followed: `/dev/null`): opened
+        /// and written into.
+        case device
+    }
+
+    /// Whether `path` names a stream that output is written into, never a file to replace.
+    package static func stream(_ path: String) -> Stream? {
         var link = path
         for _ in 0..<40 {  // the kernel's own limit on links followed
-            if link.hasPrefix("/dev/fd/") || (link.hasPrefix("/proc/") && link.contains("/fd/")) { return true }
+            for prefix in ["/dev/fd/", "/proc/self/fd/"] where link.hasPrefix(prefix) {
+                if let n = Int32(link.dropFirst(prefix.count)) { return .descriptor(n) }
+            }
             guard (try? FileSystem.lstat(link))?.kind == .symbolicLink, let target = try? FileSystem.readlink(link)
             else { break }
             link = target.hasPrefix("/") ? target : folder(of: link) + "/" + target
         }
-        guard let target = try? FileSystem.stat(path) else { return false }
-        return [.characterDevice, .fifo, .socket].contains(target.kind)
+        guard let target = try? FileSystem.stat(path) else { return nil }
+        return [.characterDevice, .fifo, .socket].contains(target.kind) ? .device : nil
     }
 
     /// Writes `path` atomically.

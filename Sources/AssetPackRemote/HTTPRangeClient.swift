@@ -185,7 +185,11 @@ package final class HTTPRangeClient: @unchecked Sendable {
         _ = assetpack_curl_setopt_string(handle, CURLOPT_URL, url.absoluteString)
         _ = assetpack_curl_setopt_pointer(handle, CURLOPT_HTTPHEADER, UnsafeMutableRawPointer(list))
         _ = assetpack_curl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https")
-        _ = assetpack_curl_setopt_string(handle, CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+        // An https pack is never redirected to plain http.
+        _ = assetpack_curl_setopt_string(
+            handle, CURLOPT_REDIR_PROTOCOLS_STR, url.scheme?.lowercased() == "https" ? "https" : "http,https")
+        // Through an https proxy, the proxy's own "200 Connection established" is not the answer.
+        _ = assetpack_curl_setopt_long(handle, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1)
         _ = assetpack_curl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 1)
         _ = assetpack_curl_setopt_long(handle, CURLOPT_MAXREDIRS, 5)
         _ = assetpack_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1)

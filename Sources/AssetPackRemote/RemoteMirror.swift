@@ -32,10 +32,11 @@ package final class RemoteMirror: @unchecked Sendable {
         /// Reads of at least this many stored bytes are streamed through memory: the bytes go
         /// from the network to the reader without the mirror file, and are not cached.
         package var streamThreshold: UInt64 = 4 << 20
-        /// Bytes a streamed read holds in memory ahead of its reader (at least two 1 MiB
-        /// buffers, so a read may straddle two); the download waits for room (and, if the
-        /// reader stops taking bytes, writes them to the file instead). Small: each buffer's
-        /// first use costs a page fault per 4 KiB.
+        /// Bytes a streamed read holds in memory ahead of its reader (at least two of the
+        /// reader's largest reads plus two 1 MiB buffers, so that any read fits; each streamed
+        /// read under way has its own); the download waits for room (and, if the reader takes
+        /// nothing for `streamPatience`, writes the rest to the file instead). Small: each
+        /// buffer's first use costs a page fault per 4 KiB.
         package var streamWindow = 4 << 20
         /// How long a streamed download waits for its reader to make room before it writes to
         /// the file instead: a reader waiting for bytes behind the window would wait forever.
@@ -68,6 +69,8 @@ package final class RemoteMirror: @unchecked Sendable {
     /// piece wakes the waiting threads only when one of them can go on (libcurl hands over
     /// pieces of 16 KiB; waking every reader for each would cost more than the copying).
     private var awaitedEnds: [UInt64] = []
+    /// The memory the streamed reads under way may hold, together.
+    private var windowLimit = 0
     private var waitingForRoom = 0
 
     /// Opens `url` with one request (the first `probeSize` bytes, which also gives the size and
@@ -143,7 +146,11 @@ package final class RemoteMirror: @unchecked Sendable {
     /// Fetches `ranges` and runs `body` while they cannot be evicted (a read of them).
     /// - Parameter prefetching: Start fetching `ranges` in the background and run `body` at
     ///   once (its reads wait for their bytes through the reader's hook) instead of first.
-    package func using<T>(_ ranges: [Range<UInt64>], prefetching: Bool = false, _ body: () throws -> T) throws -> T {
+    /// - Parameter largestRead: The largest single read the reader makes of these bytes: a
+    ///   streamed read's window holds at least two of them, whatever `streamWindow` says.
+    package func using<T>(
+        _ ranges: [Range<UInt64>], prefetching: Bool = false, largestRead: Int = 0, _ body: () throws -> T
+    ) throws -> T {
         lock.withLock { for r in ranges { inUse[r, default: 0] += 1 } }
         defer {
             lock.withLock {
@@ -155,8 +162,14 @@ package final class RemoteMirror: @unchecked Sendable {
         }
         if prefetching {
             let large = ranges.filter { $0.upperBound - $0.lowerBound >= options.streamThreshold }
-            lock.withLock { for r in large { streaming[r, default: 0] += 1 } }
-            defer { if !large.isEmpty { endStreaming(large) } }
+            // Each streamed read brings its own share of memory, so that concurrent ones do not
+            // starve each other, and a read never needs more than the window holds.
+            let budget = max(options.streamWindow, 2 * largestRead + 2 * WindowPiece.size) * large.count
+            lock.withLock {
+                for r in large { streaming[r, default: 0] += 1 }
+                windowLimit += budget
+            }
+            defer { if !large.isEmpty { endStreaming(large, budget: budget) } }
             for range in ranges { prefetch(range, through: large.contains(range)) }
             let result = try body()
             lock.withLock {
@@ -213,7 +226,11 @@ package final class RemoteMirror: @unchecked Sendable {
                     if wanted.flatMap({ present.missing(in: $0) }).contains(where: { !inFlight.contains($0) }) {
                         return false
                     }
+                    // A streamed download publishing these bytes to memory wakes this too.
+                    let end = wanted.map(\.lowerBound).min() ?? 0
+                    awaitedEnds.append(end)
                     lock.wait()
+                    awaitedEnds.remove(at: awaitedEnds.firstIndex(of: end)!)
                 }
             }
             if done { return }
@@ -332,14 +349,19 @@ package final class RemoteMirror: @unchecked Sendable {
         if freed && waitingForRoom > 0 { lock.broadcast() }
     }
 
-    /// A streamed read is over: what it left unread in memory goes (it was never cached).
-    private func endStreaming(_ ranges: [Range<UInt64>]) {
+    /// A streamed read is over: what it left unread in memory goes (it was never cached), its
+    /// download stops (``offer(_:at:filling:)`` sees the read gone), and any part that went to
+    /// the file is recorded as used, so that the cache limit can evict it.
+    private func endStreaming(_ ranges: [Range<UInt64>], budget: Int) {
         lock.withLock {
             for r in ranges {
                 streaming[r, default: 1] -= 1
                 if streaming[r] == 0 { streaming[r] = nil }
+                if present.overlap(with: RangeSet([r])) > 0 { touch(r) }
             }
+            windowLimit -= budget
             release { piece in !streaming.keys.contains { $0.contains(piece.start) } }
+            evict()
             lock.broadcast()
         }
     }
@@ -347,16 +369,25 @@ package final class RemoteMirror: @unchecked Sendable {
     /// Hands bytes of a streamed read to memory: they are copied into the piece the download
     /// fills without the lock, and published (made visible to readers) every `publishEvery`
     /// bytes, when the piece is full, and by ``seal(_:)`` at the end.
-    /// - Returns: How many bytes (from the start) memory took; the rest must go to the file
-    ///   (no streamed read wants them, or the reader took none for `streamPatience`).
-    private func offer(_ bytes: UnsafeRawBufferPointer, at offset: UInt64, filling: StreamFill) -> Int {
+    /// - Returns: How many bytes (from the start) memory took. The rest go to the file when the
+    ///   reader took nothing for `streamPatience` (from then on, all of this download's bytes do:
+    ///   one wait, not one per piece); `stop` when no streamed read wants them any more.
+    private func offer(
+        _ bytes: UnsafeRawBufferPointer, at offset: UInt64, filling: StreamFill
+    ) -> (taken: Int, stop: Bool) {
+        if filling.spilling { return (0, false) }
         var done = 0
         while done < bytes.count {
             let at = offset + UInt64(done)
             if filling.piece == nil || filling.piece!.end != at || filling.piece!.isFull {
                 seal(filling)
-                guard let piece = newPiece(at: at) else { return done }
-                filling.piece = piece
+                switch newPiece(at: at) {
+                case .piece(let piece): filling.piece = piece
+                case .noRoom:
+                    filling.spilling = true
+                    return (done, false)
+                case .unwanted: return (done, true)
+                }
             }
             let piece = filling.piece!
             let n = piece.write(UnsafeRawBufferPointer(rebasing: bytes[done...]))
@@ -366,7 +397,7 @@ package final class RemoteMirror: @unchecked Sendable {
                 publish(piece)
             }
         }
-        return done
+        return (done, false)
     }
 
     /// Readers see a piece's bytes in steps of this many (each step takes the lock once).
@@ -400,26 +431,33 @@ package final class RemoteMirror: @unchecked Sendable {
         }
     }
 
+    private enum NewPiece {
+        case piece(WindowPiece)
+        /// The readers took nothing for `streamPatience`.
+        case noRoom
+        /// No streamed read wants these bytes (it ended, or the mirror is poisoned).
+        case unwanted
+    }
+
     /// A new piece for bytes from `at`, after waiting (up to the patience) for room.
-    /// - Returns: `nil` when no streamed read wants the bytes or the reader took none.
-    private func newPiece(at: UInt64) -> WindowPiece? {
+    private func newPiece(at: UInt64) -> NewPiece {
         lock.withLock {
-            guard poisoned == nil, streaming.keys.contains(where: { $0.contains(at) }) else { return nil }
+            guard poisoned == nil, streaming.keys.contains(where: { $0.contains(at) }) else { return .unwanted }
             let deadline = Date(timeIntervalSinceNow: options.streamPatience)
-            while windowHeld + WindowPiece.size > max(options.streamWindow, 2 * WindowPiece.size) {
+            while windowHeld + WindowPiece.size > windowLimit {
                 let before = windowHeld
                 waitingForRoom += 1
                 let woken = lock.wait(until: deadline)
                 waitingForRoom -= 1
-                if !woken && windowHeld >= before { return nil }
+                if !woken && windowHeld >= before { return .noRoom }
+                // The read may have ended while this waited.
+                guard poisoned == nil, streaming.keys.contains(where: { $0.contains(at) }) else { return .unwanted }
             }
-            // The read may have ended while this waited.
-            guard streaming.keys.contains(where: { $0.contains(at) }) else { return nil }
             let piece = WindowPiece(at: at)
             window.append(piece)
             windowHeld += piece.storage.count
             windowPeak = max(windowPeak, windowHeld)
-            return piece
+            return .piece(piece)
         }
     }
 
@@ -451,7 +489,9 @@ package final class RemoteMirror: @unchecked Sendable {
                     defer { seal(filling) }
                     do {
                         try client.fetch(range, gathering: !through) { [self] bytes, at in
-                            let taken = through ? offer(bytes, at: at, filling: filling) : 0
+                            let (taken, stop) = through ? offer(bytes, at: at, filling: filling) : (0, false)
+                            // The read is over: stop downloading bytes nobody will read.
+                            if stop { throw AssetPackError(.remote, "the streamed read ended") }
                             guard taken < bytes.count else { return }
                             let piece = UnsafeRawBufferPointer(rebasing: bytes[taken...])
                             let offset = at + UInt64(taken)
@@ -632,9 +672,10 @@ private final class WindowPiece: @unchecked Sendable {
     func release() { Self.spare.give(storage) }
 }
 
-/// The piece one streamed download is filling.
+/// The piece one streamed download is filling, and whether it now writes to the file.
 private final class StreamFill: @unchecked Sendable {
     var piece: WindowPiece?
+    var spilling = false
 }
 
 private final class SpareBuffers: @unchecked Sendable {

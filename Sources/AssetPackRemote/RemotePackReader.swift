@@ -141,10 +141,16 @@ package final class RemotePackReader: PackReader, @unchecked Sendable {
         // No span: no such entry, which the local reader reports.
         guard let span else { return try read() }
         do {
-            return try mirror.using([span], prefetching: streams(path), read)
+            return try mirror.using([span], prefetching: streams(path), largestRead: largestRead, read)
         } catch let error as AssetPackError {
             throw mirror.naming(error)
         }
+    }
+
+    /// The largest single read the local reader makes of an entry's bytes: a container chunk,
+    /// or the zip decoder's piece. A streamed read's window holds at least two of them.
+    private var largestRead: Int {
+        (local as? ContainerPackReader)?.largestRead ?? BulkAESDecoder.defaultChunkSize
     }
 
     /// Whether every read of `path`'s bytes goes through the local reader's read hook.

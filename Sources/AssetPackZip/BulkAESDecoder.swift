@@ -33,7 +33,9 @@ package struct BulkAESDecoder {
     /// Limits applied before any allocation.
     package var limits: ReadLimits
     /// Raw bytes processed per step (and the size of streamed chunks).
-    package var chunkSize = 256 << 10
+    package var chunkSize = BulkAESDecoder.defaultChunkSize
+    /// The pieces the decoder reads and works on.
+    package static let defaultChunkSize = 256 << 10
     /// Stored entries from this size up are read with HMAC-SHA1 on a second thread (`.max`: never).
     package var pipelineThreshold = 8 << 20
 

@@ -49,9 +49,14 @@ extension AssetPackCommand {
             guard let output else {
                 return try reader.writeVerified(entry, to: STDOUT_FILENO, outputName: "standard output")
             }
-            guard AtomicFile.isStream(output) else {
+            switch AtomicFile.stream(output) {
+            case nil:
                 return try AtomicFile.write(output) { fd in try reader.writeVerified(entry, to: fd, outputName: output)
                 }
+            case .descriptor(let fd):
+                return try reader.writeVerified(entry, to: fd, outputName: output)
+            case .device:
+                break
             }
             // A device or FIFO (`-o /dev/null`) is written into, like standard output.
             let fd: FileDescriptor

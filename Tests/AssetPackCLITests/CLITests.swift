@@ -207,13 +207,15 @@ import Testing
         #expect(Self.isFIFO(fifo), "the FIFO was replaced")
 
         // A name of a descriptor that is a regular file (`-o /dev/stdout` with stdout redirected
-        // to a file) is written through, not replaced. /proc/self/fd/1 stands in for /dev/stdout.
+        // to a file) is written through the descriptor, not replaced, and a `>>` stays an
+        // append. /proc/self/fd/1 stands in for /dev/stdout.
         let redirected = dir.appending("stdout").path
+        try Data("HEAD".utf8).write(to: URL(fileURLWithPath: redirected))
         let shell = try CLI.run(
-            ["-c", "exec \"$0\" cat \"$1\" a.bin -o /proc/self/fd/1 > \"$2\"", CLI.binary.path, pack, redirected],
+            ["-c", "exec \"$0\" cat \"$1\" a.bin -o /proc/self/fd/1 >> \"$2\"", CLI.binary.path, pack, redirected],
             password: Self.password, executable: "/bin/sh")
         #expect(shell.status == 0, "\(shell.stderr)")
-        #expect(FileManager.default.contents(atPath: redirected) == Data(bytes))
+        #expect(FileManager.default.contents(atPath: redirected) == Data("HEAD".utf8) + Data(bytes))
 
         for arguments in [
             ["pack", dir.appending("src").path, "--output", fifo, "--format", format.rawValue],

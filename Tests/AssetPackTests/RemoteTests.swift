@@ -169,6 +169,37 @@ import Testing
         #expect(slowly == files["b-huge.bin"])
         #expect(slow.mirror.held.overlap(with: RangeSet([span])) > 0, "nothing went to the file")
         #expect(slow.mirror.windowBytes == 0)
+
+        // A read that ends early (its consumer throws) stops its download: nothing of the span
+        // goes on into the file.
+        struct Stop: Error {}
+        let early = try RemotePackReader(url: nginx.url("p.pack"), credential: .password("pw"), options: Self.options)
+        #expect(throws: Stop.self) { try early.stream("b-huge.bin") { _ in throw Stop() } }
+        Thread.sleep(forTimeInterval: 1)
+        #expect(early.mirror.held.overlap(with: RangeSet([span])) == 0, "the download went on into the file")
+        #expect(early.mirror.windowBytes == 0)
+    }
+
+    /// A container whose chunks are as large as the default window (4 MiB) streams without
+    /// falling back to the file: the window holds two of the reader's largest reads.
+    @Test func chunksAsLargeAsTheWindowStillStream() throws {
+        let files = ["a-first.bin": testBytes(200_000, seed: 3), "z-big.bin": testBytes(9_000_000, seed: 4)]
+        let source = try dir.write(files, under: "src-chunks")
+        var options = PackOptions()
+        options.format = .container
+        options.credential = .password("pw")
+        options.container.kdf = .scrypt(logN: 10, r: 8, p: 1)
+        options.container.chunkSize = 4 << 20
+        try FileManager.default.createDirectory(at: dir.appending("www"), withIntermediateDirectories: true)
+        try AssetPacks.pack(source: source, to: dir.appending("www/chunks.pack"), options: options)
+        let nginx = try NginxServer(root: dir.appending("www"))
+        var remote = Self.options
+        remote.streamPatience = 5  // a read that cannot fit would wait this long per piece
+        let reader = try RemotePackReader(
+            url: nginx.url("chunks.pack"), credential: .password("pw"), options: remote)
+        let span = try #require(reader.local.storedSpan("z-big.bin"))
+        #expect(try reader.read("z-big.bin") == files["z-big.bin"])
+        #expect(reader.mirror.held.overlap(with: RangeSet([span])) == 0, "fell back to the file")
     }
 
     @Test func aServerThatIgnoresRangeIsRefused() throws {
