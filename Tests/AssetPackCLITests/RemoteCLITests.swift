@@ -129,4 +129,27 @@ import Testing
         #expect(untrusted.status == 5, "\(untrusted.stderr)")
         #expect(!FileManager.default.fileExists(atPath: dir.appending("home2/p.zip").path))
     }
+
+    /// On a pseudo-terminal (util-linux `script`), `install URL` draws a progress line in MiB
+    /// before its summary; `--quiet` draws nothing.
+    @Test(
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "util-linux script is not installed"))
+    func installShowsProgressOnATerminal() throws {
+        _ = try setUp("container")
+        let nginx = try NginxServer(root: dir.appending("www"))
+        let url = nginx.url("p.container").absoluteString
+        func onTerminal(_ home: String, _ extra: String) throws -> String {
+            let command = "'\(CLI.binary.path)' install '\(url)' --into '\(dir.appending(home).path)' \(extra)"
+            let run = try CLI.run(["-qec", command, "/dev/null"], password: "pw", executable: "/usr/bin/script")
+            #expect(run.status == 0, "\(run.stderr)")
+            return run.text
+        }
+        let screen = try onTerminal("tty", "")
+        #expect(screen.contains("\r["), "no progress line: \(screen.debugDescription)")
+        #expect(screen.contains("MiB") && screen.contains("p.container"), "\(screen.debugDescription)")
+        #expect(screen.contains("downloaded"), "\(screen.debugDescription)")
+        let quiet = try onTerminal("tty-quiet", "--quiet")
+        #expect(!quiet.contains("\r[") && !quiet.contains("downloaded"), "\(quiet.debugDescription)")
+    }
 }
