@@ -185,10 +185,12 @@ BENCH_DIR ?= .build/bench-pack
 BENCH_RUNS ?= 5
 .PHONY: bench-pack
 ## bench-remote: remote packs over a real nginx on loopback (Benchmarks/bench-remote.sh): bytes and
-## requests for one 4 KiB read and for an update after one file changed, and throughput against curl.
+## requests for one 4 KiB read and for an update after one file changed, throughput against curl, and
+## the HTTP client itself against curl and a bare URLSession (Benchmarks/Sources/TransportBench).
 .PHONY: bench-remote
 bench-remote: release test-deps
 	@command -v hyperfine >/dev/null || $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq hyperfine
+	$(SWIFT) build -c release --product TransportBench
 	Benchmarks/bench-remote.sh "$(RELEASE_BIN)" .build/bench-remote
 
 bench-pack: release

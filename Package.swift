@@ -84,6 +84,9 @@ let package = Package(
             name: "ContainerBench", dependencies: ["AssetPackContainer", "AssetPackCrypto"],
             path: "Benchmarks/Sources/ContainerBench"),
         .executableTarget(name: "ZipAESBench", dependencies: ["AssetPack"], path: "Benchmarks/Sources/ZipAESBench"),
+        // The HTTP client against a bare URLSession, for make bench-remote's transport comparison.
+        .executableTarget(
+            name: "TransportBench", dependencies: ["AssetPackRemote"], path: "Benchmarks/Sources/TransportBench"),
 
         // Shared test helpers: temporary trees, deterministic bytes, running the built CLI.
         .target(name: "AssetPackTestSupport", dependencies: ["AssetPackCore"], path: "Tests/AssetPackTestSupport"),

@@ -5,7 +5,8 @@
 #   2. an installed pack updated after one 4 KiB file changed: bytes downloaded, from the log;
 #   3. the 64 MiB random entry read by `assetpack cat URL` against `curl` fetching the same
 #      byte range, and against `assetpack cat` of the local pack (hyperfine, medians); then the
-#      entry read alone (`cat --timing`) against curl's transfer time (`-w %{time_total}`).
+#      entry read alone (`cat --timing`) against curl's transfer time (`-w %{time_total}`);
+#   4. the transport alone: 64 MiB fetched by curl, by AssetPack's HTTP client, by URLSession.
 # Usage: Benchmarks/bench-remote.sh ASSETPACK_BINARY WORK_DIR   (make bench-remote runs it)
 set -euo pipefail
 bin=$(realpath "$1")
@@ -105,6 +106,25 @@ for fmt in zip container; do
 
   throughput "$fmt" "$pack"
 done
+
+# The transport alone: the same 64 MiB of the pack fetched and discarded by curl, by AssetPack's
+# HTTP client (libcurl), and by a bare Foundation URLSession (docs/REMOTE.md, "Transport").
+transport="$(dirname "$bin")/TransportBench"
+if [ -x "$transport" ]; then
+  n=$((64 << 20))
+  hyperfine -N --warmup 2 --runs "${BENCH_RUNS:-10}" --export-json "$work/transport.json" \
+    -n "curl" "curl -s -r 0-$((n - 1)) -o /dev/null $base/bench.apack" \
+    -n "HTTPRangeClient (libcurl)" "$transport $base/bench.apack $n client" \
+    -n "URLSession" "$transport $base/bench.apack $n urlsession" >/dev/null
+  python3 - "$work/transport.json" <<'EOF'
+import json, statistics, sys
+r = json.load(open(sys.argv[1]))["results"]
+m = {x["command"]: statistics.median(x["times"]) for x in r}
+c = m["curl"]
+print("transport, 64 MiB over loopback (whole processes, medians): " +
+      ", ".join("%s %.1f ms = %.2fx" % (k, v * 1e3, v / c) for k, v in m.items()))
+EOF
+fi
 
 # The same read with a raw-key container: no KDF at open, so the comparison is download,
 # decryption and verification against the download alone.

@@ -65,22 +65,21 @@ package final class RemoteMirror: @unchecked Sendable {
     private var window: [WindowPiece] = []
     private var windowHeld = 0
     private var windowPeak = 0
+    /// The memory the streamed reads under way may hold, together.
+    private var windowLimit = 0
     /// The ends of the ranges readers wait for, and how many downloads wait for room: a
     /// piece wakes the waiting threads only when one of them can go on (libcurl hands over
     /// pieces of 16 KiB; waking every reader for each would cost more than the copying).
     private var awaitedEnds: [UInt64] = []
-    /// The memory the streamed reads under way may hold, together.
-    private var windowLimit = 0
     private var waitingForRoom = 0
 
     /// Opens `url` with one request (the first `probeSize` bytes, which also gives the size and
     /// version) into a new mirror in a private temporary directory.
     package convenience init(url: URL, options: Options = Options()) throws {
         let client = try HTTPRangeClient(url: url, retry: options.retry)
-        var probe: [UInt8] = []
         let collected = Collected()
         try client.fetch(0..<options.probeSize) { piece, _ in collected.append(piece) }
-        probe = collected.bytes
+        let probe = collected.bytes
         guard let version = client.version else {
             throw AssetPackError(.remote, "\(url.absoluteString): no response")
         }
@@ -199,16 +198,14 @@ package final class RemoteMirror: @unchecked Sendable {
         for _ in 0..<8 {
             let claimed: [Range<UInt64>] = try lock.withLock {
                 if let poisoned { throw poisoned }
-                let claim = wanted.flatMap { present.missing(in: $0) }.flatMap { inFlight.missing(in: $0) }
-                for piece in claim { inFlight.insert(piece) }
-                return claim
+                return claim(wanted)
             }
             let plan = Self.plan(claimed, gap: options.coalescingGap, maxRequest: options.maxRequest)
             if !plan.isEmpty {
                 do {
                     try run(plan, progress: progress)
                 } catch {
-                    if let changed = client.changeDetected { lock.withLock { poisoned = changed } }
+                    poisonIfChanged()
                     throw error
                 }
             }
@@ -227,16 +224,34 @@ package final class RemoteMirror: @unchecked Sendable {
                         return false
                     }
                     // A streamed download publishing these bytes to memory wakes this too.
-                    let end = wanted.map(\.lowerBound).min() ?? 0
-                    awaitedEnds.append(end)
-                    lock.wait()
-                    awaitedEnds.remove(at: awaitedEnds.firstIndex(of: end)!)
+                    waitForBytes(upTo: wanted.map(\.lowerBound).min() ?? 0)
                 }
             }
             if done { return }
         }
         throw AssetPackError(
             .remote, "\(client.url.absoluteString): bytes could not be fetched (other fetches kept failing)")
+    }
+
+    /// Claims the parts of `ranges` neither held nor in flight, for this thread to fetch.
+    /// Called with the lock held.
+    private func claim(_ ranges: [Range<UInt64>]) -> [Range<UInt64>] {
+        let claimed = ranges.flatMap { present.missing(in: $0) }.flatMap { inFlight.missing(in: $0) }
+        for piece in claimed { inFlight.insert(piece) }
+        return claimed
+    }
+
+    /// After a failed fetch: if it failed because the file changed, every later call fails too.
+    private func poisonIfChanged() {
+        if let changed = client.changeDetected { lock.withLock { poisoned = changed } }
+    }
+
+    /// Waits (lock held) until bytes arrive; a streamed download wakes the waiter only once it
+    /// has published bytes up to `end`.
+    private func waitForBytes(upTo end: UInt64) {
+        awaitedEnds.append(end)
+        lock.wait()
+        awaitedEnds.remove(at: awaitedEnds.firstIndex(of: end)!)
     }
 
     /// Starts fetching `range` in the background, in order; a later ``ensure(_:progress:)`` (or
@@ -247,10 +262,7 @@ package final class RemoteMirror: @unchecked Sendable {
         // Claimed now, so that the reader's first read waits for these bytes instead of
         // racing the background thread to fetch them.
         let claimed: [Range<UInt64>] = lock.withLock {
-            guard poisoned == nil else { return [] }
-            let claim = present.missing(in: range.clamped(to: 0..<size)).flatMap { inFlight.missing(in: $0) }
-            for piece in claim { inFlight.insert(piece) }
-            return claim
+            poisoned == nil ? claim([range.clamped(to: 0..<size)]) : []
         }
         // A streamed read is one request per missing piece: the bytes are wanted in order, and
         // each extra request would cost a round trip with the connection idle.
@@ -259,9 +271,7 @@ package final class RemoteMirror: @unchecked Sendable {
         Thread.detachNewThread { [self] in
             // A failure gives the claims back; the reads waiting for them fetch for themselves
             // and meet the error there.
-            do { try run(plan, progress: nil, through: through) } catch {
-                if let changed = client.changeDetected { lock.withLock { poisoned = changed } }
-            }
+            do { try run(plan, progress: nil, through: through) } catch { poisonIfChanged() }
         }
     }
 
@@ -288,14 +298,22 @@ package final class RemoteMirror: @unchecked Sendable {
                 }
                 // Missing and nobody fetching it: fetch it into the file.
                 if missing.contains(where: { !inFlight.contains($0) }) { return nil }
-                awaitedEnds.append(range.upperBound)
-                lock.wait()
-                awaitedEnds.remove(at: awaitedEnds.firstIndex(of: range.upperBound)!)
+                waitForBytes(upTo: range.upperBound)
             }
         }
         guard let pieces else {
             try ensure([range], touching: false)
             return false
+        }
+        defer {
+            lock.withLock {
+                for (piece, part) in pieces {
+                    piece.pins -= 1
+                    piece.taken += Int(part.upperBound - part.lowerBound)
+                    piece.releaseIfUnused()  // dropped while this copied
+                }
+                release { $0.taken >= $0.count && $0.sealed }
+            }
         }
         var filled = RangeSet()
         for (piece, part) in pieces {
@@ -306,31 +324,14 @@ package final class RemoteMirror: @unchecked Sendable {
                 .copyMemory(from: UnsafeRawBufferPointer(rebasing: piece.storage[from..<from + n]))
             filled.insert(part)
         }
-        var failure: (any Error)?
         for part in filled.missing(in: range) {
             // The rest went to the file (a download that ran out of patience); the read holds
             // the span, so it is not evicted meanwhile.
             let to = Int(part.lowerBound - range.lowerBound)
-            let target = UnsafeMutableRawBufferPointer(
-                rebasing: buffer[to..<to + Int(part.upperBound - part.lowerBound)])
-            do {
-                guard try fd.preadFully(into: target, at: part.lowerBound) == target.count else {
-                    throw AssetPackError(.integrityFailure, "the remote pack is truncated")
-                }
-            } catch let error as Errno {
-                failure = error.io("cannot read \(path)")
-            } catch { failure = error }
+            try readFile(
+                into: UnsafeMutableRawBufferPointer(rebasing: buffer[to..<to + Int(part.upperBound - part.lowerBound)]),
+                at: part.lowerBound)
         }
-        lock.withLock {
-            for (piece, part) in pieces {
-                piece.pins -= 1
-                piece.taken += Int(part.upperBound - part.lowerBound)
-                // Dropped while this copied: its buffer goes now.
-                if piece.dropped && piece.pins == 0 && piece.sealed { piece.release() }
-            }
-            release { $0.taken >= $0.count && $0.sealed }
-        }
-        if let failure { throw failure }
         return true
     }
 
@@ -342,7 +343,7 @@ package final class RemoteMirror: @unchecked Sendable {
             guard done(piece) else { return false }
             windowHeld -= piece.storage.count
             piece.dropped = true
-            if piece.pins == 0 && piece.sealed { piece.release() }
+            piece.releaseIfUnused()
             freed = true
             return true
         }
@@ -424,7 +425,7 @@ package final class RemoteMirror: @unchecked Sendable {
         lock.withLock {
             piece.sealed = true
             if piece.dropped {
-                if piece.pins == 0 { piece.release() }
+                piece.releaseIfUnused()
             } else if piece.taken >= piece.count {
                 release { $0 === piece }
             }
@@ -536,14 +537,16 @@ package final class RemoteMirror: @unchecked Sendable {
     package func read(_ offset: UInt64, _ count: Int) throws -> [UInt8] {
         try ensure([offset..<offset + UInt64(count)])
         return try [UInt8](unsafeUninitializedCapacity: count) { buffer, n in
-            let got: Int
-            do { got = try fd.preadFully(into: UnsafeMutableRawBufferPointer(buffer), at: offset) } catch let e as Errno
-            {
-                throw e.io("cannot read \(path)")
-            }
-            guard got == count else { throw AssetPackError(.integrityFailure, "the remote pack is truncated") }
+            try readFile(into: UnsafeMutableRawBufferPointer(buffer), at: offset)
             n = count
         }
+    }
+
+    /// Fills `buffer` from the mirror file at `offset`.
+    private func readFile(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws {
+        let got: Int
+        do { got = try fd.preadFully(into: buffer, at: offset) } catch { throw error.io("cannot read \(path)") }
+        guard got == buffer.count else { throw AssetPackError(.integrityFailure, "the remote pack is truncated") }
     }
 
     /// `error` with the mirror file's path replaced by the URL it mirrors.
@@ -669,7 +672,14 @@ private final class WindowPiece: @unchecked Sendable {
         return n
     }
 
-    func release() { Self.spare.give(storage) }
+    /// Gives the buffer back once the piece is out of the window, sealed and unpinned (each of
+    /// those three changes calls this; the last one releases). Called with the mirror's lock held.
+    func releaseIfUnused() {
+        guard dropped, sealed, pins == 0, !released else { return }
+        released = true
+        Self.spare.give(storage)
+    }
+    private var released = false
 }
 
 /// The piece one streamed download is filling, and whether it now writes to the file.
