@@ -260,10 +260,5 @@ public final class AssetLibrary: Sendable {
 /// resumes the caller with its result, so neither an actor nor the cooperative thread pool is
 /// blocked.
 func offExecutor<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try Task.checkCancellation()
-    return try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global(qos: .userInitiated).async {
-            continuation.resume(with: Result { try work() })
-        }
-    }
+    try await Cancellation.offExecutor(work)
 }

@@ -11,7 +11,9 @@ import Foundation
 /// server that ignores `Range` is refused the same way. Transient failures (connection errors,
 /// timeouts, 5xx, 408, 429, a body cut short) are retried with exponential backoff, resuming
 /// after the bytes already received. Bodies are streamed to the caller's sink: memory does not
-/// grow with the range.
+/// grow with the range. Every request keeps ``TransferLimits``: a deadline and a minimum
+/// sustained rate, checked by libcurl's progress callback, which also stops a transfer as soon
+/// as its ``Cancellation`` is cancelled.
 ///
 /// The transport is libcurl, the system's (docs/REMOTE.md, "Transport", says why not
 /// `URLSession` or AsyncHTTPClient). This type is the one user of it. A request runs on the
@@ -43,7 +45,7 @@ package final class HTTPRangeClient: @unchecked Sendable {
     /// The remote file.
     package let url: URL
     package let retry: Retry
-    private let timeout: TimeInterval
+    package let limits: TransferLimits
     private let handles = HandlePool()
     private let lock = NSLock()
     private var pinned: Version?
@@ -52,14 +54,14 @@ package final class HTTPRangeClient: @unchecked Sendable {
 
     /// - Parameters:
     ///   - url: An `http` or `https` URL.
-    ///   - timeout: How long connecting may take, and how long a transfer may go without a byte.
-    package init(url: URL, retry: Retry = Retry(), timeout: TimeInterval = 30) throws {
+    ///   - limits: Every request's deadlines and minimum rate.
+    package init(url: URL, retry: Retry = Retry(), limits: TransferLimits = .default) throws {
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", url.host != nil else {
             throw AssetPackError(.invalidArgument, "\(url.absoluteString) is not an http:// or https:// URL")
         }
         self.url = url
         self.retry = retry
-        self.timeout = timeout
+        self.limits = limits
         Curl.initializeOnce()
     }
 
@@ -76,16 +78,19 @@ package final class HTTPRangeClient: @unchecked Sendable {
     /// piece to `sink(piece, fileOffset)` in order.
     /// - Parameter gathering: Gather pieces into 1 MiB before they go to `sink` (few large
     ///   writes to a file), or hand over each piece as it arrives (a sink that copies anyway).
-    /// - Throws: `.remote` (refused or failing server, or a changed file), `.integrityFailure`
-    ///   (the file is shorter than the range), whatever `sink` throws.
+    /// - Parameter cancellation: Stops the transfer (within about a second) when cancelled.
+    /// - Throws: `.remote` (refused or failing server, a changed file, a broken deadline or
+    ///   rate), `.integrityFailure` (the file is shorter than the range), `CancellationError`,
+    ///   whatever `sink` throws.
     package func fetch(
-        _ range: Range<UInt64>, gathering: Bool = true,
+        _ range: Range<UInt64>, gathering: Bool = true, cancellation: Cancellation? = Cancellation.current,
         into sink: @escaping @Sendable (UnsafeRawBufferPointer, UInt64) throws -> Void
     ) throws {
         var next = range.lowerBound
         var attempt = 0
         while next < range.upperBound {
-            let outcome = request(next..<range.upperBound, gathering: gathering, sink: sink)
+            try cancellation?.check()
+            let outcome = request(next..<range.upperBound, gathering: gathering, cancellation: cancellation, sink: sink)
             // Real progress (1 MiB) forgives a failure: a long transfer cut now and then goes
             // on; a server that cuts every body early still fails after `attempts`.
             let progressed = outcome.reached >= next + Self.progressThatCounts
@@ -106,10 +111,26 @@ package final class HTTPRangeClient: @unchecked Sendable {
                         .remote,
                         "\(url.absoluteString): \(outcome.detail ?? "transfer failed") (after \(attempt) attempts)")
                 }
-                Thread.sleep(forTimeInterval: retry.initialDelay * Double(1 << (attempt - 1)))
+                try Self.pause(retry.initialDelay * Double(1 << (attempt - 1)), cancellation: cancellation)
+            case .failure(.slow(let error)):
+                // Too slow or past its deadline: worth another request only if this one got
+                // somewhere (a long download on a network that dips), never against a drip.
+                if progressed { continue }
+                throw error
+            case .failure(.cancelled):
+                throw CancellationError()
             case .failure(.fatal(let error)):
                 throw error
             }
+        }
+    }
+
+    /// Sleeps `seconds` between attempts, waking early to throw when cancelled.
+    private static func pause(_ seconds: TimeInterval, cancellation: Cancellation?) throws {
+        let until = Date(timeIntervalSinceNow: seconds)
+        while Date() < until {
+            try cancellation?.check()
+            Thread.sleep(forTimeInterval: min(0.05, max(0, until.timeIntervalSinceNow)))
         }
     }
 
@@ -121,9 +142,13 @@ package final class HTTPRangeClient: @unchecked Sendable {
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return nil }
         components.path += suffix
         guard let sidecarURL = components.url else { return nil }
-        let transfer = Transfer(collectingUpTo: 4096)
+        let transfer = Transfer(collectingUpTo: 4096, watchdog: Watchdog(limits, Cancellation.current))
         lock.withLock { counters.requests += 1 }
         let result = perform(transfer, url: sidecarURL, headers: ["Range: bytes=0-4095"])
+        if let verdict = transfer.watchdog.verdict {
+            if case .cancelled = verdict { throw CancellationError() }
+            throw AssetPackError(.remote, "\(sidecarURL.absoluteString): \(verdict.describe(limits))")
+        }
         if result != CURLE_OK && !(result == CURLE_WRITE_ERROR && transfer.collected.count >= 4096) {
             throw AssetPackError(.remote, "\(sidecarURL.absoluteString): \(Curl.describe(result))")
         }
@@ -142,6 +167,9 @@ package final class HTTPRangeClient: @unchecked Sendable {
 
     enum Failure: Error {
         case transient
+        /// The request broke its deadline or the minimum rate.
+        case slow(AssetPackError)
+        case cancelled
         case fatal(AssetPackError)
     }
 
@@ -153,7 +181,7 @@ package final class HTTPRangeClient: @unchecked Sendable {
     }
 
     private func request(
-        _ range: Range<UInt64>, gathering: Bool,
+        _ range: Range<UInt64>, gathering: Bool, cancellation: Cancellation?,
         sink: @escaping @Sendable (UnsafeRawBufferPointer, UInt64) throws -> Void
     ) -> Outcome {
         var headers = ["Range: bytes=\(range.lowerBound)-\(range.upperBound - 1)", "Accept-Encoding: identity"]
@@ -166,8 +194,9 @@ package final class HTTPRangeClient: @unchecked Sendable {
         let state = RangeState(
             client: self, start: range.lowerBound, end: range.upperBound, gathering: gathering, sink: sink)
         lock.withLock { counters.requests += 1 }
-        let result = perform(Transfer(state), url: url, headers: headers)
-        state.complete(result)
+        let transfer = Transfer(state, watchdog: Watchdog(limits, cancellation))
+        let result = perform(transfer, url: url, headers: headers)
+        state.complete(result, verdict: transfer.watchdog.verdict)
         return state.outcome()
     }
 
@@ -180,7 +209,7 @@ package final class HTTPRangeClient: @unchecked Sendable {
         defer { curl_slist_free_all(list) }
         let box = Unmanaged.passRetained(transfer)
         defer { box.release() }
-        let seconds = max(1, Int(timeout.rounded(.up)))
+        let connectMilliseconds = max(1, Int((limits.connectTimeout * 1000).rounded(.up)))
         // Options that fail to set leave libcurl's default; the transfer then reports what failed.
         _ = assetpack_curl_setopt_string(handle, CURLOPT_URL, url.absoluteString)
         _ = assetpack_curl_setopt_pointer(handle, CURLOPT_HTTPHEADER, UnsafeMutableRawPointer(list))
@@ -193,9 +222,12 @@ package final class HTTPRangeClient: @unchecked Sendable {
         _ = assetpack_curl_setopt_long(handle, CURLOPT_FOLLOWLOCATION, 1)
         _ = assetpack_curl_setopt_long(handle, CURLOPT_MAXREDIRS, 5)
         _ = assetpack_curl_setopt_long(handle, CURLOPT_NOSIGNAL, 1)
-        _ = assetpack_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT, seconds)
-        _ = assetpack_curl_setopt_long(handle, CURLOPT_LOW_SPEED_LIMIT, 1)
-        _ = assetpack_curl_setopt_long(handle, CURLOPT_LOW_SPEED_TIME, seconds)
+        _ = assetpack_curl_setopt_long(handle, CURLOPT_CONNECTTIMEOUT_MS, connectMilliseconds)
+        // The deadline, the minimum rate and cancellation: checked on every piece and, with
+        // nothing arriving, about once a second.
+        _ = assetpack_curl_setopt_long(handle, CURLOPT_NOPROGRESS, 0)
+        _ = assetpack_curl_setopt_xferinfo(handle, Transfer.onProgress)
+        _ = assetpack_curl_setopt_pointer(handle, CURLOPT_XFERINFODATA, box.toOpaque())
         _ = assetpack_curl_setopt_long(handle, CURLOPT_BUFFERSIZE, Curl.bufferSize)
         _ = assetpack_curl_setopt_callback(handle, CURLOPT_HEADERFUNCTION, Transfer.onHeader)
         _ = assetpack_curl_setopt_pointer(handle, CURLOPT_HEADERDATA, box.toOpaque())
@@ -338,6 +370,7 @@ struct ResponseHead {
 /// body, to a range request's state or into a small buffer (the sidecar).
 private final class Transfer {
     private let state: RangeState?
+    let watchdog: Watchdog
     private let collectLimit: Int
     private(set) var collected: [UInt8] = []
     private var status = 0
@@ -345,14 +378,23 @@ private final class Transfer {
     /// The final response's head, once its blank line arrived.
     private(set) var head: ResponseHead?
 
-    init(_ state: RangeState) {
+    init(_ state: RangeState, watchdog: Watchdog) {
         self.state = state
+        self.watchdog = watchdog
         collectLimit = 0
     }
 
-    init(collectingUpTo limit: Int) {
+    init(collectingUpTo limit: Int, watchdog: Watchdog) {
         state = nil
+        self.watchdog = watchdog
         collectLimit = limit
+    }
+
+    /// libcurl's progress callback: non-zero stops the transfer (`CURLE_ABORTED_BY_CALLBACK`).
+    static let onProgress: assetpack_curl_xferinfo_callback = { context, _, downloaded, _, _ in
+        guard let context else { return 0 }
+        let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+        return transfer.watchdog.allows(downloaded: Int64(downloaded)) ? 0 : 1
     }
 
     /// One header line (libcurl hands them whole, the status line first, for every response
@@ -514,8 +556,17 @@ private final class RangeState {
 
     /// The end. Bytes received before a transient failure are good: they are kept, and a retry
     /// asks for the rest.
-    func complete(_ result: CURLcode) {
+    func complete(_ result: CURLcode, verdict: Watchdog.Verdict?) {
         if failure == nil || isTransient { _ = flush() }
+        if let verdict, failure == nil {
+            switch verdict {
+            case .cancelled: failure = .cancelled
+            default:
+                failure = .slow(
+                    AssetPackError(.remote, "\(client.url.absoluteString): \(verdict.describe(client.limits))"))
+            }
+            return
+        }
         guard result != CURLE_OK, failure == nil else { return }
         let message = Curl.describe(result)
         if Curl.isFatal(result) {
@@ -529,5 +580,69 @@ private final class RangeState {
     private var isTransient: Bool {
         if case .transient = failure { return true }
         return false
+    }
+}
+
+/// One request's deadline, minimum rate and cancellation, checked from libcurl's progress
+/// callback. The rate is measured over consecutive windows of `rateWindow` seconds from the
+/// request's start: a window that brings fewer than `minimumRate × rateWindow` bytes ends the
+/// request, so a server that drips or holds the connection fails within about two windows.
+final class Watchdog {
+    enum Verdict {
+        case cancelled
+        case deadline
+        case tooSlow(bytes: Int64)
+
+        func describe(_ limits: TransferLimits) -> String {
+            switch self {
+            case .cancelled: "cancelled"
+            case .deadline:
+                "the request did not finish within its deadline of \(seconds(limits.requestTimeout)) s (TransferLimits.requestTimeout, --request-timeout)"
+            case .tooSlow(let bytes):
+                "the server sent \(bytes) bytes in \(seconds(limits.rateWindow)) s, below the minimum rate of \(limits.minimumRate) bytes/s (TransferLimits.minimumRate, --min-rate)"
+            }
+        }
+
+        private func seconds(_ value: TimeInterval) -> String {
+            value == value.rounded() ? String(Int(value)) : String(format: "%.1f", value)
+        }
+    }
+
+    private let limits: TransferLimits
+    private let cancellation: Cancellation?
+    private let start = DispatchTime.now().uptimeNanoseconds
+    private var windowStart: UInt64
+    private var windowBytes: Int64 = 0
+    private(set) var verdict: Verdict?
+
+    init(_ limits: TransferLimits, _ cancellation: Cancellation?) {
+        self.limits = limits
+        self.cancellation = cancellation
+        windowStart = start
+    }
+
+    /// Whether the transfer may go on, with `downloaded` body bytes so far.
+    func allows(downloaded: Int64) -> Bool {
+        if verdict != nil { return false }
+        if cancellation?.isCancelled == true {
+            verdict = .cancelled
+            return false
+        }
+        let now = DispatchTime.now().uptimeNanoseconds
+        if Double(now - start) / 1e9 > limits.requestTimeout {
+            verdict = .deadline
+            return false
+        }
+        let window = Double(now - windowStart) / 1e9
+        if window >= limits.rateWindow {
+            let bytes = downloaded - windowBytes
+            if Double(bytes) < Double(limits.minimumRate) * window {
+                verdict = .tooSlow(bytes: bytes)
+                return false
+            }
+            windowStart = now
+            windowBytes = downloaded
+        }
+        return true
     }
 }

@@ -24,6 +24,11 @@ package final class RemoteMirror: @unchecked Sendable {
         package var cacheLimit: UInt64 = 256 << 20
         /// Retries of transient failures.
         package var retry = HTTPRangeClient.Retry()
+        /// Every request's deadlines and minimum rate.
+        package var transfer = TransferLimits.default
+        /// A streamed read asks for at most this many bytes per request, so that one request's
+        /// deadline (``TransferLimits/requestTimeout``) bounds a few tens of MiB, not a whole entry.
+        package var maxStreamedRequest: UInt64 = 32 << 20
         /// An install records what it downloaded after every this many bytes (what a resumed
         /// install need not fetch again).
         package var saveInterval: UInt64 = 32 << 20
@@ -42,6 +47,8 @@ package final class RemoteMirror: @unchecked Sendable {
         /// the file instead: a reader waiting for bytes behind the window would wait forever.
         package var streamPatience: TimeInterval = 0.5
         package init() {}
+        /// The defaults, with `transfer`'s deadlines.
+        package init(transfer: TransferLimits) { self.transfer = transfer }
     }
 
     package let client: HTTPRangeClient
@@ -75,14 +82,17 @@ package final class RemoteMirror: @unchecked Sendable {
 
     /// Opens `url` with one request (the first `probeSize` bytes, which also gives the size and
     /// version) into a new mirror in a private temporary directory.
-    package convenience init(url: URL, options: Options = Options()) throws {
-        let client = try HTTPRangeClient(url: url, retry: options.retry)
+    /// - Throws: `.limitExceeded` when the size the server claims exceeds `limits.maxPackSize`
+    ///   (checked before the mirror file exists); `.remote`; `.io`.
+    package convenience init(url: URL, options: Options = Options(), limits: ReadLimits = .default) throws {
+        let client = try HTTPRangeClient(url: url, retry: options.retry, limits: options.transfer)
         let collected = Collected()
         try client.fetch(0..<options.probeSize) { piece, _ in collected.append(piece) }
         let probe = collected.bytes
         guard let version = client.version else {
             throw AssetPackError(.remote, "\(url.absoluteString): no response")
         }
+        try limits.checkPackSize(version.size, of: url.absoluteString)
         let folder: String
         do {
             folder = try FileSystem.makeTemporaryDirectory(
@@ -193,6 +203,7 @@ package final class RemoteMirror: @unchecked Sendable {
         _ ranges: [Range<UInt64>], touching: Bool = true, progress: (@Sendable (UInt64) -> Void)? = nil
     ) throws {
         let wanted = ranges.map { $0.clamped(to: 0..<size) }.filter { !$0.isEmpty }
+        let cancellation = Cancellation.current
         // Rounds: a range another thread was fetching can come back missing if its fetch
         // failed; then this thread fetches it itself (and meets that error, or not).
         for _ in 0..<8 {
@@ -203,7 +214,7 @@ package final class RemoteMirror: @unchecked Sendable {
             let plan = Self.plan(claimed, gap: options.coalescingGap, maxRequest: options.maxRequest)
             if !plan.isEmpty {
                 do {
-                    try run(plan, progress: progress)
+                    try run(plan, progress: progress, cancellation: cancellation)
                 } catch {
                     poisonIfChanged()
                     throw error
@@ -212,6 +223,7 @@ package final class RemoteMirror: @unchecked Sendable {
             let done: Bool = try lock.withLock {
                 while true {
                     if let poisoned { throw poisoned }
+                    try cancellation?.check()
                     if wanted.allSatisfy(present.contains) {
                         if touching {
                             for range in wanted { touch(range) }
@@ -224,7 +236,7 @@ package final class RemoteMirror: @unchecked Sendable {
                         return false
                     }
                     // A streamed download publishing these bytes to memory wakes this too.
-                    waitForBytes(upTo: wanted.map(\.lowerBound).min() ?? 0)
+                    waitForBytes(upTo: wanted.map(\.lowerBound).min() ?? 0, cancellation: cancellation)
                 }
             }
             if done { return }
@@ -247,10 +259,14 @@ package final class RemoteMirror: @unchecked Sendable {
     }
 
     /// Waits (lock held) until bytes arrive; a streamed download wakes the waiter only once it
-    /// has published bytes up to `end`.
-    private func waitForBytes(upTo end: UInt64) {
+    /// has published bytes up to `end`. A cancellable wait wakes every 50 ms to look at it.
+    private func waitForBytes(upTo end: UInt64, cancellation: Cancellation?) {
         awaitedEnds.append(end)
-        lock.wait()
+        if cancellation == nil {
+            lock.wait()
+        } else {
+            _ = lock.wait(until: Date(timeIntervalSinceNow: 0.05))
+        }
         awaitedEnds.remove(at: awaitedEnds.firstIndex(of: end)!)
     }
 
@@ -264,14 +280,18 @@ package final class RemoteMirror: @unchecked Sendable {
         let claimed: [Range<UInt64>] = lock.withLock {
             poisoned == nil ? claim([range.clamped(to: 0..<size)]) : []
         }
-        // A streamed read is one request per missing piece: the bytes are wanted in order, and
-        // each extra request would cost a round trip with the connection idle.
-        let plan = Self.plan(claimed, gap: options.coalescingGap, maxRequest: through ? 1 << 60 : options.maxRequest)
+        // A streamed read asks for large pieces: the bytes are wanted in order, and each extra
+        // request costs a round trip with the connection idle.
+        let plan = Self.plan(
+            claimed, gap: options.coalescingGap, maxRequest: through ? options.maxStreamedRequest : options.maxRequest)
         guard !plan.isEmpty else { return }
+        let cancellation = Cancellation.current
         Thread.detachNewThread { [self] in
             // A failure gives the claims back; the reads waiting for them fetch for themselves
             // and meet the error there.
-            do { try run(plan, progress: nil, through: through) } catch { poisonIfChanged() }
+            do { try run(plan, progress: nil, through: through, cancellation: cancellation) } catch {
+                poisonIfChanged()
+            }
         }
     }
 
@@ -286,9 +306,11 @@ package final class RemoteMirror: @unchecked Sendable {
             return false
         }
         // Under the lock: find the pieces and pin them; the copying happens outside it.
+        let cancellation = Cancellation.current
         let pieces: [(piece: WindowPiece, part: Range<UInt64>)]? = try lock.withLock {
             while true {
                 if let poisoned { throw poisoned }
+                try cancellation?.check()
                 if present.contains(range) { return nil }
                 let overlapping = window.filter { $0.range.overlaps(range) }
                 let missing = present.missing(in: range).flatMap { RangeSet(overlapping.map(\.range)).missing(in: $0) }
@@ -298,7 +320,7 @@ package final class RemoteMirror: @unchecked Sendable {
                 }
                 // Missing and nobody fetching it: fetch it into the file.
                 if missing.contains(where: { !inFlight.contains($0) }) { return nil }
-                waitForBytes(upTo: range.upperBound)
+                waitForBytes(upTo: range.upperBound, cancellation: cancellation)
             }
         }
         guard let pieces else {
@@ -465,7 +487,8 @@ package final class RemoteMirror: @unchecked Sendable {
     /// Fetches `plan` (disjoint ranges, claimed in `inFlight`), `parallelRequests` at a time,
     /// or one at a time in order to a streamed read (`through`).
     private func run(
-        _ plan: [Range<UInt64>], progress: (@Sendable (UInt64) -> Void)?, through: Bool = false
+        _ plan: [Range<UInt64>], progress: (@Sendable (UInt64) -> Void)?, through: Bool = false,
+        cancellation: Cancellation?
     ) throws {
         let failure = FirstError()
         let next = Counter()
@@ -489,7 +512,8 @@ package final class RemoteMirror: @unchecked Sendable {
                     let filling = StreamFill()
                     defer { seal(filling) }
                     do {
-                        try client.fetch(range, gathering: !through) { [self] bytes, at in
+                        try client.fetch(range, gathering: !through, cancellation: cancellation) {
+                            [self] bytes, at in
                             let (taken, stop) = through ? offer(bytes, at: at, filling: filling) : (0, false)
                             // The read is over: stop downloading bytes nobody will read.
                             if stop { throw AssetPackError(.remote, "the streamed read ended") }
