@@ -24,58 +24,75 @@ extension PrivateInstaller {
     /// path component): atomically, verified, 0700/0600, resumable, and as a delta when an older
     /// version is installed under the same name (docs/REMOTE.md, "Installing").
     ///
+    /// - Before anything is written, the size the server claims is checked against
+    ///   `limits.maxPackSize` and the free space of the directory's file system; then the pack's
+    ///   structure (the container's index and signature, the zip's directory and signature
+    ///   entry) is fetched, and a signed pack's signature is checked (against `trustedKeys`, when
+    ///   given) before the bulk of it is downloaded. An unsigned pack is installed only if it can
+    ///   be checked after the download: with its `credential` (every entry is read back) or a
+    ///   `<url>.sha256` file on the server. So no install ever holds bytes of two versions.
     /// - The download goes to `.<name>.download` beside the installed pack, with its progress in
-    ///   `.<name>.download.json`: an interrupted install (a crash, a kill, a lost network) goes on
-    ///   where it stopped, if the server's file is still the same version (`ETag`, `Last-Modified`
-    ///   and size), and starts over otherwise.
+    ///   `.<name>.download.json`: an install cut by the network (or a crash or a kill) goes on
+    ///   where it stopped, if the server's file is still the same version (`ETag`,
+    ///   `Last-Modified` and size), and starts over otherwise. Any other failure (a check, a
+    ///   limit, a full disk, cancellation) removes the download.
     /// - When the remote pack is signed and a pack is installed under `name`, every entry span
     ///   (zip) or chunk (container; this needs `credential`) whose SHA-256 equals the signed
     ///   digest of a span of the installed pack is copied from it instead of downloaded. An
     ///   unsigned container (with `credential`) reuses entries whose keys, key id, size,
-    ///   plaintext digest and chunk layout match, and reads every entry back before committing;
-    ///   an unsigned zip is downloaded whole.
-    /// - Before the download replaces anything: with `trustedKeys`, the publisher signature is
-    ///   checked on every byte; a signed pack is checked against its own signature anyway (so a
-    ///   delta assembles exactly the remote file); a `<url>.sha256` file on the server, when there
-    ///   is one, must match the whole file's SHA-256.
+    ///   plaintext digest and chunk layout match; an unsigned zip is downloaded whole.
+    /// - Every request keeps `transfer`'s deadline and minimum rate.
+    /// - Cancelling the task stops the download within about a second, removes what it wrote,
+    ///   and throws `CancellationError`.
     /// - Installing the same version again makes one request and copies nothing.
     /// - Parameters:
     ///   - url: The pack's `http://` or `https://` URL.
     ///   - name: The installed file's name.
-    ///   - credential: The pack's password or key: lets a container update download only what changed.
+    ///   - credential: The pack's password or key: checks an unsigned pack, and lets a
+    ///     container update download only what changed.
+    ///   - limits: `maxPackSize` bounds the download (and the structure's sizes are checked
+    ///     against the index limits).
+    ///   - transfer: Every request's deadlines and minimum rate.
     ///   - progress: Called with bytes done (downloaded or reused) and the pack's size.
-    /// - Throws: ``AssetPackError``: `.remote` (server failures), `.untrusted`, `.integrityFailure`
-    ///   (the assembled file is not the remote one), `.io`.
+    /// - Throws: ``AssetPackError``: `.remote` (server failures, deadlines), `.untrusted`,
+    ///   `.missingPassword` (an unsigned pack that nothing could check), `.limitExceeded`,
+    ///   `.integrityFailure` (the assembled file is not the remote one), `.io` (including no
+    ///   room for the pack); `CancellationError`.
     @discardableResult
     public func install(
-        from url: URL, as name: String? = nil, credential: PackCredential? = nil,
-        progress: (@Sendable (_ done: UInt64, _ total: UInt64) -> Void)? = nil
+        from url: URL, as name: String? = nil, credential: PackCredential? = nil, limits: ReadLimits = .default,
+        transfer: TransferLimits = .default, progress: (@Sendable (_ done: UInt64, _ total: UInt64) -> Void)? = nil
     ) async throws -> RemoteInstallation {
-        try await offExecutor {
-            try installRemote(url, as: name, credential: credential, progress: progress)
+        var options = RemoteMirror.Options()
+        options.transfer = transfer
+        return try await offExecutor { [options] in
+            try installRemote(
+                url, as: name, credential: credential, limits: limits, options: options, progress: progress)
         }
     }
 
-    /// ``install(from:as:credential:progress:)``, blocking.
+    /// ``install(from:as:credential:limits:transfer:progress:)``, blocking.
     @discardableResult
     package func installRemote(
-        _ url: URL, as name: String? = nil, credential: PackCredential? = nil,
+        _ url: URL, as name: String? = nil, credential: PackCredential? = nil, limits: ReadLimits = .default,
         options: RemoteMirror.Options = RemoteMirror.Options(),
         progress: (@Sendable (_ done: UInt64, _ total: UInt64) -> Void)? = nil
     ) throws -> RemoteInstallation {
         try locked(name: name ?? url.lastPathComponent) { name in
-            try installRemote(url, locked: name, credential: credential, options: options, progress: progress)
+            try installRemote(
+                url, locked: name, credential: credential, limits: limits, options: options, progress: progress)
         }
     }
 
     private func installRemote(
-        _ url: URL, locked name: String, credential: PackCredential?, options: RemoteMirror.Options,
-        progress: (@Sendable (_ done: UInt64, _ total: UInt64) -> Void)?
+        _ url: URL, locked name: String, credential: PackCredential?, limits: ReadLimits,
+        options: RemoteMirror.Options, progress: (@Sendable (_ done: UInt64, _ total: UInt64) -> Void)?
     ) throws -> RemoteInstallation {
 
-        let client = try HTTPRangeClient(url: url, retry: options.retry)
+        let client = try HTTPRangeClient(url: url, retry: options.retry, limits: options.transfer)
         try client.fetch(0..<1) { _, _ in }
         guard let version = client.version else { throw AssetPackError(.remote, "\(url.absoluteString): no response") }
+        try limits.checkPackSize(version.size, of: url.absoluteString)
         let fingerprint =
             "remote \(url.absoluteString) \(version.etag ?? "-") \(version.lastModified ?? "-") \(version.size)"
 
@@ -100,13 +117,14 @@ extension PrivateInstaller {
                 RemoteDownload())
         }
 
-        var download = try RemoteDownload(
-            client: client, version: version,
-            staging: directory.appendingPathComponent(".\(name).download").path,
-            options: options)
+        let staging = directory.appendingPathComponent(".\(name).download").path
+        var download = RemoteDownload()
         let previous = installed == nil ? nil : destination.path
         var checked: (String, PublisherKey?)
         do {
+            download = try RemoteDownload(
+                client: client, version: version, staging: staging, options: options, room: directory.path)
+            try download.checkBeforeDownload(trustedKeys: trustedKeys, credential: credential, limits: limits)
             try download.assemble(previous: previous, credential: credential, progress: progress)
             do {
                 checked = try download.verify(trustedKeys: trustedKeys, credential: credential)
@@ -116,9 +134,10 @@ extension PrivateInstaller {
                 try download.assemble(previous: nil, credential: credential, progress: progress)
                 checked = try download.verify(trustedKeys: trustedKeys, credential: credential)
             }
-        } catch let error as AssetPackError where error.code != .remote && error.code != .io {
-            // The assembled file is not one to resume from: the next install starts over.
-            download.discard()
+        } catch {
+            // Only a download cut by the network is kept, for the next install to resume;
+            // after any other failure nothing stays behind.
+            if (error as? AssetPackError)?.code != .remote { download.discard() }
             throw error
         }
         try download.commit(to: destination.path)
@@ -142,22 +161,28 @@ struct RemoteDownload {
 
     var reused: UInt64 = 0
     var resumed: UInt64 = 0
-    /// Whether entries were reused by stored identity (an unsigned container): `verify` reads
-    /// every entry back.
-    private var reusedUnsigned = false
     private var client: HTTPRangeClient?
     private var version: HTTPRangeClient.Version?
     private var staging = ""
     private var statePath = ""
     private var options = RemoteMirror.Options()
     private var mirror: RemoteMirror?
+    /// What ``checkBeforeDownload(trustedKeys:credential:limits:)`` learnt: the pack's
+    /// signature block (checked against its own key), and the server's `.sha256` text.
+    private var block: PackSignature?
+    private var sidecar: String?
 
     /// Nothing downloaded (an install that was current).
     init() {}
 
-    init(client: HTTPRangeClient, version: HTTPRangeClient.Version, staging: String, options: RemoteMirror.Options)
-        throws
-    {
+    /// Opens the staging file for `version`, with what an earlier download of the same
+    /// version left in it, after checking that the file system holding `room` has space for
+    /// the rest (before the file is created or grows).
+    /// - Throws: `.io`, naming both sizes when there is no room.
+    init(
+        client: HTTPRangeClient, version: HTTPRangeClient.Version, staging: String, options: RemoteMirror.Options,
+        room: String
+    ) throws {
         self.client = client
         self.version = version
         self.staging = staging
@@ -177,6 +202,12 @@ struct RemoteDownload {
             try? FileSystem.unlink(staging)
             try? FileSystem.unlink(statePath)
         }
+        do {
+            try Self.checkRoom(needed: version.size - present.total, in: room)
+        } catch {
+            discard()
+            throw error
+        }
         mirror = try RemoteMirror(client: client, path: staging, size: version.size, options: options, present: present)
     }
 
@@ -194,8 +225,61 @@ struct RemoteDownload {
         try? FileSystem.unlink(statePath)
         reused = 0
         resumed = 0
-        reusedUnsigned = false
         mirror = try RemoteMirror(client: client, path: staging, size: version.size, options: options)
+    }
+
+    /// Refuses a download the file system at `directory` has no room for (what is still to be
+    /// downloaded, against the bytes an unprivileged process may write).
+    /// - Throws: `.io` naming both sizes.
+    private static func checkRoom(needed: UInt64, in directory: String) throws {
+        let available: UInt64
+        do { available = try FileSystem.availableBytes(directory) } catch { throw error.io("cannot stat \(directory)") }
+        guard needed <= available else {
+            throw AssetPackError(
+                .io,
+                "not enough space in \(directory): the pack needs \(needed) more bytes, \(available) are free")
+        }
+    }
+
+    /// What is checked before the bulk download: the pack's structure is fetched (within
+    /// `limits`); a signed pack's block must be intact and, with `trustedKeys`, by one of them;
+    /// an unsigned pack must be checkable once downloaded: by `credential` (every entry read
+    /// back) or by a `.sha256` file the server publishes.
+    /// - Throws: `.untrusted` (not signed, or not by a trusted key, or not a pack at all when
+    ///   keys are trusted), `.missingPassword` (an unsigned pack nothing could check),
+    ///   `.limitExceeded`, `.integrityFailure`, `.unsupportedFormat`, `.remote`.
+    mutating func checkBeforeDownload(trustedKeys: [PublisherKey], credential: PackCredential?, limits: ReadLimits)
+        throws
+    {
+        guard let mirror, let client else { return }
+        let url = client.url.absoluteString
+        do {
+            let format = try RemotePackReader.fetchStructure(of: mirror, limits: limits, signature: true)
+            block =
+                switch format {
+                case .zip: try ZipSignature.signedSpans(at: mirror.path)?.block
+                case .container: try ContainerPackReader.signatureBlock(at: mirror.path)
+                }
+        } catch let error as AssetPackError {
+            throw mirror.naming(error.untrustedIfUnreadable(trusting: trustedKeys))
+        }
+        sidecar = try client.sidecar(suffix: ".sha256")
+        if let block {
+            if !trustedKeys.isEmpty && !trustedKeys.contains(block.publisher) {
+                throw AssetPackError(
+                    .untrusted, "\(url) is signed by key \(block.publisher.fingerprint), which is not a trusted key")
+            }
+            return
+        }
+        if !trustedKeys.isEmpty {
+            throw AssetPackError(.untrusted, "\(url) is not signed, and trusted keys were given")
+        }
+        if credential == nil && sidecar == nil {
+            throw AssetPackError(
+                .missingPassword,
+                "\(url) is not signed: an unsigned pack from a URL is installed only if it can be checked once downloaded. Give its password or key (every entry is read back), publish \(url).sha256, or sign the pack"
+            )
+        }
     }
 
     /// Fills the staging file: spans reused from `previous` where the signed digests match,
@@ -256,9 +340,7 @@ struct RemoteDownload {
                 let old = try? ContainerPackReader(path: previous, credential: credential)
             else { return 0 }
             guard let block = try ContainerPackReader.signatureBlock(at: mirror.path) else {
-                let copied = try reuseUnsigned(container, from: old, previous: previous, into: mirror)
-                reusedUnsigned = copied > 0
-                return copied
+                return try reuseUnsigned(container, from: old, previous: previous, into: mirror)
             }
             remote = (block, container.chunkSpans)
             local = old.chunkSpans
@@ -299,7 +381,8 @@ struct RemoteDownload {
 
     /// An unsigned container: entries whose stored identity (same keys, key id, size, plaintext
     /// digest and chunk layout) matches one of the installed pack are copied. The copies are
-    /// read back, decrypted and CRC-checked, by ``verify(trustedKeys:credential:)``.
+    /// read back, decrypted and CRC-checked, by ``verify(trustedKeys:credential:)``, like every
+    /// entry of an unsigned pack.
     private func reuseUnsigned(
         _ remote: ContainerPackReader, from old: ContainerPackReader, previous: String, into mirror: RemoteMirror
     ) throws -> UInt64 {
@@ -332,14 +415,18 @@ struct RemoteDownload {
         }
     }
 
-    /// Checks the assembled file. - Returns: Its SHA-256 (hex) and the key that signed it.
+    /// Checks the assembled file: the server's `.sha256`, when there is one; a signed pack's
+    /// signature on every byte (against `trustedKeys`, or its own key: the assembled bytes must
+    /// be the ones the block describes); an unsigned pack's every entry, read back with
+    /// `credential` (chunk tags or MACs, CRC-32s). Bytes of two versions fail one of these.
+    /// - Returns: Its SHA-256 (hex) and the key that signed it.
     func verify(trustedKeys: [PublisherKey], credential: PackCredential?) throws -> (String, PublisherKey?) {
         guard let client, let mirror else { throw AssetPackError(.io, "nothing was downloaded") }
         guard mirror.held.contains(0..<mirror.size) else {
             throw AssetPackError(.integrityFailure, "the download is incomplete")
         }
         let digest = try PrivateInstaller.sha256(of: staging)
-        if let sidecar = try client.sidecar(suffix: ".sha256") {
+        if let sidecar {
             let published = sidecar.split(whereSeparator: \.isWhitespace).first.map { $0.lowercased() }
             guard published == digest else {
                 throw AssetPackError(
@@ -349,25 +436,31 @@ struct RemoteDownload {
             }
         }
         var publisher: PublisherKey?
-        if !trustedKeys.isEmpty {
-            publisher = try AssetPacks.verifySignature(at: staging, trustedKeys: trustedKeys)
-        } else if let own = try ownKey(staging) {
-            // Not a trust decision: proves the assembled bytes are the ones the block describes.
-            _ = try AssetPacks.verifySignature(at: staging, trustedKeys: [own])
-        }
-        if reusedUnsigned {
-            // Copies chosen by identity, not by a signed digest: each entry must read back
-            // authenticated (chunk tags) and whole (CRC) under the pack's key.
-            let reader = try ContainerPackReader(path: staging, credential: credential)
-            for entry in reader.entries { try reader.stream(entry.path) { _ in } }
+        if let block {
+            // Without trusted keys not a trust decision: proves the assembled bytes are the ones
+            // the block describes.
+            publisher = try AssetPacks.verifySignature(
+                at: staging, trustedKeys: trustedKeys.isEmpty ? [block.publisher] : trustedKeys)
+        } else if let credential {
+            try readBack(credential: credential, url: client.url.absoluteString)
         }
         return (digest, trustedKeys.isEmpty ? nil : publisher)
     }
 
-    private func ownKey(_ path: String) throws -> PublisherKey? {
-        switch try AssetPacks.sniff(path) {
-        case .zip: try ZipSignature.signedSpans(at: path)?.block.publisher
-        case .container: try ContainerPackReader.signatureBlock(at: path)?.publisher
+    /// Reads every entry of the unsigned download with its credential: each container chunk's
+    /// tag and each zip entry's MAC and CRC-32 are checked, so a file assembled from two
+    /// versions (a pack replaced on the server under the same validators) is refused.
+    private func readBack(credential: PackCredential, url: String) throws {
+        do {
+            let reader = try AssetPacks.open(staging, credential: credential)
+            for entry in reader.entries { try reader.stream(entry.path) { _ in } }
+        } catch let error as AssetPackError
+            where error.code != .missingPassword && error.code != .wrongPassword && error.code != .io
+        {
+            throw AssetPackError(
+                .integrityFailure,
+                "the pack downloaded from \(url) does not read back (\(error.description)): it changed on the server during the download, or is damaged",
+                path: error.path)
         }
     }
 

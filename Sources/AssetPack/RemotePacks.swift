@@ -16,14 +16,20 @@ extension AssetPacks {
     ///   - credential: The password or key.
     ///   - limits: Caps on KDF cost, index size, entry count and sizes.
     ///   - trustedKeys: Publisher keys to require a signature from (<doc:Security>).
+    ///   - transfer: Every request's deadlines and minimum rate (this open's and the reader's
+    ///     reads').
     /// - Returns: A reader with the same API and checks as a local pack's.
     /// - Throws: ``AssetPackError``: as ``open(_:credential:limits:trustedKeys:)``, plus `.remote`
-    ///   when the server fails, ignores `Range` or changes the file.
+    ///   when the server fails, ignores `Range`, changes the file or breaks a deadline, and
+    ///   `.limitExceeded` for a pack larger than `limits.maxPackSize`; `CancellationError`.
     public static func open(
-        url: URL, credential: PackCredential?, limits: ReadLimits = .default, trustedKeys: [PublisherKey] = []
+        url: URL, credential: PackCredential?, limits: ReadLimits = .default, trustedKeys: [PublisherKey] = [],
+        transfer: TransferLimits = .default
     ) async throws -> any PackReader {
         try await offExecutor {
-            try RemotePackReader(url: url, credential: credential, limits: limits, trustedKeys: trustedKeys)
+            try RemotePackReader(
+                url: url, credential: credential, limits: limits, trustedKeys: trustedKeys,
+                options: .init(transfer: transfer))
         }
     }
 
@@ -33,7 +39,7 @@ extension AssetPacks {
     /// Opens a local path or, for `http://` and `https://`, a remote pack (blocking).
     package static func open(
         location: String, credential: PackCredential?, limits: ReadLimits = .default,
-        trustedKeys: [PublisherKey] = []
+        trustedKeys: [PublisherKey] = [], transfer: TransferLimits = .default
     ) throws -> any PackReader {
         guard URL.isRemotePack(location) else {
             return try open(location, credential: credential, limits: limits, trustedKeys: trustedKeys)
@@ -41,7 +47,9 @@ extension AssetPacks {
         guard let url = URL(string: location) else {
             throw AssetPackError(.invalidArgument, "\(location) is not a valid URL")
         }
-        return try RemotePackReader(url: url, credential: credential, limits: limits, trustedKeys: trustedKeys)
+        return try RemotePackReader(
+            url: url, credential: credential, limits: limits, trustedKeys: trustedKeys,
+            options: .init(transfer: transfer))
     }
 
     /// A remote pack's size (`nil` for a local pack).

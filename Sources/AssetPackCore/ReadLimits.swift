@@ -19,6 +19,10 @@ public struct ReadLimits: Sendable, Hashable {
     /// Most bytes one extraction may write in all: the sum of the selected entries' declared
     /// sizes, checked before anything is written (readers never produce more than an entry declares).
     public var maxExtractBytes: UInt64 = 64 << 30
+    /// Largest pack, in bytes, opened from a URL or downloaded by an install. The size a server
+    /// claims is checked against it before a byte is fetched or written (a signed pack's size is
+    /// also checked against the size its publisher signed).
+    public var maxPackSize: UInt64 = 16 << 30
 
     /// The default limits.
     public init() {}
@@ -48,6 +52,17 @@ extension ReadLimits {
                 .limitExceeded,
                 "entry's compression ratio exceeds \(maxCompressionRatio):1 (ReadLimits.maxCompressionRatio)",
                 path: entry.path)
+        }
+    }
+
+    /// The check of a remote pack's size, as its server claims it, before anything is fetched.
+    /// - Throws: `.limitExceeded` naming the URL, the size and the limit.
+    package func checkPackSize(_ size: UInt64, of url: String) throws {
+        guard size <= maxPackSize else {
+            throw AssetPackError(
+                .limitExceeded,
+                "\(url): the server claims \(size) bytes; the limit is \(maxPackSize) (ReadLimits.maxPackSize, --max-download)"
+            )
         }
     }
 

@@ -90,6 +90,7 @@ private func system_readlink(_ path: String) -> String? {
     guard n >= 0 else { return nil }
     return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }
+private func system_statvfs(_ path: String, _ st: inout statvfs) -> Int32 { statvfs(path, &st) }
 private func system_realpath(_ path: String) -> String? {
     guard let resolved = realpath(path, nil) else { return nil }
     defer { free(resolved) }
@@ -374,7 +375,7 @@ package struct FileDescriptor: RawRepresentable, Hashable, Sendable {
 // MARK: - Paths
 
 /// The path calls: `stat`, `lstat`, `rename`, `unlink`, `mkdir`, `rmdir`, `chmod`, `access`,
-/// `readlink`, `realpath`, `mkdtemp`.
+/// `readlink`, `realpath`, `mkdtemp`, `statvfs`.
 package enum FileSystem {
     /// `stat(2)`: follows symbolic links.
     package static func stat(_ path: String) throws(Errno) -> FileStatus {
@@ -430,6 +431,14 @@ package enum FileSystem {
     package static func realpath(_ path: String) throws(Errno) -> String {
         guard let resolved = system_realpath(path) else { throw Errno.current }
         return resolved
+    }
+
+    /// `statvfs(3)`: the bytes an unprivileged process may still write on the file system that
+    /// holds `path` (`f_bavail × f_frsize`).
+    package static func availableBytes(_ path: String) throws(Errno) -> UInt64 {
+        var st = statvfs()
+        try check(system_statvfs(path, &st))
+        return UInt64(st.f_bavail) &* UInt64(st.f_frsize)
     }
 
     /// Creates a new directory (mode 0700) from `template`, whose last six characters must be

@@ -25,7 +25,8 @@ package final class RemotePackReader: PackReader, @unchecked Sendable {
     ) throws {
         let watch = Stopwatch()
         try self.init(
-            mirror: try RemoteMirror(url: url, options: options), credential: credential, limits: limits,
+            mirror: try RemoteMirror(url: url, options: options, limits: limits), credential: credential,
+            limits: limits,
             trustedKeys: trustedKeys, started: watch)
     }
 
@@ -37,56 +38,17 @@ package final class RemotePackReader: PackReader, @unchecked Sendable {
         trustedKeys: [PublisherKey] = [], fetchSignature: Bool = false, started: Stopwatch = Stopwatch()
     ) throws {
         let watch = started
-        let url = mirror.client.url
         self.mirror = mirror
-        let head = try mirror.read(0, Int(min(mirror.size, 8)))
         do {
-            if head.starts(with: ContainerFormat.magic) {
-                let header = try mirror.read(0, min(ContainerFormat.headerSize, Int(mirror.size)))
-                guard header.count == ContainerFormat.headerSize else {
-                    throw AssetPackError(.integrityFailure, "container is truncated")
-                }
-                let parsed = try header.withUnsafeBytes { try ContainerHeader.parse($0) }
-                // What the local reader refuses anyway, refused before it is downloaded.
-                guard parsed.indexLength <= limits.maxIndexSize,
-                    mirror.size - min(parsed.indexOffset, mirror.size) <= limits.maxIndexSize * 2
-                else {
-                    throw AssetPackError(
-                        .limitExceeded,
-                        "the container's index and signature (from offset \(parsed.indexOffset)) exceed the index limit"
-                    )
-                }
-                let start = min(parsed.indexOffset, mirror.size)
-                try mirror.ensure([start..<mirror.size])
-                mirror.pin(start..<mirror.size)
+            let format = try Self.fetchStructure(
+                of: mirror, limits: limits, signature: !trustedKeys.isEmpty || fetchSignature)
+            switch format {
+            case .container:
                 local = try ContainerPackReader(
                     path: mirror.path, credential: credential, limits: limits, trustedKeys: trustedKeys)
-            } else if head.starts(with: [0x50, 0x4B, 0x03, 0x04]) || head.starts(with: [0x50, 0x4B, 0x05, 0x06]) {
-                let directory = try ZipStructure.directoryRange(fileSize: mirror.size) { try mirror.read($0, $1) }
-                guard mirror.size - min(directory.offset, mirror.size) <= limits.maxIndexSize + (1 << 20) else {
-                    throw AssetPackError(
-                        .limitExceeded, "the zip's central directory exceeds the limit of \(limits.maxIndexSize) bytes")
-                }
-                var tail = min(directory.offset, mirror.size)..<mirror.size
-                try mirror.ensure([tail])
-                if !trustedKeys.isEmpty || fetchSignature {
-                    // The signature entry is the last one before the directory.
-                    let structure = try ZipStructure(
-                        fileSize: mirror.size, limits: limits, signed: !trustedKeys.isEmpty
-                    ) {
-                        try mirror.read($0, $1)
-                    }
-                    if let last = structure.records.max(by: { $0.localHeaderOffset < $1.localHeaderOffset }) {
-                        tail = min(last.localHeaderOffset, tail.lowerBound)..<mirror.size
-                        try mirror.ensure([tail])
-                    }
-                }
-                mirror.pin(tail)
+            case .zip:
                 local = try ZipPackReader(
                     path: mirror.path, credential: credential, limits: limits, trustedKeys: trustedKeys)
-            } else {
-                throw AssetPackError(
-                    .unsupportedFormat, "\(url.absoluteString) is not an AssetPack container or a zip archive")
             }
         } catch let error as AssetPackError {
             throw mirror.naming(error.untrustedIfUnreadable(trusting: trustedKeys))
@@ -96,6 +58,64 @@ package final class RemotePackReader: PackReader, @unchecked Sendable {
         (local as? ContainerPackReader)?.readHook.set(hook)
         (local as? ZipPackReader)?.readHook.set(hook)
         openSeconds = watch.elapsed
+    }
+
+    /// Fetches (and pins) what a pack's structure needs into `mirror`: the container's header,
+    /// index and signature block, or the zip's end records, central directory and, with
+    /// `signature`, its signature entry. Each is checked against `limits` before it is
+    /// downloaded, so a hostile size claim costs nothing.
+    /// - Returns: The pack's format.
+    /// - Throws: `.unsupportedFormat` (neither format), `.limitExceeded`, `.integrityFailure`,
+    ///   `.remote`.
+    package static func fetchStructure(of mirror: RemoteMirror, limits: ReadLimits, signature: Bool) throws
+        -> PackFormat
+    {
+        let head = try mirror.read(0, Int(min(mirror.size, 8)))
+        if head.starts(with: ContainerFormat.magic) {
+            let header = try mirror.read(0, min(ContainerFormat.headerSize, Int(mirror.size)))
+            guard header.count == ContainerFormat.headerSize else {
+                throw AssetPackError(.integrityFailure, "container is truncated")
+            }
+            let parsed = try header.withUnsafeBytes { try ContainerHeader.parse($0) }
+            // What the local reader refuses anyway, refused before it is downloaded.
+            guard parsed.indexLength <= limits.maxIndexSize,
+                mirror.size - min(parsed.indexOffset, mirror.size) <= limits.maxIndexSize * 2
+            else {
+                throw AssetPackError(
+                    .limitExceeded,
+                    "the container's index and signature (from offset \(parsed.indexOffset)) exceed the index limit")
+            }
+            let start = min(parsed.indexOffset, mirror.size)
+            try mirror.ensure([start..<mirror.size])
+            mirror.pin(start..<mirror.size)
+            return .container
+        }
+        guard head.starts(with: [0x50, 0x4B, 0x03, 0x04]) || head.starts(with: [0x50, 0x4B, 0x05, 0x06]) else {
+            throw AssetPackError(
+                .unsupportedFormat, "\(mirror.client.url.absoluteString) is not an AssetPack container or a zip archive"
+            )
+        }
+        let directory = try ZipStructure.directoryRange(fileSize: mirror.size) { try mirror.read($0, $1) }
+        guard mirror.size - min(directory.offset, mirror.size) <= limits.maxIndexSize + (1 << 20) else {
+            throw AssetPackError(
+                .limitExceeded, "the zip's central directory exceeds the limit of \(limits.maxIndexSize) bytes")
+        }
+        var tail = min(directory.offset, mirror.size)..<mirror.size
+        try mirror.ensure([tail])
+        if signature {
+            // The signature entry is the last one before the directory; only it is fetched
+            // (an unsigned zip's last entry may be large, and is not needed to know the pack
+            // is unsigned).
+            let structure = try ZipStructure(fileSize: mirror.size, limits: limits) { try mirror.read($0, $1) }
+            if let last = structure.records.max(by: { $0.localHeaderOffset < $1.localHeaderOffset }),
+                ZipSignature.mayBeSignature(last, records: structure.records.count)
+            {
+                tail = min(last.localHeaderOffset, tail.lowerBound)..<mirror.size
+                try mirror.ensure([tail])
+            }
+        }
+        mirror.pin(tail)
+        return .zip
     }
 
     package var format: PackFormat { local.format }

@@ -21,6 +21,13 @@ package enum ZipSignature {
     package static let entryName = ".assetpack/signature"
     static let nameBytes = Array(entryName.utf8)
 
+    /// Whether `record` can be the signature entry of a zip of `count` central records: its
+    /// name, and a stored size no larger than a block for that many entries. What a remote
+    /// reader fetches before it knows whether the pack is signed.
+    package static func mayBeSignature(_ record: ZipStructure.Record, records count: Int) -> Bool {
+        record.name == nameBytes && record.compressedSize <= UInt64(PackSignature.size(items: count) + 1024)
+    }
+
     /// The signature entry's record, for a block of `length` bytes with `crc` at `offset`.
     static func record(length: Int, crc: UInt32, offset: UInt64) -> ZipEntryRecord {
         ZipEntryRecord(

@@ -24,10 +24,11 @@ extension AssetPackCommand {
         var timing = false
         @OptionGroup var credentials: CredentialOptions
         @OptionGroup var trust: TrustOptions
+        @OptionGroup var network: NetworkOptions
 
         func run() throws {
             try reporting {
-                let reader = try credentials.open(pack, forData: true, trust: trust)
+                let reader = try credentials.open(pack, forData: true, trust: trust, network: network)
                 let watch = Stopwatch()
                 let record = try write(reader)
                 if timing {

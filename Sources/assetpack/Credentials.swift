@@ -70,13 +70,16 @@ struct CredentialOptions: ParsableArguments {
     }
 
     /// Opens a pack, asking for a password on a terminal only if the pack needs one for `forData`.
-    /// With `trust`, the pack must be signed by one of those keys (exit 5 otherwise).
-    func open(_ path: String, forData: Bool, trust: TrustOptions) throws -> any PackReader {
+    /// With `trust`, the pack must be signed by one of those keys (exit 5 otherwise); a URL is
+    /// read within `network`'s deadlines and bound.
+    func open(_ path: String, forData: Bool, trust: TrustOptions, network: NetworkOptions) throws -> any PackReader {
         let keys = try trust.keys()
         if AssetPacks.isRemote(path) {
             // One open of a remote pack: ask for a password up front only on a terminal.
             let credential = try given() ?? (isatty(STDIN_FILENO) == 1 ? try resolve(needed: true) : nil)
-            return try AssetPacks.open(location: path, credential: credential, trustedKeys: keys)
+            return try AssetPacks.open(
+                location: path, credential: credential, limits: try network.limits(), trustedKeys: keys,
+                transfer: try network.transfer())
         }
         if let credential = try given() { return try AssetPacks.open(path, credential: credential, trustedKeys: keys) }
         if try AssetPacks.sniff(path) == .container {
@@ -142,5 +145,68 @@ struct TrustOptions: ParsableArguments {
     /// The keys, loaded from their files.
     func keys() throws -> [PublisherKey] {
         try files.map { try PublisherKey.load(from: URL(fileURLWithPath: $0)) }
+    }
+}
+
+/// Deadlines, the minimum rate and the download bound for packs read from a URL (docs/REMOTE.md,
+/// "Deadlines"): what `TransferLimits` and `ReadLimits.maxPackSize` hold in the library.
+struct NetworkOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("URLs: seconds connecting may take (default 10).", valueName: "SECONDS"))
+    var connectTimeout: Double?
+    @Option(help: ArgumentHelp("URLs: seconds one request may take (default 300).", valueName: "SECONDS"))
+    var requestTimeout: Double?
+    @Option(
+        help: ArgumentHelp(
+            "URLs: the slowest sustained rate, bytes per second over 10 s (K, M suffixes; default 4K).",
+            valueName: "RATE"))
+    var minRate: String?
+    @Option(
+        help: ArgumentHelp(
+            "URLs: the largest pack to fetch or download, in bytes (K, M, G, T suffixes; default 16G).",
+            valueName: "SIZE"))
+    var maxDownload: String?
+
+    func validate() throws {
+        for (name, value) in [("--connect-timeout", connectTimeout), ("--request-timeout", requestTimeout)] {
+            if let value, !(value > 0 && value.isFinite) {
+                throw ValidationError("\(name) must be a positive number of seconds")
+            }
+        }
+        if let minRate { _ = try Self.bytes(minRate, option: "--min-rate") }
+        if let maxDownload { _ = try Self.bytes(maxDownload, option: "--max-download") }
+    }
+
+    /// The transfer limits these options give.
+    func transfer() throws -> TransferLimits {
+        var limits = TransferLimits.default
+        if let connectTimeout { limits.connectTimeout = connectTimeout }
+        if let requestTimeout { limits.requestTimeout = requestTimeout }
+        if let minRate { limits.minimumRate = Int(clamping: try Self.bytes(minRate, option: "--min-rate")) }
+        return limits
+    }
+
+    /// The read limits these options give.
+    func limits() throws -> ReadLimits {
+        var limits = ReadLimits.default
+        if let maxDownload { limits.maxPackSize = try Self.bytes(maxDownload, option: "--max-download") }
+        return limits
+    }
+
+    /// `123`, `4K`, `10M`, `2G`, `1T` (binary multiples; a trailing `B` or `iB` is allowed).
+    static func bytes(_ text: String, option: String) throws -> UInt64 {
+        var digits = text.trimmingCharacters(in: .whitespaces).uppercased()
+        for suffix in ["IB", "B"] where digits.hasSuffix(suffix) && digits.count > suffix.count {
+            digits.removeLast(suffix.count)
+            break
+        }
+        var shift: UInt64 = 0
+        if let last = digits.last, let index = "KMGT".firstIndex(of: last) {
+            shift = 10 * UInt64("KMGT".distance(from: "KMGT".startIndex, to: index) + 1)
+            digits.removeLast()
+        }
+        guard let value = UInt64(digits), value <= UInt64.max >> shift else {
+            throw ValidationError("\(option) takes a number of bytes, such as 4096, 64K, 10M or 2G (got '\(text)')")
+        }
+        return value << shift
     }
 }

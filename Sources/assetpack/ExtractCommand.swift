@@ -19,10 +19,11 @@ extension AssetPackCommand {
         @OptionGroup var quiet: QuietOption
         @OptionGroup var credentials: CredentialOptions
         @OptionGroup var trust: TrustOptions
+        @OptionGroup var network: NetworkOptions
 
         func run() throws {
             try reporting {
-                let reader = try credentials.open(pack, forData: true, trust: trust)
+                let reader = try credentials.open(pack, forData: true, trust: trust, network: network)
                 var count = 0
                 try Extractor(directory: URL(fileURLWithPath: into)).extract(from: reader, paths: entries) { url, _ in
                     count += 1

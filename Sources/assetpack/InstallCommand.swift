@@ -16,6 +16,7 @@ extension AssetPackCommand {
         @Option(help: "The installed file's name (default: the pack's name).") var name: String?
         @OptionGroup var quiet: QuietOption
         @OptionGroup var trust: TrustOptions
+        @OptionGroup var network: NetworkOptions
         @OptionGroup var credentials: CredentialOptions
 
         func validate() throws {
@@ -53,7 +54,8 @@ extension AssetPackCommand {
             }
             let progress = ProgressLine(enabled: !quiet.quiet && isatty(STDERR_FILENO) == 1, unit: "MiB")
             let result = try installer(keys).installRemote(
-                url, as: name, credential: try credentials.given(),
+                url, as: name, credential: try credentials.given(), limits: try network.limits(),
+                options: .init(transfer: try network.transfer()),
                 progress: { done, total in
                     progress.update(
                         done: Int(done >> 20), total: Int(total >> 20), label: url.lastPathComponent,

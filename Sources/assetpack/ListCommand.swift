@@ -14,10 +14,11 @@ extension AssetPackCommand {
         @OptionGroup var quiet: QuietOption
         @OptionGroup var credentials: CredentialOptions
         @OptionGroup var trust: TrustOptions
+        @OptionGroup var network: NetworkOptions
 
         func run() throws {
             try reporting {
-                let reader = try credentials.open(pack, forData: false, trust: trust)
+                let reader = try credentials.open(pack, forData: false, trust: trust, network: network)
                 if json {
                     let document = ListDocument(
                         format: reader.format.rawValue, entries: reader.entries.map(ListDocument.Entry.init))

@@ -24,13 +24,14 @@ extension AssetPackCommand {
         @OptionGroup var quiet: QuietOption
         @OptionGroup var credentials: CredentialOptions
         @OptionGroup var trust: TrustOptions
+        @OptionGroup var network: NetworkOptions
 
         static let legend =
             "CHECK: sig = publisher signature (--trust), gcm = AES-GCM tag per chunk, mac = WinZip AES HMAC-SHA1, crc = CRC-32 (no protection against tampering)"
 
         func run() throws {
             try reporting {
-                let reader = try credentials.open(pack, forData: true, trust: trust)
+                let reader = try credentials.open(pack, forData: true, trust: trust, network: network)
                 var results: [VerifyDocument.Entry] = []
                 var firstFailure: AssetPackError?
                 let table = !json && !quiet.quiet

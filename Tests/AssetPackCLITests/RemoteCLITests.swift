@@ -84,6 +84,7 @@ import Testing
         let process = Process()
         process.executableURL = CLI.binary
         process.arguments = ["install", nginx.url("p.container").absoluteString, "--into", home.path]
+        process.environment = ProcessInfo.processInfo.environment.merging(["ASSETPACK_PASSWORD": "pw"]) { $1 }
         process.standardError = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         try process.run()

@@ -297,6 +297,14 @@ public final class FaultyHTTPServer: @unchecked Sendable {
         /// After the first `requests` requests, every file reports another ETag and `Last-Modified`
         /// (its mtime plus one second), as if it had been replaced; the bytes stay the same.
         case changeETagAfter(requests: Int)
+        /// Every file claims to be `size` bytes (its own bytes, then zeros without end): the
+        /// endless-data attack. Bodies are generated as they are sent.
+        case claimSize(UInt64)
+        /// Correct headers, then the body at `bytesPerSecond` (slow retrieval).
+        case drip(bytesPerSecond: Int)
+        /// Correct headers and the first `afterBytes` body bytes of every ranged GET, then
+        /// nothing, with the connection held open.
+        case stallAfter(bytes: Int)
     }
 
     /// The directory served at `/`.
@@ -425,6 +433,8 @@ public final class FaultyHTTPServer: @unchecked Sendable {
         var times = 0
         var offset = 0
         var requests = 0
+        var size: UInt64 = 0
+        var rate = 0
     }
 
     private static func writeControl(_ fault: Fault, generation: Int, to file: URL) throws {
@@ -448,6 +458,15 @@ public final class FaultyHTTPServer: @unchecked Sendable {
         case .changeETagAfter(let requests):
             control.mode = "changeETag"
             control.requests = requests
+        case .claimSize(let size):
+            control.mode = "claimSize"
+            control.size = size
+        case .drip(let rate):
+            control.mode = "drip"
+            control.rate = rate
+        case .stallAfter(let bytes):
+            control.mode = "stall"
+            control.afterBytes = bytes
         }
         // Atomic (rename), so the server never reads half a file.
         try JSONEncoder().encode(control).write(to: file, options: .atomic)
@@ -552,6 +571,9 @@ public final class FaultyHTTPServer: @unchecked Sendable {
                     return
                 st = os.stat(path)
                 size, mtime = st.st_size, int(st.st_mtime)
+                real_size = size
+                if mode == "claimSize":
+                    size = fault["size"]
                 if mode == "changeETag" and nth > fault["requests"]:
                     mtime += 1
                 etag = '"%x-%x"' % (mtime, size)
@@ -575,6 +597,9 @@ public final class FaultyHTTPServer: @unchecked Sendable {
                         headers.append(("Content-Range", "bytes %d-%d/%d" % (first, last, size)))
                 if status == 200 and mode != "ignoreRange":
                     headers.append(("Accept-Ranges", "bytes"))
+                if mode == "claimSize":
+                    self.respond_generated(status, headers, path, first, last, real_size, with_body, rng)
+                    return
                 with open(path, "rb") as f:
                     f.seek(first)
                     data = bytearray(f.read(last - first + 1))
@@ -583,7 +608,35 @@ public final class FaultyHTTPServer: @unchecked Sendable {
                 limit = None
                 if mode == "truncate" and with_body and rng is not None and nth_ranged <= fault["times"]:
                     limit = fault["afterBytes"]
-                self.respond(status, headers, data, with_body, rng, limit)
+                pace = fault["rate"] if mode == "drip" else None
+                hold = fault["afterBytes"] if mode == "stall" and rng is not None else None
+                self.respond(status, headers, data, with_body, rng, limit, pace, hold)
+
+            def respond_generated(self, status, headers, path, first, last, real_size, with_body, rng):
+                """A body of the file's bytes, then zeros, generated as it is sent (claimSize)."""
+                headers = headers + [("Content-Length", str(last - first + 1))]
+                head = "HTTP/1.1 %d OK\r\n" % status + "".join("%s: %s\r\n" % h for h in headers) + "\r\n"
+                sent = 0
+                try:
+                    self.wfile.write(head.encode("latin-1"))
+                    if with_body:
+                        with open(path, "rb") as f:
+                            at = first
+                            while at <= last:
+                                n = min(65536, last - at + 1)
+                                if at < real_size:
+                                    f.seek(at)
+                                    chunk = f.read(min(n, real_size - at))
+                                else:
+                                    chunk = bytes(n)
+                                self.wfile.write(chunk)
+                                sent += len(chunk)
+                                at += len(chunk)
+                    self.wfile.flush()
+                except OSError:
+                    pass
+                self.close_connection = True
+                log(self.command, self.path, status, sent, sent, rng)
 
             def if_range_matches(self, etag, modified):
                 value = self.headers.get("If-Range")
@@ -594,7 +647,7 @@ public final class FaultyHTTPServer: @unchecked Sendable {
                     return value == etag
                 return value == modified
 
-            def respond(self, status, headers, body, with_body, rng, limit=None):
+            def respond(self, status, headers, body, with_body, rng, limit=None, pace=None, hold=None):
                 if limit is not None:
                     self.close_connection = True
                 headers = headers + [
@@ -613,10 +666,19 @@ public final class FaultyHTTPServer: @unchecked Sendable {
                     total = len(raw)
                     if with_body:
                         payload = memoryview(body)[: len(body) if limit is None else limit]
-                        for i in range(0, len(payload), 65536):
-                            chunk = payload[i : i + 65536]
+                        step = 65536 if pace is None else max(1, pace)
+                        if hold is not None:
+                            payload = payload[:hold]
+                        for i in range(0, len(payload), step):
+                            chunk = payload[i : i + step]
                             self.wfile.write(chunk)
                             sent += len(chunk)
+                            if pace is not None:
+                                self.wfile.flush()
+                                time.sleep(1)
+                        if hold is not None:
+                            self.wfile.flush()
+                            time.sleep(3600)
                     self.wfile.flush()
                 except OSError:
                     self.close_connection = True

@@ -302,7 +302,8 @@ import Testing
         let size = try FileSystem.stat(remote.path).size
         let cut = Counter()
         do {
-            try installer.installRemote(server.url("p.pack"), options: options) { done, _ in
+            try installer.installRemote(server.url("p.pack"), credential: .password("pw"), options: options) {
+                done, _ in
                 if done > size / 2 && cut.value == 0 {
                     cut.increment()
                     try? server.setFault(.dropConnectionBeforeHeaders(times: 1_000_000))
@@ -315,7 +316,7 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: home.appendingPathComponent("p.pack").path))
         #expect(FileManager.default.fileExists(atPath: home.appendingPathComponent(".p.pack.download").path))
         try server.setFault(.none)
-        let resumed = try installer.installRemote(server.url("p.pack"), options: options)
+        let resumed = try installer.installRemote(server.url("p.pack"), credential: .password("pw"), options: options)
         #expect(resumed.installation.copied)
         #expect(resumed.resumed >= size / 4, "resumed \(resumed.resumed) of \(size)")
         #expect(resumed.downloaded < size, "downloaded \(resumed.downloaded) of \(size)")
@@ -324,7 +325,7 @@ import Testing
         #expect(try FileSystem.stat(installed.path).permissions == 0o600)
         #expect(try FileSystem.stat(home.path).permissions == 0o700)
         #expect(!FileManager.default.fileExists(atPath: home.appendingPathComponent(".p.pack.download").path))
-        let again = try installer.installRemote(server.url("p.pack"), options: options)
+        let again = try installer.installRemote(server.url("p.pack"), credential: .password("pw"), options: options)
         #expect(!again.installation.copied && again.requests == 1)
     }
 

@@ -1,0 +1,88 @@
+import AssetPack
+import AssetPackTestSupport
+import Foundation
+import Testing
+
+/// `install URL` and remote reads through the built binary against a hostile server: endless
+/// data, slow retrieval, an unsigned pack nothing can check; and the options that set the
+/// bounds (docs/REMOTE.md, "Deadlines" and "Bounded downloads").
+@Suite(.serialized) struct UpdateAttackCLITests {
+    let dir = TemporaryDirectory("update-attack-cli")
+
+    func pack(_ format: String = "container") throws -> String {
+        _ = try dir.write(["a.txt": Array("hello".utf8), "big.bin": testBytes(200_000, seed: 3)], under: "src")
+        try FileManager.default.createDirectory(at: dir.appending("www"), withIntermediateDirectories: true)
+        let out = dir.appending("www/p.\(format)").path
+        let packed = try CLI.run(
+            ["pack", dir.appending("src").path, "-o", out, "--format", format], password: "pw")
+        #expect(packed.status == 0, "\(packed.stderr)")
+        return out
+    }
+
+    func leftovers(_ home: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: home)) ?? []).filter { $0 != ".assetpack.lock" }
+    }
+
+    @Test func anEndlessServerIsRefusedBeforeAnythingIsWritten() throws {
+        _ = try pack()
+        let server = try FaultyHTTPServer(root: dir.appending("www"))
+        try server.setFault(.claimSize(8 << 40))
+        let url = server.url("p.container").absoluteString
+        let home = dir.appending("home").path
+        let limited = try CLI.run(["install", url, "--into", home], password: "pw")
+        #expect(limited.status == 1, "\(limited.stderr)")
+        #expect(limited.stderr.contains("8796093022208 bytes") && limited.stderr.contains("--max-download"))
+        #expect(leftovers(home).isEmpty, "\(leftovers(home))")
+        let noRoom = try CLI.run(["install", url, "--into", home, "--max-download", "16T"], password: "pw")
+        #expect(noRoom.status == 1 && noRoom.stderr.contains("not enough space"), "\(noRoom.stderr)")
+        #expect(leftovers(home).isEmpty, "\(leftovers(home))")
+        let read = try CLI.run(["cat", url, "a.txt"], password: "pw")
+        #expect(read.status == 1 && read.stderr.contains("maxPackSize"), "\(read.stderr)")
+        let sent = try server.requests().reduce(0) { $0 + $1.bodyBytes }
+        #expect(sent < 1 << 20, "the server sent \(sent) bytes")
+    }
+
+    /// The default deadline against a server that sends 4 bytes a second: exit 6 after one
+    /// rate window (10 s), not minutes.
+    @Test func aDrippingServerFailsWithTheDefaultMinimumRate() throws {
+        _ = try pack()
+        let server = try FaultyHTTPServer(root: dir.appending("www"))
+        try server.setFault(.drip(bytesPerSecond: 4))
+        let started = Date()
+        let run = try CLI.run(["cat", server.url("p.container").absoluteString, "a.txt"], password: "pw")
+        let seconds = Date().timeIntervalSince(started)
+        #expect(run.status == 6 && run.stdout.isEmpty, "\(run.stderr)")
+        #expect(run.stderr.contains("below the minimum rate of 4096 bytes/s"), "\(run.stderr)")
+        #expect(seconds < 25, "took \(seconds) s")
+    }
+
+    @Test func theNetworkOptionsSetTheBounds() throws {
+        _ = try pack()
+        let server = try FaultyHTTPServer(root: dir.appending("www"))
+        let url = server.url("p.container").absoluteString
+        try server.setFault(.drip(bytesPerSecond: 5 << 10))
+        // 5 KiB/s is above the default rate (4 KiB/s) but below a raised one; the open's first
+        // request (64 KiB) outlasts the 10 s window.
+        let slow = try CLI.run(["cat", url, "a.txt", "--min-rate", "64K"], password: "pw")
+        #expect(slow.status == 6 && slow.stderr.contains("minimum rate of 65536"), "\(slow.stderr)")
+        let late = try CLI.run(["cat", url, "a.txt", "--request-timeout", "1.5"], password: "pw")
+        #expect(late.status == 6 && late.stderr.contains("deadline of 1.5 s"), "\(late.stderr)")
+        for bad in [["--max-download", "12Q"], ["--min-rate", "-1"], ["--request-timeout", "0"]] {
+            let refused = try CLI.run(["cat", url, "a.txt"] + bad, password: "pw")
+            #expect(refused.status == 64, "\(bad): \(refused.stderr)")
+        }
+    }
+
+    @Test func anUnsignedPackFromAURLNeedsSomethingToCheckItWith() throws {
+        _ = try pack("zip")
+        let server = try FaultyHTTPServer(root: dir.appending("www"))
+        let url = server.url("p.zip").absoluteString
+        let home = dir.appending("home").path
+        let refused = try CLI.run(["install", url, "--into", home])
+        #expect(refused.status == 2, "\(refused.stderr)")
+        #expect(refused.stderr.contains("not signed") && refused.stderr.contains(".sha256"), "\(refused.stderr)")
+        #expect(leftovers(home).isEmpty, "\(leftovers(home))")
+        let installed = try CLI.run(["install", url, "--into", home], password: "pw")
+        #expect(installed.status == 0, "\(installed.stderr)")
+    }
+}

@@ -1,0 +1,247 @@
+import AssetPack
+import AssetPackRemote
+import AssetPackTestSupport
+import Foundation
+import Testing
+
+/// The update path against the attacks of The Update Framework's threat model that need a
+/// hostile or broken server: endless data, slow retrieval, a pack replaced under the same
+/// validators while it downloads (a torn install), and a caller that gives up (cancellation).
+/// docs/SECURITY.md, "Update attacks", lists each with its defence and test.
+@Suite(.serialized) struct UpdateSafetyTests {
+    let dir = TemporaryDirectory("update-safety")
+
+    static var options: RemoteMirror.Options {
+        var o = RemoteMirror.Options()
+        o.retry.initialDelay = 0.01
+        return o
+    }
+
+    /// Fast deadlines: a test against a dripping server fails within about two seconds.
+    static var fastLimits: TransferLimits {
+        TransferLimits(connectTimeout: 5, requestTimeout: 30, minimumRate: 4096, rateWindow: 1)
+    }
+
+    @discardableResult
+    func pack(_ files: [String: [UInt8]], to name: String, format: PackFormat = .container) throws -> URL {
+        let source = dir.appending("src-\(name)")
+        try? FileManager.default.removeItem(at: source)
+        _ = try dir.write(files, under: "src-\(name)")
+        var options = PackOptions()
+        options.format = format
+        options.credential = .password("pw")
+        options.container.kdf = .scrypt(logN: 10, r: 8, p: 1)
+        let out = dir.appending("www/\(name)")
+        try FileManager.default.createDirectory(at: dir.appending("www"), withIntermediateDirectories: true)
+        try AssetPacks.pack(source: source, to: out, options: options)
+        return out
+    }
+
+    /// The names in the install directory other than the lock file.
+    func leftovers(_ directory: URL) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])
+            .filter { $0 != ".assetpack.lock" }.sorted()
+    }
+
+    func expectError(_ code: AssetPackError.Code, containing text: String, _ body: () throws -> Void) {
+        do {
+            try body()
+            Issue.record("no error; expected \(code) mentioning '\(text)'")
+        } catch let error as AssetPackError {
+            #expect(error.code == code, "\(error)")
+            #expect(error.message.contains(text), "\(error)")
+        } catch {
+            Issue.record("unexpected \(error)")
+        }
+    }
+
+    // MARK: - Endless data
+
+    @Test(arguments: [PackFormat.zip, .container])
+    func aServerClaimingAHugeFileWritesNothing(format: PackFormat) throws {
+        try pack(["a.bin": testBytes(100_000, seed: 1)], to: "p", format: format)
+        let server = try FaultyHTTPServer(root: dir.appending("www"))
+        let into = dir.appending("into-\(format)")
+        let installer = PrivateInstaller(directory: into)
+        for claim: UInt64 in [8 << 40, 1 << 50] {
+            try server.setFault(.claimSize(claim))
+            // Over ReadLimits.maxPackSize: refused on the first response.
+            expectError(.limitExceeded, containing: "maxPackSize") {
+                try installer.installRemote(server.url("p"), credential: .password("pw"), options: Self.options)
+            }
+            #expect(leftovers(into).isEmpty, "\(leftovers(into))")
+            // Under a raised limit, the free space of the file system refuses it.
+            var limits = ReadLimits.default
+            limits.maxPackSize = .max
+            expectError(.io, containing: "not enough space") {
+                try installer.installRemote(
+                    server.url("p"), credential: .password("pw"), limits: limits, options: Self.options)
+            }
+            #expect(leftovers(into).isEmpty, "\(leftovers(into))")
+            // Remote reads refuse it the same way, before a mirror file exists.
+            expectError(.limitExceeded, containing: "maxPackSize") {
+                _ = try RemotePackReader(url: server.url("p"), credential: .password("pw"), options: Self.options)
+            }
+        }
+        let sent = try server.requests().reduce(0) { $0 + $1.bodyBytes }
+        #expect(sent < 1 << 20, "the server sent \(sent) bytes")
+    }
+
+    // MARK: - Slow retrieval
+
+    @Test func aDrippingServerFailsWithinTheRateWindow() throws {
+        try pack(["a.bin": testBytes(300_000, seed: 2)], to: "p")
+        let server = try FaultyHTTPServer(root: dir.appending("www"))
+        try server.setFault(.drip(bytesPerSecond: 4))
+        var options = Self.options
+        options.transfer = Self.fastLimits
+        let started = Date()
+        expectError(.remote, containing: "minimum rate") {
+            _ = try RemotePackReader(url: server.url("p"), credential: .password("pw"), options: options)
+        }
+        // One window (1 s), checked about once a second by libcurl, and no retry of a drip.
+        #expect(Date().timeIntervalSince(started) < 5)
+    }
+
+    @Test func aResponseThatStopsHalfWayFailsWithinTheRateWindow() throws {
+        try pack(["a.bin": testBytes(300_000, seed: 3)], to: "p")
+        let server = try FaultyHTTPServer(root: dir.appending("www"))
+        let into = dir.appending("into")
+        var options = Self.options
+        options.transfer = Self.fastLimits
+        options.maxRequest = 128 << 10
+        try server.setFault(.stallAfter(bytes: 1000))
+        let started = Date()
+        expectError(.remote, containing: "minimum rate") {
+            try PrivateInstaller(directory: into).installRemote(
+                server.url("p"), credential: .password("pw"), options: options)
+        }
+        #expect(Date().timeIntervalSince(started) < 5)
+    }
+
+    @Test func aRequestPastItsDeadlineFails() throws {
+        try pack(["a.bin": testBytes(300_000, seed: 4)], to: "p")
+        let server = try FaultyHTTPServer(root: dir.appending("www"))
+        var options = Self.options
+        // 64 KiB/s is above the minimum rate; the 300 KB body takes 5 s, past a 2 s deadline.
+        options.transfer = TransferLimits(connectTimeout: 5, requestTimeout: 2, minimumRate: 1024, rateWindow: 1)
+        options.maxRequest = 1 << 20
+        options.probeSize = 1 << 20
+        try server.setFault(.drip(bytesPerSecond: 64 << 10))
+        let started = Date()
+        expectError(.remote, containing: "deadline of 2 s") {
+            _ = try RemotePackReader(url: server.url("p"), credential: .password("pw"), options: options)
+        }
+        #expect(Date().timeIntervalSince(started) < 6)
+    }
+
+    // MARK: - Never two versions
+
+    /// An unsigned pack replaced on the server during the install by another version of the
+    /// same size and mtime (so the same nginx-style ETag): the install must not succeed.
+    @Test(arguments: [PackFormat.zip, .container])
+    func aPackReplacedUnderTheSameETagIsNeverInstalled(format: PackFormat) throws {
+        let base: [String: [UInt8]] = [
+            "a.bin": testBytes(400_000, seed: 5), "b.bin": testBytes(400_000, seed: 6),
+        ]
+        let v1 = try pack(base, to: "p", format: format)
+        let v1Bytes = try Data(contentsOf: v1)
+        let v2Bytes: Data
+        do {
+            var changed = base
+            changed["b.bin"] = testBytes(400_000, seed: 7)
+            let v2 = try pack(changed, to: "p2", format: format)
+            v2Bytes = try Data(contentsOf: v2)
+            #expect(v2Bytes.count == v1Bytes.count, "the two versions must be the same size")
+        }
+        let mtime = try FileManager.default.attributesOfItem(atPath: v1.path)[.modificationDate] as! Date
+        let server = try FaultyHTTPServer(root: dir.appending("www"))
+        var options = Self.options
+        options.maxRequest = 64 << 10
+        options.parallelRequests = 1
+        options.saveInterval = 64 << 10
+        let replaced = Flag()
+        let into = dir.appending("into-\(format)")
+        expectError(.integrityFailure, containing: "does not read back") {
+            try PrivateInstaller(directory: into).installRemote(
+                server.url("p"), credential: .password("pw"), options: options,
+                progress: { done, _ in
+                    // After the first bytes: v2 takes v1's place, same size and mtime.
+                    guard done > 0, replaced.setOnce() else { return }
+                    try? v2Bytes.write(to: v1)
+                    try? FileManager.default.setAttributes([.modificationDate: mtime], ofItemAtPath: v1.path)
+                })
+        }
+        #expect(replaced.isSet)
+        #expect(leftovers(into).isEmpty, "\(leftovers(into))")
+    }
+
+    @Test func anUnsignedPackNothingCanCheckIsRefusedBeforeTheDownload() throws {
+        try pack(["a.bin": testBytes(300_000, seed: 8)], to: "p")
+        let server = try FaultyHTTPServer(root: dir.appending("www"))
+        let into = dir.appending("into")
+        expectError(.missingPassword, containing: "not signed") {
+            try PrivateInstaller(directory: into).installRemote(server.url("p"), options: Self.options)
+        }
+        #expect(leftovers(into).isEmpty, "\(leftovers(into))")
+        let sent = try server.requests().reduce(0) { $0 + $1.bodyBytes }
+        #expect(sent < 100_000, "the server sent \(sent) bytes")
+        // With a published SHA-256 the same install goes ahead.
+        let digest = try PrivateInstaller.sha256(of: dir.appending("www/p").path)
+        try Data("\(digest)  p\n".utf8).write(to: dir.appending("www/p.sha256"))
+        let installed = try PrivateInstaller(directory: into).installRemote(server.url("p"), options: Self.options)
+        #expect(installed.installation.sha256 == digest)
+    }
+
+    // MARK: - Cancellation
+
+    @Test func cancellingAnInstallStopsTheDownloadAndLeavesNothing() async throws {
+        try pack(["a.bin": testBytes(3_000_000, seed: 9)], to: "p")
+        let server = try FaultyHTTPServer(root: dir.appending("www"))
+        try server.setFault(.drip(bytesPerSecond: 64 << 10))
+        let into = dir.appending("into")
+        let installer = PrivateInstaller(directory: into)
+        let url = server.url("p")
+        let task = Task {
+            try await installer.install(from: url, credential: .password("pw"))
+        }
+        try await Task.sleep(for: .seconds(1.5))
+        let cancelledAt = Date()
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(Date().timeIntervalSince(cancelledAt) < 3, "the install took too long to stop")
+        #expect(leftovers(into).isEmpty, "\(leftovers(into))")
+        // Bytes sent after the cancel: the server notices the closed connection within a
+        // second or two of its pace (64 KiB/s), far below the 3 MB pack.
+        try await Task.sleep(for: .seconds(2.5))
+        let sent = try server.requests(timeout: 5).reduce(0) { $0 + $1.bodyBytes }
+        #expect(sent < 512 << 10, "the server sent \(sent) bytes")
+    }
+
+    @Test func cancellingARemoteOpenStopsIt() async throws {
+        try pack(["a.bin": testBytes(300_000, seed: 10)], to: "p")
+        let server = try FaultyHTTPServer(root: dir.appending("www"))
+        try server.setFault(.drip(bytesPerSecond: 1024))
+        let url = server.url("p")
+        let task = Task { try await AssetPacks.open(url: url, credential: .password("pw")) }
+        try await Task.sleep(for: .seconds(1))
+        let cancelledAt = Date()
+        task.cancel()
+        await #expect(throws: CancellationError.self) { _ = try await task.value }
+        #expect(Date().timeIntervalSince(cancelledAt) < 3)
+    }
+}
+
+/// A flag set once, from any thread.
+private final class Flag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var set = false
+    /// Sets the flag; whether this call was the one that set it.
+    func setOnce() -> Bool {
+        lock.withLock {
+            defer { set = true }
+            return !set
+        }
+    }
+    var isSet: Bool { lock.withLock { set } }
+}
