@@ -15,7 +15,8 @@ struct AssetPackCommand: ParsableCommand {
 
             Exit codes: 0 success, 1 other error, 2 missing or wrong password, 3 entry not found, \
             4 integrity failure (CRC, MAC, corrupt or truncated pack), 5 untrusted (--trust given and the pack \
-            is not signed by one of those keys, or differs from what was signed), 64 usage.
+            is not signed by one of those keys, or differs from what was signed), 6 remote (a URL's server \
+            failed, ignores Range, changed the file, or broke a deadline or the minimum rate), 64 usage.
             """,
         version: assetpackVersion,
         subcommands: [Pack.self, List.self, Cat.self, Extract.self, Verify.self, Install.self, Keygen.self, Perf.self])
