@@ -575,18 +575,20 @@ extension ContainerPackReader {
     }
 }
 
-/// Runs `body(0..<tasks)` on all cores and rethrows the first error.
+/// Runs `body(0..<tasks)` on all cores and rethrows the first error (as it was thrown: a
+/// `CancellationError` stays one). The workers run under the caller's ``Cancellation``, so a
+/// cancelled read stops in them too.
 func concurrently(_ tasks: Int, _ body: (Int) throws -> Void) throws {
     if tasks == 1 { return try body(0) }
-    let failure = Mutex<AssetPackError?>(nil)
+    let failure = Mutex<(any Error)?>(nil)
+    let cancellation = Cancellation.current
     withoutActuallyEscaping(body) { body in
         // The tasks write disjoint parts of caller-owned buffers; `body` is not Sendable only
         // because it captures those pointers.
         let work = UncheckedSendable(body)
         DispatchQueue.concurrentPerform(iterations: tasks) { task in
-            do { try work.value(task) } catch {
-                let e = error as? AssetPackError ?? AssetPackError(.io, "\(error)")
-                failure.withLock { if $0 == nil { $0 = e } }
+            do { try Cancellation.$current.withValue(cancellation) { try work.value(task) } } catch {
+                failure.withLock { if $0 == nil { $0 = error } }
             }
         }
     }

@@ -518,7 +518,7 @@ private final class RangeState {
         }
         if buffer.isEmpty {
             do { try sink(piece, reached) } catch {
-                failure = .fatal(error as? AssetPackError ?? AssetPackError(.io, "\(error)"))
+                failure = Self.failure(error)
                 return false
             }
             reached += UInt64(piece.count)
@@ -546,7 +546,7 @@ private final class RangeState {
         do {
             try sink(UnsafeRawBufferPointer(rebasing: buffer[0..<buffered]), reached)
         } catch {
-            failure = .fatal(error as? AssetPackError ?? AssetPackError(.io, "\(error)"))
+            failure = Self.failure(error)
             return false
         }
         reached += UInt64(buffered)
@@ -575,6 +575,12 @@ private final class RangeState {
             failure = .transient
             detail = message
         }
+    }
+
+    /// What a sink's error means for the request: cancellation stays cancellation.
+    private static func failure(_ error: any Error) -> HTTPRangeClient.Failure {
+        if error is CancellationError { return .cancelled }
+        return .fatal(error as? AssetPackError ?? AssetPackError(.io, "\(error)"))
     }
 
     private var isTransient: Bool {

@@ -230,6 +230,28 @@ import Testing
         await #expect(throws: CancellationError.self) { _ = try await task.value }
         #expect(Date().timeIntervalSince(cancelledAt) < 3)
     }
+
+    @Test(arguments: [PackFormat.zip, .container], [200_000, 3_000_000])
+    func cancellingARemoteReadStopsIt(format: PackFormat, size: Int) async throws {
+        // A small entry is fetched into the mirror file; a large one streams through memory.
+        try pack(["a.bin": testBytes(size, seed: 11), "b.txt": Array("b".utf8)], to: "p", format: format)
+        let server = try FaultyHTTPServer(root: dir.appending("www"))
+        var options = Self.options
+        options.probeSize = 4096
+        options.streamThreshold = 1 << 20
+        let reader = try RemotePackReader(url: server.url("p"), credential: .password("pw"), options: options)
+        let library = AssetLibrary(reader: reader, url: server.url("p"))
+        try server.setFault(.drip(bytesPerSecond: 1024))
+        let task = Task { try await library.loadBytes("a.bin") }
+        try await Task.sleep(for: .seconds(1))
+        let cancelledAt = Date()
+        task.cancel()
+        await #expect(throws: CancellationError.self) { _ = try await task.value }
+        #expect(Date().timeIntervalSince(cancelledAt) < 3)
+        // The reader is still usable once the server is well again.
+        try server.setFault(.none)
+        #expect(try library.read("b.txt") == Array("b".utf8))
+    }
 }
 
 /// A flag set once, from any thread.
