@@ -76,8 +76,7 @@ extension PrivateInstaller {
         let client = try HTTPRangeClient(url: url, retry: options.retry)
         try client.fetch(0..<1) { _, _ in }
         guard let version = client.version else { throw AssetPackError(.remote, "\(url.absoluteString): no response") }
-        let fingerprint =
-            "remote \(url.absoluteString) \(version.etag ?? "-") \(version.lastModified ?? "-") \(version.size)"
+        let fingerprint = "remote \(url.absoluteString) \(version.fingerprint)"
 
         let destination = directory.appendingPathComponent(name)
         let manifestURL = directory.appendingPathComponent(".\(name).install")
@@ -168,7 +167,7 @@ struct RemoteDownload {
         var present = RangeSet()
         if let data = FileManager.default.contents(atPath: statePath),
             let state = try? JSONDecoder().decode(State.self, from: data),
-            state.url == client.url.absoluteString, state.version == version,
+            state.url == client.url.absoluteString, state.version.isSame(as: version),
             (try? FileSystem.stat(staging))?.size == version.size
         {
             present = state.present
