@@ -74,8 +74,7 @@ extension PrivateInstaller {
     ) throws -> RemoteInstallation {
 
         let client = try HTTPRangeClient(url: url, retry: options.retry)
-        try client.fetch(0..<1) { _, _ in }
-        guard let version = client.version else { throw AssetPackError(.remote, "\(url.absoluteString): no response") }
+        let (version, whole) = try RemoteDownload.probe(client)
         let fingerprint = "remote \(url.absoluteString) \(version.fingerprint)"
 
         let destination = directory.appendingPathComponent(name)
@@ -99,11 +98,14 @@ extension PrivateInstaller {
                 RemoteDownload())
         }
 
-        var download = try RemoteDownload(
-            client: client, version: version,
-            staging: directory.appendingPathComponent(".\(name).download").path,
-            options: options)
-        let previous = installed == nil ? nil : destination.path
+        let staging = directory.appendingPathComponent(".\(name).download").path
+        var download =
+            try whole
+            ? RemoteDownload.whole(
+                client: client, version: version, staging: staging, options: options, progress: progress)
+            : RemoteDownload(client: client, version: version, staging: staging, options: options)
+        // A whole-file download holds every byte: nothing to reuse.
+        let previous = installed == nil || whole ? nil : destination.path
         var checked: (String, PublisherKey?)
         do {
             try download.assemble(previous: previous, credential: credential, progress: progress)

@@ -41,6 +41,9 @@ package final class RemoteMirror: @unchecked Sendable {
         /// How long a streamed download waits for its reader to make room before it writes to
         /// the file instead: a reader waiting for bytes behind the window would wait forever.
         package var streamPatience: TimeInterval = 0.5
+        /// An install from a server that ignores `Range` downloads the whole file in one GET: at
+        /// most this many bytes (and never more than its `Content-Length`).
+        package var maxWholeDownload: UInt64 = 64 << 30
         package init() {}
     }
 

@@ -178,4 +178,40 @@ enum RealServer: String, CaseIterable, Sendable, CustomTestStringConvertible {
         let log = try server.requests().filter { $0.uri == "/p.container" }
         #expect(log.allSatisfy { $0.status == 206 && $0.bodyBytes <= 256 << 10 }, "\(log)")
     }
+
+    /// A server without Range support: `install URL` downloads the whole file once, verified as
+    /// always; range reads (`cat`, `list`) still exit 6 saying why.
+    @Test func aServerWithoutRangeInstallsWithOneDownload() throws {
+        #expect(try run(["keygen", "--out", dir.appending("k").path]).status == 0)
+        let local = try publish(tree())
+        let server = try FaultyHTTPServer(root: dir.appending("www"), fault: .ignoreRange)
+        let url = server.url("p.container").absoluteString
+        let cat = try run(["cat", url, "a.txt"])
+        #expect(cat.status == 6 && cat.stderr.contains("ignores Range"), "\(cat.stderr)")
+        let list = try run(["list", url])
+        #expect(list.status == 6 && list.stderr.contains("ignores Range"), "\(list.stderr)")
+
+        let home = dir.appending("home").path
+        try server.resetRequests()
+        let install = try run(["install", url, "--into", home, "--trust", dir.appending("k.pub").path])
+        #expect(install.status == 0, "\(install.stderr)")
+        #expect(
+            FileManager.default.contents(atPath: home + "/p.container")
+                == FileManager.default.contents(atPath: local.path))
+        let size = try FileSystem.stat(local.path).size
+        let log = try server.requests()
+        let whole = log.filter { $0.uri == "/p.container" && $0.range == nil }
+        #expect(whole.count == 1 && whole.first?.bodyBytes == Int(size), "\(log)")
+        let again = try run(["install", url, "--into", home, "--trust", dir.appending("k.pub").path])
+        #expect(again.status == 0 && again.stderr.contains("already installed"), "\(again.stderr)")
+        // A download that fails verification is not installed, and not kept.
+        let stranger = try run(["keygen", "--out", dir.appending("other").path])
+        #expect(stranger.status == 0)
+        let untrusted = try run([
+            "install", url, "--into", dir.appending("home2").path, "--trust", dir.appending("other.pub").path,
+        ])
+        #expect(untrusted.status == 5, "\(untrusted.stderr)")
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: dir.appending("home2").path)) ?? []
+        #expect(!left.contains("p.container") && !left.contains(".p.container.download"), "\(left)")
+    }
 }

@@ -329,6 +329,39 @@ import Testing
         expectCode(.remote, { _ = try open(server.url("p.pack")) }, "nothing sent")
     }
 
+    /// A server that ignores `Range`: an install is one whole-file GET into the staging file,
+    /// bounded by `Content-Length` and the limit, verified as always; range reads are refused.
+    @Test func aServerWithoutRangeIsInstalledWithOneGET() throws {
+        let local = try pack(tree(), .zip, to: "p.pack", signed: true)
+        let size = try FileSystem.stat(local.path).size
+        let server = try FaultyHTTPServer(root: dir.appending("www"), fault: .ignoreRange)
+        // The refusals on another name: the server logs a refused response when it stops writing it.
+        try FileManager.default.copyItem(at: local, to: dir.appending("www/q.pack"))
+        expectCode(.remote, { _ = try open(server.url("q.pack")) }, "a range read")
+        let home = dir.appending("home")
+        let installer = PrivateInstaller(directory: home, trustedKeys: [publisher.publicKey])
+        var options = Self.options
+        options.maxWholeDownload = size - 1
+        expectCode(
+            .limitExceeded, { try installer.installRemote(server.url("q.pack"), options: options) }, "over the limit")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: home.path).filter { $0.hasPrefix(".q.pack") } == [])
+        let result = try installer.installRemote(server.url("p.pack"), options: Self.options)
+        #expect(try Data(contentsOf: home.appendingPathComponent("p.pack")) == Data(contentsOf: local))
+        #expect(result.installation.publisher == publisher.publicKey)
+        // The probe, the download, the `.sha256` lookup.
+        #expect(result.downloaded == size && result.requests == 3, "\(result)")
+        let log = try server.requests(waitingFor: 3).filter { $0.uri == "/p.pack" }
+        #expect(log.map(\.range) == ["bytes=0-0", nil], "\(log)")
+        let again = try installer.installRemote(server.url("p.pack"), options: Self.options)
+        #expect(!again.installation.copied && again.requests == 1, "\(again)")
+        // A published SHA-256 that does not match: refused, and the download is not kept.
+        try Data("\(String(repeating: "0", count: 64))  p.pack\n".utf8).write(to: dir.appending("www/p.pack.sha256"))
+        let other = PrivateInstaller(directory: dir.appending("home2"))
+        expectCode(.integrityFailure, { try other.installRemote(server.url("p.pack"), options: Self.options) })
+        let left = try FileManager.default.contentsOfDirectory(atPath: dir.appending("home2").path)
+        #expect(!left.contains("p.pack") && !left.contains(".p.pack.download"), "\(left)")
+    }
+
     @Test(arguments: [PackFormat.zip, .container])
     func corruptOrTruncatedBytesNeverComeBackAsData(format: PackFormat) throws {
         let files = tree()
