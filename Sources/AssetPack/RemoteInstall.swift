@@ -39,6 +39,8 @@ extension PrivateInstaller {
     ///   delta assembles exactly the remote file); a `<url>.sha256` file on the server, when there
     ///   is one, must match the whole file's SHA-256.
     /// - Installing the same version again makes one request and copies nothing.
+    /// - From a server that ignores `Range`, the whole file comes in one GET (no more than
+    ///   its `Content-Length`, within a limit), verified the same way; no resume, no reuse.
     /// - Parameters:
     ///   - url: The pack's `http://` or `https://` URL.
     ///   - name: The installed file's name.

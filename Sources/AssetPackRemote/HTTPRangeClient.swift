@@ -4,14 +4,15 @@ import Foundation
 
 /// Byte-range GETs of one remote file, pinned to one version of it (docs/REMOTE.md).
 ///
-/// Every response must be `206 Partial Content` for exactly the bytes asked, with the total
-/// size, `ETag` and `Last-Modified` the first response gave. After the first response each
-/// request carries `If-Range` with that validator, so a server whose file changed answers `200`
-/// with the new file, which is refused as soon as its headers arrive (no body byte is taken). A
-/// server that ignores `Range` is refused the same way. Transient failures (connection errors,
-/// timeouts, 5xx, 408, 429, a body cut short) are retried with exponential backoff, resuming
-/// after the bytes already received. Bodies are streamed to the caller's sink: memory does not
-/// grow with the range.
+/// Every response must be `206 Partial Content` starting at the byte asked (a complete shorter
+/// one is progress: the rest is asked for next), with the total size, `ETag` (by weak
+/// comparison) and `Last-Modified` the first response gave; a changed file is refused as soon as
+/// its headers arrive (no body byte is taken). When the first response offered a strong
+/// validator, later requests carry it in `If-Range` (a weak one would make a server answer `200`).
+/// A server that ignores `Range` is refused the same way; ``fetchWhole(expected:limit:into:)`` is
+/// for an install from such a server. Transient failures (connection errors, timeouts, 5xx, 408,
+/// 429, a body cut short) are retried with exponential backoff, resuming after the bytes already
+/// received. Bodies are streamed to the caller's sink: memory does not grow with the range.
 ///
 /// The transport is libcurl, the system's (docs/REMOTE.md, "Transport", says why not
 /// `URLSession` or AsyncHTTPClient). This type is the one user of it. A request runs on the
