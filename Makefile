@@ -17,12 +17,13 @@ deps:
 	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libzip-dev zlib1g-dev libssl-dev libdeflate-dev libcurl4-openssl-dev pkg-config; \
 	fi
 
-## test-deps: what the tests need beyond the libraries: nginx (remote-pack tests against a real
-## server) and python3 (the fault-injecting HTTP server).
+## test-deps: what the tests need beyond the libraries: nginx, Apache httpd and lighttpd (remote-pack
+## tests against real servers) and python3 (the fault-injecting HTTP server).
 test-deps: deps
-	@if [ ! -x /usr/sbin/nginx ] || ! command -v python3 >/dev/null; then \
-	  echo "installing nginx-light python3"; \
-	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light python3; \
+	@if [ ! -x /usr/sbin/nginx ] || [ ! -x /usr/sbin/apache2 ] || [ ! -x /usr/sbin/lighttpd ] \
+	  || ! command -v python3 >/dev/null; then \
+	  echo "installing nginx-light apache2 lighttpd python3"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light apache2 lighttpd python3; \
 	fi
 
 build: deps

@@ -45,6 +45,8 @@ extension PrivateInstaller {
     /// - Cancelling the task stops the download within about a second, removes what it wrote,
     ///   and throws `CancellationError`.
     /// - Installing the same version again makes one request and copies nothing.
+    /// - From a server that ignores `Range`, the whole file comes in one GET (no more than
+    ///   its `Content-Length`, within a limit), verified the same way; no resume, no reuse.
     /// - Parameters:
     ///   - url: The pack's `http://` or `https://` URL.
     ///   - name: The installed file's name.
@@ -90,11 +92,9 @@ extension PrivateInstaller {
     ) throws -> RemoteInstallation {
 
         let client = try HTTPRangeClient(url: url, retry: options.retry, limits: options.transfer)
-        try client.fetch(0..<1) { _, _ in }
-        guard let version = client.version else { throw AssetPackError(.remote, "\(url.absoluteString): no response") }
+        let (version, whole) = try RemoteDownload.probe(client)
         try limits.checkPackSize(version.size, of: url.absoluteString)
-        let fingerprint =
-            "remote \(url.absoluteString) \(version.etag ?? "-") \(version.lastModified ?? "-") \(version.size)"
+        let fingerprint = "remote \(url.absoluteString) \(version.fingerprint)"
 
         let destination = directory.appendingPathComponent(name)
         let manifestURL = directory.appendingPathComponent(".\(name).install")
@@ -119,11 +119,17 @@ extension PrivateInstaller {
 
         let staging = directory.appendingPathComponent(".\(name).download").path
         var download = RemoteDownload()
-        let previous = installed == nil ? nil : destination.path
+        // A whole-file download holds every byte: nothing to reuse.
+        let previous = installed == nil || whole ? nil : destination.path
         var checked: (String, PublisherKey?)
         do {
-            download = try RemoteDownload(
-                client: client, version: version, staging: staging, options: options, room: directory.path)
+            download =
+                try whole
+                ? RemoteDownload.whole(
+                    client: client, version: version, staging: staging, options: options, limit: limits.maxPackSize,
+                    room: directory.path, progress: progress)
+                : RemoteDownload(
+                    client: client, version: version, staging: staging, options: options, room: directory.path)
             try download.checkBeforeDownload(trustedKeys: trustedKeys, credential: credential, limits: limits)
             try download.assemble(previous: previous, credential: credential, progress: progress)
             do {
@@ -193,7 +199,7 @@ struct RemoteDownload {
         var present = RangeSet()
         if let data = FileManager.default.contents(atPath: statePath),
             let state = try? JSONDecoder().decode(State.self, from: data),
-            state.url == client.url.absoluteString, state.version == version,
+            state.url == client.url.absoluteString, state.version.isSame(as: version),
             (try? FileSystem.stat(staging))?.size == version.size
         {
             present = state.present
@@ -231,7 +237,7 @@ struct RemoteDownload {
     /// Refuses a download the file system at `directory` has no room for (what is still to be
     /// downloaded, against the bytes an unprivileged process may write).
     /// - Throws: `.io` naming both sizes.
-    private static func checkRoom(needed: UInt64, in directory: String) throws {
+    static func checkRoom(needed: UInt64, in directory: String) throws {
         let available: UInt64
         do { available = try FileSystem.availableBytes(directory) } catch { throw error.io("cannot stat \(directory)") }
         guard needed <= available else {

@@ -4,16 +4,18 @@ import Foundation
 
 /// Byte-range GETs of one remote file, pinned to one version of it (docs/REMOTE.md).
 ///
-/// Every response must be `206 Partial Content` for exactly the bytes asked, with the total
-/// size, `ETag` and `Last-Modified` the first response gave. After the first response each
-/// request carries `If-Range` with that validator, so a server whose file changed answers `200`
-/// with the new file, which is refused as soon as its headers arrive (no body byte is taken). A
-/// server that ignores `Range` is refused the same way. Transient failures (connection errors,
-/// timeouts, 5xx, 408, 429, a body cut short) are retried with exponential backoff, resuming
-/// after the bytes already received. Bodies are streamed to the caller's sink: memory does not
-/// grow with the range. Every request keeps ``TransferLimits``: a deadline and a minimum
-/// sustained rate, checked by libcurl's progress callback, which also stops a transfer as soon
-/// as its ``Cancellation`` is cancelled.
+/// Every response must be `206 Partial Content` starting at the byte asked (a complete shorter
+/// one is progress: the rest is asked for next), with the total size, `ETag` (by weak
+/// comparison) and `Last-Modified` the first response gave; a changed file is refused as soon as
+/// its headers arrive (no body byte is taken). When the first response offered a strong
+/// validator, later requests carry it in `If-Range` (a weak one would make a server answer `200`).
+/// A server that ignores `Range` is refused the same way; ``fetchWhole(expected:limit:into:)`` is
+/// for an install from such a server. Transient failures (connection errors, timeouts, 5xx, 408,
+/// 429, a body cut short) are retried with exponential backoff, resuming after the bytes already
+/// received. Bodies are streamed to the caller's sink: memory does not grow with the range.
+/// Every request keeps ``TransferLimits``: a deadline and a minimum sustained rate, checked by
+/// libcurl's progress callback, which also stops a transfer as soon as its ``Cancellation`` is
+/// cancelled.
 ///
 /// The transport is libcurl, the system's (docs/REMOTE.md, "Transport", says why not
 /// `URLSession` or AsyncHTTPClient). This type is the one user of it. A request runs on the
@@ -28,6 +30,26 @@ package final class HTTPRangeClient: @unchecked Sendable {
         package var etag: String?
         /// The `Last-Modified` header, when the server sends one.
         package var lastModified: String?
+
+        /// Whether `other` is this version: the same size and `Last-Modified`, and the same `ETag`
+        /// by weak comparison (RFC 9110 §8.8.3.2: the opaque tags match, `W/` or not). Apache
+        /// marks its ETag weak for the second after a change, then sends the same tag strong.
+        package func isSame(as other: Version) -> Bool {
+            size == other.size && lastModified == other.lastModified && Self.opaque(etag) == Self.opaque(other.etag)
+        }
+
+        /// What identifies this version in an install record: the ETag's weak and strong forms
+        /// are one version.
+        package var fingerprint: String { "\(Self.opaque(etag) ?? "-") \(lastModified ?? "-") \(size)" }
+
+        /// Whether the ETag is weak (`W/"…"`).
+        var hasWeakETag: Bool { etag?.hasPrefix("W/") == true }
+
+        /// An ETag without its weak marker.
+        static func opaque(_ tag: String?) -> String? {
+            guard let tag, tag.hasPrefix("W/") else { return tag }
+            return String(tag.dropFirst(2))
+        }
     }
 
     /// Retry policy for transient failures.
@@ -51,6 +73,13 @@ package final class HTTPRangeClient: @unchecked Sendable {
     private var pinned: Version?
     private var counters = (requests: 0, bytes: UInt64(0))
     private var changed: AssetPackError?
+    /// The validator requests carry in `If-Range`: a strong ETag, or with no ETag a
+    /// `Last-Modified` that is strong (docs/REMOTE.md, "Consistency"); `nil` sends none.
+    private var ifRange: String?
+    /// A server answered `200` to an `If-Range` request with the pinned validators: it does not
+    /// trust them, so no request carries `If-Range` again.
+    private var ifRangeRefused = false
+    private var rangeless: Version?
 
     /// - Parameters:
     ///   - url: An `http` or `https` URL.
@@ -74,6 +103,11 @@ package final class HTTPRangeClient: @unchecked Sendable {
     /// Requests made (retries included) and body bytes received.
     package var transferred: (requests: Int, bytes: UInt64) { lock.withLock { counters } }
 
+    /// The version a server that ignores `Range` announced in the `200` it answered the first
+    /// request with (`Content-Length`, `ETag`, `Last-Modified`): set when that request failed with
+    /// "the server ignores Range requests". What ``fetchWhole(expected:limit:into:)`` then needs.
+    package var ignoredRange: Version? { lock.withLock { rangeless } }
+
     /// Fetches bytes `range` (clamped to the file's end once its size is known), handing each
     /// piece to `sink(piece, fileOffset)` in order.
     /// - Parameter gathering: Gather pieces into 1 MiB before they go to `sink` (few large
@@ -90,18 +124,21 @@ package final class HTTPRangeClient: @unchecked Sendable {
         var attempt = 0
         while next < range.upperBound {
             try cancellation?.check()
-            let outcome = request(next..<range.upperBound, gathering: gathering, cancellation: cancellation, sink: sink)
+            let (outcome, sentIfRange) = request(
+                next..<range.upperBound, gathering: gathering, cancellation: cancellation, sink: sink)
             // Real progress (1 MiB) forgives a failure: a long transfer cut now and then goes
             // on; a server that cuts every body early still fails after `attempts`.
             let progressed = outcome.reached >= next + Self.progressThatCounts
+            let moved = outcome.reached > next
             next = max(next, outcome.reached)
             switch outcome.result {
             case .success:
                 if next >= range.upperBound { return }
                 // The file ends first (the range was clamped to it).
                 if let size = version?.size, next >= size { return }
-                // A shorter 206 than asked (servers may cap ranges): ask for the rest at once.
-                if progressed { continue }
+                // A complete 206 shorter than asked (servers and CDNs cap responses, 256 KiB
+                // or so): progress, not a failure. Ask for the rest at once.
+                if moved { continue }
                 fallthrough
             case .failure(.transient):
                 if progressed { continue }
@@ -121,6 +158,15 @@ package final class HTTPRangeClient: @unchecked Sendable {
                 throw CancellationError()
             case .failure(.fatal(let error)):
                 throw error
+            case .failure(.wholeUnchanged):
+                // A 200 with the pinned validators. With If-Range, the server did not trust the
+                // validator (Apache's weak second, a cautious cache): ask again without it, at
+                // once, and never send it again. Without, it ignores Range.
+                guard sentIfRange else { throw ignoresRange() }
+                lock.withLock {
+                    ifRangeRefused = true
+                    ifRange = nil
+                }
             }
         }
     }
@@ -132,6 +178,34 @@ package final class HTTPRangeClient: @unchecked Sendable {
             try cancellation?.check()
             Thread.sleep(forTimeInterval: min(0.05, max(0, until.timeIntervalSinceNow)))
         }
+    }
+
+    /// Downloads the whole file in one plain GET (no `Range`): for an install from a server that
+    /// ignores `Range` (docs/REMOTE.md, "Servers without Range"). Pieces go to `sink` in order.
+    /// No retry and no resume: a failure means starting over.
+    /// - Parameters:
+    ///   - expected: The version the server announced before (``ignoredRange``): the response
+    ///     must have the same size and validators.
+    ///   - limit: Most bytes taken; a larger `Content-Length` is refused before any body byte,
+    ///     and no more bytes than the `Content-Length` are ever taken.
+    /// - Throws: `.remote` (a failing server, no `Content-Length`, a changed file, a body cut
+    ///   short), `.limitExceeded`, whatever `sink` throws.
+    package func fetchWhole(
+        expected: Version, limit: UInt64, cancellation: Cancellation? = Cancellation.current,
+        into sink: @escaping (UnsafeRawBufferPointer, UInt64) throws -> Void
+    ) throws {
+        let state = WholeState(client: self, expected: expected, limit: limit, sink: sink)
+        lock.withLock { counters.requests += 1 }
+        // One request for the whole file: its deadline grows with the file at the minimum rate.
+        var limits = limits
+        limits.requestTimeout = max(limits.requestTimeout, Double(expected.size) / Double(max(1, limits.minimumRate)))
+        let transfer = Transfer(whole: state, watchdog: Watchdog(limits, cancellation))
+        let result = perform(transfer, url: url, headers: ["Accept-Encoding: identity"])
+        if let verdict = transfer.watchdog.verdict {
+            if case .cancelled = verdict { throw CancellationError() }
+            throw AssetPackError(.remote, "\(url.absoluteString): \(verdict.describe(limits))")
+        }
+        try state.finish(result)
     }
 
     /// The text of the file at this URL's path plus `suffix` (`<pack>.sha256`), or `nil` when
@@ -171,6 +245,9 @@ package final class HTTPRangeClient: @unchecked Sendable {
         case slow(AssetPackError)
         case cancelled
         case fatal(AssetPackError)
+        /// A `200` with the pinned version's validators: an `If-Range` not trusted, or `Range`
+        /// ignored (``fetch(_:gathering:into:)`` knows which).
+        case wholeUnchanged
     }
 
     struct Outcome {
@@ -180,24 +257,35 @@ package final class HTTPRangeClient: @unchecked Sendable {
         var detail: String?
     }
 
+    /// One range request. - Returns: Its outcome, and whether it carried `If-Range`.
     private func request(
         _ range: Range<UInt64>, gathering: Bool, cancellation: Cancellation?,
         sink: @escaping @Sendable (UnsafeRawBufferPointer, UInt64) throws -> Void
-    ) -> Outcome {
+    ) -> (Outcome, Bool) {
         var headers = ["Range: bytes=\(range.lowerBound)-\(range.upperBound - 1)", "Accept-Encoding: identity"]
-        // If-Range needs a strong validator: a weak ETag (W/"…") would make a server answer 200.
-        if let pinned = version,
-            let validator = pinned.etag.flatMap({ $0.hasPrefix("W/") ? nil : $0 }) ?? pinned.lastModified
-        {
-            headers.append("If-Range: \(validator)")
-        }
+        // Only a strong validator: with a weak one a server answers 200 (RFC 9110 §13.1.5).
+        // Without If-Range a change still shows: every 206's validators are compared.
+        let validator = lock.withLock { ifRange }
+        if let validator { headers.append("If-Range: \(validator)") }
         let state = RangeState(
             client: self, start: range.lowerBound, end: range.upperBound, gathering: gathering, sink: sink)
         lock.withLock { counters.requests += 1 }
         let transfer = Transfer(state, watchdog: Watchdog(limits, cancellation))
         let result = perform(transfer, url: url, headers: headers)
         state.complete(result, verdict: transfer.watchdog.verdict)
-        return state.outcome()
+        return (state.outcome(), validator != nil)
+    }
+
+    /// The `If-Range` validator for `version`, first seen in a response dated `date`: a strong
+    /// ETag; with no ETag at all, a `Last-Modified` at least 60 s older than the response's
+    /// `Date` (RFC 9110 §8.8.2.2; Apache treats a date less than a second old as weak); else none.
+    static func ifRangeValidator(for version: Version, date: String?) -> String? {
+        if let etag = version.etag { return version.hasWeakETag ? nil : etag }
+        guard let modified = version.lastModified, let date else { return nil }
+        let lastModified = curl_getdate(modified, nil)
+        let sent = curl_getdate(date, nil)
+        guard lastModified > 0, sent > 0, sent - lastModified >= 60 else { return nil }
+        return modified
     }
 
     /// Runs one GET on the calling thread with a pooled handle.
@@ -242,15 +330,27 @@ package final class HTTPRangeClient: @unchecked Sendable {
         switch response.status {
         case 206: break
         case 200:
-            if version != nil, hasChanged(response) {
+            if version != nil {
+                guard hasChanged(response) else { return .wholeUnchanged }
                 let error = AssetPackError(.remote, "\(where_) changed while it was being read (\(describe(response)))")
                 lock.withLock { changed = error }
                 return .fatal(error)
             }
-            return .fatal(
-                AssetPackError(
-                    .remote, "\(where_): the server ignores Range requests (it answered 200 with the whole file)"))
+            let announced = Version(
+                size: response["Content-Length"].flatMap { UInt64($0) } ?? 0, etag: response["ETag"],
+                lastModified: response["Last-Modified"])
+            lock.withLock { rangeless = announced }
+            return .fatal(ignoresRange())
         case 416:
+            // Without If-Range, a file that shrank answers 416: its new size shows the change.
+            if let pinned = version, let total = response["Content-Range"].flatMap(Self.unsatisfiedTotal),
+                total != pinned.size
+            {
+                let error = AssetPackError(
+                    .remote, "\(where_) changed while it was being read (was \(pinned.size) bytes; now \(total))")
+                lock.withLock { changed = error }
+                return .fatal(error)
+            }
             return .fatal(AssetPackError(.integrityFailure, "\(where_) is shorter than expected (HTTP 416)"))
         case 408, 429, 500...599: return .transient
         default: return .fatal(AssetPackError(.remote, "\(where_): HTTP \(response.status)"))
@@ -275,9 +375,10 @@ package final class HTTPRangeClient: @unchecked Sendable {
                         ))
                 }
                 self.pinned = seen
+                if !ifRangeRefused { ifRange = Self.ifRangeValidator(for: seen, date: response["Date"]) }
                 return nil
             }
-            guard seen == pinned else {
+            guard seen.isSame(as: pinned) else {
                 let error = AssetPackError(
                     .remote,
                     "\(where_) changed while it was being read (was \(pinned.etag ?? pinned.lastModified ?? "?"), \(pinned.size) bytes; now \(seen.etag ?? seen.lastModified ?? "?"), \(seen.size) bytes)"
@@ -285,13 +386,34 @@ package final class HTTPRangeClient: @unchecked Sendable {
                 changed = error
                 return .fatal(error)
             }
+            // The weak ETag turned strong (Apache, a second after the change): now If-Range can
+            // carry it.
+            if ifRange == nil, !ifRangeRefused, pinned.hasWeakETag, let etag = seen.etag, !seen.hasWeakETag {
+                ifRange = etag
+            }
             return nil
         }
     }
 
+    /// A `200` (the whole file) is another version than the pinned one: another size, or other
+    /// validators (the ETag by weak comparison).
     private func hasChanged(_ response: ResponseHead) -> Bool {
         guard let pinned = version else { return false }
-        return response["ETag"] != pinned.etag || response["Last-Modified"] != pinned.lastModified
+        let length = response["Content-Length"].flatMap { UInt64($0) } ?? pinned.size
+        let seen = Version(size: length, etag: response["ETag"], lastModified: response["Last-Modified"])
+        return !seen.isSame(as: pinned)
+    }
+
+    private func ignoresRange() -> AssetPackError {
+        AssetPackError(
+            .remote, "\(url.absoluteString): the server ignores Range requests (it answered 200 with the whole file)")
+    }
+
+    /// The total of a 416's `bytes */total`.
+    static func unsatisfiedTotal(_ value: String) -> UInt64? {
+        let parts = value.trimmingCharacters(in: .whitespaces).split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bytes", parts[1].hasPrefix("*/") else { return nil }
+        return UInt64(parts[1].dropFirst(2))
     }
 
     private func describe(_ response: ResponseHead) -> String {
@@ -371,6 +493,7 @@ struct ResponseHead {
 private final class Transfer {
     private let state: RangeState?
     let watchdog: Watchdog
+    private var whole: WholeState?
     private let collectLimit: Int
     private(set) var collected: [UInt8] = []
     private var status = 0
@@ -388,6 +511,13 @@ private final class Transfer {
         state = nil
         self.watchdog = watchdog
         collectLimit = limit
+    }
+
+    init(whole: WholeState, watchdog: Watchdog) {
+        state = nil
+        self.whole = whole
+        self.watchdog = watchdog
+        collectLimit = 0
     }
 
     /// libcurl's progress callback: non-zero stops the transfer (`CURLE_ABORTED_BY_CALLBACK`).
@@ -438,10 +568,12 @@ private final class Transfer {
         }
         let response = ResponseHead(status: status, headers: headers)
         head = response
+        if let whole { return whole.response(response) }
         return state?.response(response) ?? true
     }
 
     private func body(_ piece: UnsafeRawBufferPointer) -> Bool {
+        if let whole { return whole.body(piece) }
         guard let state else {
             collected += piece.prefix(collectLimit - collected.count)
             return collected.count < collectLimit || piece.isEmpty
@@ -650,5 +782,84 @@ final class Watchdog {
             windowBytes = downloaded
         }
         return true
+    }
+}
+
+/// One whole-file GET (``HTTPRangeClient/fetchWhole(expected:limit:into:)``), written by
+/// libcurl's callbacks on the requesting thread.
+private final class WholeState {
+    let client: HTTPRangeClient
+    let expected: HTTPRangeClient.Version
+    let limit: UInt64
+    let sink: (UnsafeRawBufferPointer, UInt64) throws -> Void
+    private var length: UInt64?
+    private var received: UInt64 = 0
+    private var failure: Error?
+
+    init(
+        client: HTTPRangeClient, expected: HTTPRangeClient.Version, limit: UInt64,
+        sink: @escaping (UnsafeRawBufferPointer, UInt64) throws -> Void
+    ) {
+        self.client = client
+        self.expected = expected
+        self.limit = limit
+        self.sink = sink
+    }
+
+    /// The final response's head: `200`, a `Content-Length` within the limit, the expected
+    /// version. Returns whether to go on.
+    func response(_ response: ResponseHead) -> Bool {
+        let where_ = client.url.absoluteString
+        guard response.status == 200 else {
+            failure = AssetPackError(.remote, "\(where_): HTTP \(response.status)")
+            return false
+        }
+        guard let length = response["Content-Length"].flatMap({ UInt64($0) }) else {
+            failure = AssetPackError(.remote, "\(where_): the server sends no Content-Length for the whole file")
+            return false
+        }
+        guard length <= limit else {
+            failure = AssetPackError(
+                .limitExceeded, "\(where_) is \(length) bytes, more than the \(limit) a whole-file download may take")
+            return false
+        }
+        let seen = HTTPRangeClient.Version(
+            size: length, etag: response["ETag"], lastModified: response["Last-Modified"])
+        guard seen.isSame(as: expected) else {
+            failure = AssetPackError(
+                .remote,
+                "\(where_) changed before it was downloaded (was \(expected.etag ?? expected.lastModified ?? "?"), \(expected.size) bytes; now \(seen.etag ?? seen.lastModified ?? "?"), \(length) bytes)"
+            )
+            return false
+        }
+        self.length = length
+        return true
+    }
+
+    /// A piece of the body: never past the `Content-Length`.
+    func body(_ piece: UnsafeRawBufferPointer) -> Bool {
+        guard failure == nil, let length else { return false }
+        guard received + UInt64(piece.count) <= length else {
+            failure = AssetPackError(
+                .remote, "\(client.url.absoluteString): the server sent more bytes than it announced")
+            return false
+        }
+        do { try sink(piece, received) } catch {
+            failure = error
+            return false
+        }
+        received += UInt64(piece.count)
+        client.count(bytes: piece.count)
+        return true
+    }
+
+    /// The end. - Throws: What went wrong, or `.remote` for a body cut short.
+    func finish(_ result: CURLcode) throws {
+        if let failure { throw failure }
+        let where_ = client.url.absoluteString
+        guard result == CURLE_OK else { throw AssetPackError(.remote, "\(where_): \(Curl.describe(result))") }
+        guard let length, received == length else {
+            throw AssetPackError(.remote, "\(where_): the response ended after \(received) of \(length ?? 0) bytes")
+        }
     }
 }

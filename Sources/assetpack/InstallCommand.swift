@@ -7,7 +7,7 @@ extension AssetPackCommand {
         static let configuration = CommandConfiguration(
             abstract: "Install a pack into a private directory (0700; pack 0600), atomically and idempotently.",
             discussion:
-                "Prints the installed path. Without --into, installs into the app's default directory for --app-id. A URL (http:// or https://) is downloaded by range requests: resumable after an interruption, and, when an older version is installed under the same name, only the entries that changed are downloaded (signed packs; unsigned containers given their password or key; a container always needs it for this). The password options are used only for that. See docs/REMOTE.md."
+                "Prints the installed path. Without --into, installs into the app's default directory for --app-id. A URL (http:// or https://) is downloaded by range requests: resumable after an interruption, and, when an older version is installed under the same name, only the entries that changed are downloaded (signed packs; unsigned containers given their password or key; a container always needs it for this). From a server that ignores Range, the whole file is downloaded in one request, without resume. The password options are used only for that. See docs/REMOTE.md."
         )
 
         @Argument(help: "The pack to install: a path, or an http:// or https:// URL.") var pack: String

@@ -124,6 +124,68 @@ private func servedFolder() throws -> (TemporaryDirectory, [UInt8]) {
         #expect(fetch(url).error != nil)
     }
 
+    // MARK: Apache httpd and lighttpd
+
+    @Test func apacheAnswersRangesLogsThemAndStops() throws {
+        let (folder, bytes) = try servedFolder()
+        let apache = try ApacheServer(root: folder.url)
+        let url = apache.url("f.bin")
+        let got = fetch(url, headers: ["Range": "bytes=1000-1999"])
+        #expect(got.status == 206 && got.body == Array(bytes[1000...1999]))
+        #expect(got.header("Content-Range") == "bytes 1000-1999/\(fileSize)")
+        let log = try apache.accessLog(waitingFor: 1)
+        #expect(log.first?.status == 206 && log.first?.bodyBytes == 1000 && log.first?.range == "bytes=1000-1999")
+        #expect(log.first?.uri == "/f.bin")
+        apache.stop()
+        apache.stop()
+        #expect(fetch(url).error != nil)
+    }
+
+    /// Apache in the second after a change: a weak ETag, and If-Range (weak ETag, or the date)
+    /// answered with 200; later the same tag, strong, and If-Range honoured.
+    @Test func apacheValidatorsAreWeakForASecondAfterAChange() throws {
+        let (folder, bytes) = try servedFolder()
+        let apache = try ApacheServer(root: folder.url)
+        defer { apache.stop() }
+        let url = apache.url("f.bin")
+        try FileManager.default.setAttributes([.modificationDate: Date()], ofItemAtPath: folder.appending("f.bin").path)
+        let fresh = fetch(url, headers: ["Range": "bytes=0-9"])
+        let weak = try #require(fresh.header("ETag"))
+        let modified = try #require(fresh.header("Last-Modified"))
+        #expect(weak.hasPrefix("W/\""), "\(weak)")
+        for validator in [weak, modified] {
+            let refused = fetch(url, headers: ["Range": "bytes=0-9", "If-Range": validator])
+            #expect(refused.status == 200 && refused.body == bytes, "If-Range: \(validator)")
+        }
+        Thread.sleep(forTimeInterval: 1.5)
+        let later = fetch(url, headers: ["Range": "bytes=0-9"])
+        #expect(later.header("ETag") == String(weak.dropFirst(2)))
+        let honoured = fetch(url, headers: ["Range": "bytes=0-9", "If-Range": later.header("ETag") ?? ""])
+        #expect(honoured.status == 206 && honoured.body == Array(bytes.prefix(10)))
+    }
+
+    @Test func lighttpdAnswersRangesWithValidatorsAndStops() throws {
+        let (folder, bytes) = try servedFolder()
+        let lighttpd = try LighttpdServer(root: folder.url)
+        let url = lighttpd.url("f.bin")
+        let got = fetch(url, headers: ["Range": "bytes=10-19"])
+        #expect(got.status == 206 && got.body == Array(bytes[10...19]))
+        #expect(got.header("Content-Range") == "bytes 10-19/\(fileSize)")
+        let etag = try #require(got.header("ETag"))
+        #expect(got.header("Last-Modified") != nil)
+        let honoured = fetch(url, headers: ["Range": "bytes=10-19", "If-Range": etag])
+        #expect(honoured.status == 206)
+        let log = try lighttpd.accessLog(waitingFor: 2)
+        #expect(log.first?.status == 206 && log.first?.bodyBytes == 10 && log.first?.range == "bytes=10-19")
+        lighttpd.stop()
+        #expect(fetch(url).error != nil)
+        // Without a type for the file, lighttpd sends no validators at all.
+        let untyped = try LighttpdServer(root: folder.url, assignTypes: false)
+        defer { untyped.stop() }
+        let bare = fetch(untyped.url("f.bin"), headers: ["Range": "bytes=10-19"])
+        #expect(bare.status == 206 && bare.header("ETag") == nil && bare.header("Last-Modified") == nil)
+    }
+
     // MARK: fault-injecting server
 
     @Test func faultyServerWithoutFaultServesRangesLikeNginx() throws {
@@ -159,6 +221,30 @@ private func servedFolder() throws -> (TemporaryDirectory, [UInt8]) {
         #expect(first.bodyBytes == 10 && first.totalBytes > 10 && first.range == "bytes=10-19")
         #expect(log.map(\.status) == [206, 206, 206, 416, 200, 200, 206, 404, 200])
         #expect(log[4].method == "HEAD" && log[4].bodyBytes == 0 && log[4].range == nil)
+    }
+
+    @Test func faultyServerCapsRangesWeakensValidatorsOrRefusesIfRange() throws {
+        let (folder, bytes) = try servedFolder()
+        let server = try FaultyHTTPServer(root: folder.url, fault: .capRanges(bytes: 1000))
+        defer { server.stop() }
+        let url = server.url("f.bin")
+        let capped = fetch(url, headers: ["Range": "bytes=500-9999"])
+        #expect(capped.status == 206 && capped.body == Array(bytes[500..<1500]))
+        #expect(capped.header("Content-Range") == "bytes 500-1499/\(fileSize)")
+
+        try server.setFault(.weakValidators(requests: 2))
+        let weak = fetch(url, headers: ["Range": "bytes=0-9"])
+        let tag = try #require(weak.header("ETag"))
+        #expect(tag.hasPrefix("W/\""))
+        #expect(fetch(url, headers: ["Range": "bytes=0-9", "If-Range": tag]).status == 200)
+        let strong = fetch(url, headers: ["Range": "bytes=0-9", "If-Range": String(tag.dropFirst(2))])
+        #expect(strong.status == 206 && strong.header("ETag") == String(tag.dropFirst(2)))
+
+        try server.setFault(.refuseIfRange)
+        let plain = fetch(url, headers: ["Range": "bytes=0-9"])
+        #expect(plain.status == 206)
+        let refused = fetch(url, headers: ["Range": "bytes=0-9", "If-Range": plain.header("ETag") ?? ""])
+        #expect(refused.status == 200 && refused.body == bytes)
     }
 
     @Test func truncatedBodyFailsTheFirstRangedRequestsThenRecovers() throws {

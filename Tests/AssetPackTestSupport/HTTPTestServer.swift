@@ -7,9 +7,10 @@ import Foundation
     import Darwin
 #endif
 
-// Local HTTP servers for tests of ranged downloads: a real nginx (what a CDN origin looks like) and a
-// small Python server that injects faults (truncated bodies, flipped bytes, dropped connections, 503s,
-// ignored ranges, a file replaced mid-download).
+// Local HTTP servers for tests of ranged downloads: real nginx, Apache httpd and lighttpd (what origins
+// look like, each with its own handling of validators) and a small Python server that injects faults
+// (truncated bodies, flipped bytes, dropped connections, 503s, ignored ranges, capped ranges, weak
+// validators, a file replaced mid-download).
 
 /// Why a test HTTP server could not start or be read.
 public struct HTTPTestServerError: Error, CustomStringConvertible, Sendable {
@@ -265,6 +266,260 @@ public final class NginxServer: @unchecked Sendable {
     }
 }
 
+// MARK: - Apache httpd and lighttpd
+
+/// What a configured server daemon needs from ``ConfiguredDaemon``: its binary, its command line
+/// and its configuration for a port.
+struct DaemonRecipe {
+    /// The name in messages (`"Apache httpd"`).
+    var name: String
+    var binary: String
+    /// How to install it (Debian/Ubuntu).
+    var install: String
+    /// The configuration file's name in the private directory.
+    var configName: String
+    /// The configuration, given the private directory (for logs and runtime files) and the port.
+    var configuration: (_ directory: TemporaryDirectory, _ port: Int) -> String
+    /// The command line, given the configuration file's path.
+    var arguments: (_ config: String) -> [String]
+}
+
+/// A server daemon (Apache httpd, lighttpd) run in the foreground as a child of the test, on a free
+/// port of 127.0.0.1, with its configuration and logs in a private temporary directory: the
+/// plumbing ``ApacheServer`` and ``LighttpdServer`` share.
+final class ConfiguredDaemon: @unchecked Sendable {
+    let recipe: DaemonRecipe
+    let directory: TemporaryDirectory
+    let port: Int
+    private let lock = NSLock()
+    private var process: Process?
+
+    init(_ recipe: DaemonRecipe, label: String) throws {
+        guard FileManager.default.isExecutableFile(atPath: recipe.binary) else {
+            throw HTTPTestServerError(
+                "\(recipe.name) not found at \(recipe.binary): these tests need a real \(recipe.name) "
+                    + "(Debian/Ubuntu: \(recipe.install))")
+        }
+        self.recipe = recipe
+        let dir = TemporaryDirectory(label)
+        directory = dir
+        var lastFailure = ""
+        for _ in 0..<3 {
+            let port = try freeLocalPort()
+            let configURL = dir.appending(recipe.configName)
+            try Data(recipe.configuration(dir, port).utf8).write(to: configURL)
+            for name in ["error.log", "stderr.log", "access.log"] { try Data().write(to: dir.appending(name)) }
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: recipe.binary)
+            process.arguments = recipe.arguments(configURL.path)
+            process.currentDirectoryURL = dir.url
+            process.standardInput = FileHandle.nullDevice
+            process.standardOutput = try FileHandle(forWritingTo: dir.appending("stderr.log"))
+            process.standardError = process.standardOutput
+            do {
+                try runWithUnblockedSignals(process)
+            } catch {
+                throw HTTPTestServerError("cannot run \(recipe.binary): \(error)")
+            }
+            let bindFailed = { Self.output(dir).contains("Address already in use") }
+            switch waitUntilListening(process, port: port, timeout: 10, failed: bindFailed) {
+            case .listening:
+                self.port = port
+                self.process = process
+                return
+            case .exited:
+                lastFailure = Self.output(dir)
+                // Another process took the port between our probe and the server's bind: try another.
+                if lastFailure.contains("Address already in use") { continue }
+                throw HTTPTestServerError(
+                    "\(recipe.name) exited at startup (status \(process.terminationStatus)):\n\(lastFailure)")
+            case .timedOut:
+                terminate(process, timeout: 2)
+                throw HTTPTestServerError(
+                    "\(recipe.name) did not accept connections on port \(port) within 10 s:\n\(Self.output(dir))")
+            }
+        }
+        throw HTTPTestServerError("\(recipe.name) could not bind a free port in 3 attempts:\n\(lastFailure)")
+    }
+
+    deinit { stop() }
+
+    func stop() {
+        lock.lock()
+        let running = process
+        process = nil
+        lock.unlock()
+        if let running { terminate(running, timeout: 5) }
+    }
+
+    var accessLogURL: URL { directory.appending("access.log") }
+
+    /// What the server printed and wrote to its error log.
+    static func output(_ directory: TemporaryDirectory) -> String {
+        let stderr = (try? String(contentsOf: directory.appending("stderr.log"), encoding: .utf8)) ?? ""
+        let log = (try? String(contentsOf: directory.appending("error.log"), encoding: .utf8)) ?? ""
+        return [stderr, log].filter { !$0.isEmpty }.joined(separator: "\n")
+    }
+
+    /// A double-quoted configuration string (the same escapes suit Apache and lighttpd).
+    static func quoted(_ value: String) -> String {
+        "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+    }
+}
+
+/// A real Apache httpd (Debian `apache2`, `/usr/sbin/apache2`) serving a directory on 127.0.0.1, run
+/// in the foreground as one process (`-X`, so that it keeps the test's user and reads what the test
+/// can read, root included), with its configuration and logs in a private temporary directory.
+/// Stopped by ``stop()`` or when released.
+///
+/// What it answers, as observed with Apache 2.4: `ETag` `"<hex size>-<hex mtime in µs>"`, **weak**
+/// (`W/"…"`) while the file's mtime is less than a second old, `Last-Modified`, `206` with
+/// `Content-Range`, and `If-Range` honoured only for a strong validator: a weak ETag, or a
+/// `Last-Modified` less than a second before the request, gets `200` and the whole file
+/// (RFC 9110 §13.1.5), which is what an install right after a publish meets.
+public final class ApacheServer: @unchecked Sendable {
+    /// The Apache binary.
+    public static let binary = "/usr/sbin/apache2"
+    /// Apache's loadable modules (Debian).
+    public static let modules = "/usr/lib/apache2/modules"
+
+    /// The directory served at `/`.
+    public let root: URL
+    /// The port Apache listens on (127.0.0.1).
+    public var port: Int { daemon.port }
+    /// The server's address, `http://127.0.0.1:PORT/`.
+    public var baseURL: URL { URL(string: "http://127.0.0.1:\(port)/")! }
+    /// The access log, in ``NginxServer``'s tab-separated shape (the URI is Apache's decoded `%U%q`).
+    public var accessLogURL: URL { daemon.accessLogURL }
+
+    private let daemon: ConfiguredDaemon
+
+    /// Starts Apache serving `root` on a free port and waits (up to 10 s) until it accepts connections.
+    /// - Throws: ``HTTPTestServerError`` when Apache is not installed (`apt-get install apache2`), or
+    ///   does not start; the message quotes its error output.
+    public init(root: URL) throws {
+        self.root = root.standardizedFileURL
+        let served = self.root.path
+        let recipe = DaemonRecipe(
+            name: "Apache httpd", binary: Self.binary, install: "apt-get install apache2", configName: "httpd.conf",
+            configuration: { Self.configuration(directory: $0, root: served, port: $1) },
+            arguments: { ["-X", "-f", $0] })
+        daemon = try ConfiguredDaemon(recipe, label: "apache")
+    }
+
+    deinit { stop() }
+
+    /// The URL of `relativePath` on this server, percent-encoded as needed.
+    public func url(_ relativePath: String) -> URL { serverURL(baseURL, relativePath) }
+
+    /// The access log's complete lines, oldest first (Apache writes each when its response ends:
+    /// pass `count` to wait for them).
+    public func accessLog(waitingFor count: Int = 0, timeout: TimeInterval = 2) throws -> [AccessLogLine] {
+        try AccessLogLine.read(accessLogURL, waitingFor: count, timeout: timeout)
+    }
+
+    /// Stops Apache (SIGTERM, then SIGKILL after 5 s) and waits for it to exit. Safe to call twice.
+    public func stop() { daemon.stop() }
+
+    private static func configuration(directory: TemporaryDirectory, root: String, port: Int) -> String {
+        func path(_ name: String) -> String { ConfiguredDaemon.quoted(directory.appending(name).path) }
+        let q = ConfiguredDaemon.quoted
+        return """
+            ServerRoot \(q(directory.path))
+            Listen 127.0.0.1:\(port)
+            LoadModule mpm_event_module \(q(modules + "/mod_mpm_event.so"))
+            LoadModule authz_core_module \(q(modules + "/mod_authz_core.so"))
+            ServerName 127.0.0.1
+            PidFile \(path("httpd.pid"))
+            DefaultRuntimeDir \(q(directory.path))
+            Mutex file:\(directory.path) default
+            ErrorLog \(path("error.log"))
+            LogLevel warn
+            LogFormat "%m\\t%U%q\\t%>s\\t%B\\t%O\\t%{Range}i" assetpack_test
+            CustomLog \(path("access.log")) assetpack_test
+            KeepAlive On
+            DocumentRoot \(q(root))
+            <Directory \(q(root))>
+                Require all granted
+            </Directory>
+
+            """
+    }
+}
+
+/// A real lighttpd (Debian `lighttpd`, `/usr/sbin/lighttpd`) serving a directory on 127.0.0.1 in the
+/// foreground (`-D`), with its configuration and logs in a private temporary directory. Stopped by
+/// ``stop()`` or when released.
+///
+/// What it answers, as observed with lighttpd 1.4.69: an `ETag` that is a hash of inode, mtime and
+/// size, `Last-Modified`, `206` with `Content-Range`, `If-Range` honoured by exact match. Two
+/// settings matter and are made here: lighttpd sends **neither `ETag` nor `Last-Modified`** for a
+/// file whose type `mimetype.assign` does not name (so every file is named
+/// `application/octet-stream`), and its default stat cache reports a replaced file's old validators
+/// for about a second (so the cache follows changes through inotify). The access log is buffered:
+/// lines can appear a second after their response.
+public final class LighttpdServer: @unchecked Sendable {
+    /// The lighttpd binary.
+    public static let binary = "/usr/sbin/lighttpd"
+
+    /// The directory served at `/`.
+    public let root: URL
+    /// The port lighttpd listens on (127.0.0.1).
+    public var port: Int { daemon.port }
+    /// The server's address, `http://127.0.0.1:PORT/`.
+    public var baseURL: URL { URL(string: "http://127.0.0.1:\(port)/")! }
+    /// The access log, in ``NginxServer``'s tab-separated shape (the URI decoded).
+    public var accessLogURL: URL { daemon.accessLogURL }
+
+    private let daemon: ConfiguredDaemon
+
+    /// Starts lighttpd serving `root` on a free port and waits (up to 10 s) until it accepts connections.
+    /// - Parameter assignTypes: `false` leaves out `mimetype.assign`: lighttpd then sends no
+    ///   validators at all.
+    /// - Throws: ``HTTPTestServerError`` when lighttpd is not installed (`apt-get install lighttpd`),
+    ///   or does not start; the message quotes its error output.
+    public init(root: URL, assignTypes: Bool = true) throws {
+        self.root = root.standardizedFileURL
+        let served = self.root.path
+        let recipe = DaemonRecipe(
+            name: "lighttpd", binary: Self.binary, install: "apt-get install lighttpd", configName: "lighttpd.conf",
+            configuration: { Self.configuration(directory: $0, root: served, port: $1, assignTypes: assignTypes) },
+            arguments: { ["-D", "-f", $0] })
+        daemon = try ConfiguredDaemon(recipe, label: "lighttpd")
+    }
+
+    deinit { stop() }
+
+    /// The URL of `relativePath` on this server, percent-encoded as needed.
+    public func url(_ relativePath: String) -> URL { serverURL(baseURL, relativePath) }
+
+    /// The access log's complete lines, oldest first (buffered by lighttpd: pass `count` to wait).
+    public func accessLog(waitingFor count: Int = 0, timeout: TimeInterval = 3) throws -> [AccessLogLine] {
+        try AccessLogLine.read(accessLogURL, waitingFor: count, timeout: timeout)
+    }
+
+    /// Stops lighttpd (SIGTERM, then SIGKILL after 5 s) and waits for it to exit. Safe to call twice.
+    public func stop() { daemon.stop() }
+
+    private static func configuration(directory: TemporaryDirectory, root: String, port: Int, assignTypes: Bool)
+        -> String
+    {
+        func path(_ name: String) -> String { ConfiguredDaemon.quoted(directory.appending(name).path) }
+        return """
+            server.document-root = \(ConfiguredDaemon.quoted(root))
+            server.bind = "127.0.0.1"
+            server.port = \(port)
+            server.errorlog = \(path("error.log"))
+            server.modules = ("mod_accesslog")
+            server.stat-cache-engine = "inotify"
+            accesslog.filename = \(path("access.log"))
+            accesslog.format = "%m\\t%U%q\\t%>s\\t%b\\t%O\\t%{Range}i"
+            \(assignTypes ? "mimetype.assign = (\"\" => \"application/octet-stream\")" : "")
+
+            """
+    }
+}
+
 // MARK: - Fault-injecting server
 
 /// A small HTTP/1.1 file server (Python 3, run with `/usr/bin/env python3`) with correct single-range
@@ -305,6 +560,17 @@ public final class FaultyHTTPServer: @unchecked Sendable {
         /// Correct headers and the first `afterBytes` body bytes of every ranged GET, then
         /// nothing, with the connection held open.
         case stallAfter(bytes: Int)
+        /// Every `206` body is at most `bytes` long, with a `Content-Range` that says so: a complete,
+        /// shorter answer than asked, as some CDNs and object stores give.
+        case capRanges(bytes: Int)
+        /// Apache's first second after a change, for the first `requests` requests: the ETag is weak
+        /// (`W/"…"`), and `If-Range` never matches (a weak ETag never does; a date that recent is weak
+        /// too), so a ranged request with `If-Range` gets `200` and the whole file. Later requests get
+        /// the same ETag, strong.
+        case weakValidators(requests: Int)
+        /// `If-Range` never matches, whatever it holds: a ranged request with `If-Range` gets `200`
+        /// and the whole file (a server, or a cache in front of one, that trusts no validator).
+        case refuseIfRange
     }
 
     /// The directory served at `/`.
@@ -435,6 +701,7 @@ public final class FaultyHTTPServer: @unchecked Sendable {
         var requests = 0
         var size: UInt64 = 0
         var rate = 0
+        var cap = 0
     }
 
     private static func writeControl(_ fault: Fault, generation: Int, to file: URL) throws {
@@ -467,6 +734,13 @@ public final class FaultyHTTPServer: @unchecked Sendable {
         case .stallAfter(let bytes):
             control.mode = "stall"
             control.afterBytes = bytes
+        case .capRanges(let bytes):
+            control.mode = "cap"
+            control.cap = bytes
+        case .weakValidators(let requests):
+            control.mode = "weak"
+            control.requests = requests
+        case .refuseIfRange: control.mode = "refuseIfRange"
         }
         // Atomic (rename), so the server never reads half a file.
         try JSONEncoder().encode(control).write(to: file, options: .atomic)
@@ -577,6 +851,10 @@ public final class FaultyHTTPServer: @unchecked Sendable {
                 if mode == "changeETag" and nth > fault["requests"]:
                     mtime += 1
                 etag = '"%x-%x"' % (mtime, size)
+                weak = mode == "weak" and nth <= fault["requests"]
+                refuse_if_range = weak or mode == "refuseIfRange"
+                if weak:
+                    etag = "W/" + etag
                 modified = email.utils.formatdate(mtime, usegmt=True)
                 headers = [("Content-Type", "application/octet-stream"), ("Last-Modified", modified), ("ETag", etag)]
                 if_match = self.headers.get("If-Match")
@@ -585,7 +863,7 @@ public final class FaultyHTTPServer: @unchecked Sendable {
                     self.respond(412, [("Content-Type", "text/plain")], b"412 Precondition Failed\n", with_body, rng)
                     return
                 first, last, status = 0, size - 1, 200
-                if rng is not None and mode != "ignoreRange" and self.if_range_matches(etag, modified):
+                if rng is not None and mode != "ignoreRange" and self.if_range_matches(etag, modified, refuse_if_range):
                     parsed = parse_range(rng, size)
                     if parsed == UNSATISFIABLE:
                         headers = [("Content-Type", "text/plain"), ("Content-Range", "bytes */%d" % size)]
@@ -593,6 +871,8 @@ public final class FaultyHTTPServer: @unchecked Sendable {
                         return
                     if parsed is not None:
                         first, last = parsed
+                        if mode == "cap":
+                            last = min(last, first + fault["cap"] - 1)
                         status = 206
                         headers.append(("Content-Range", "bytes %d-%d/%d" % (first, last, size)))
                 if status == 200 and mode != "ignoreRange":
@@ -638,10 +918,12 @@ public final class FaultyHTTPServer: @unchecked Sendable {
                 self.close_connection = True
                 log(self.command, self.path, status, sent, sent, rng)
 
-            def if_range_matches(self, etag, modified):
+            def if_range_matches(self, etag, modified, refuse):
                 value = self.headers.get("If-Range")
                 if value is None:
                     return True
+                if refuse:
+                    return False
                 value = value.strip()
                 if value.startswith('"') or value.startswith("W/"):
                     return value == etag

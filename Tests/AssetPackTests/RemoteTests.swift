@@ -267,6 +267,106 @@ import Testing
             }, "ETag changed")
     }
 
+    /// Apache's first second after a change: a weak ETag, and `If-Range` with it or with the
+    /// `Last-Modified` answered with `200`. Reads and installs go on (no `If-Range` is sent with a
+    /// weak validator, every response's validators are compared), and the ETag turning strong
+    /// (the same opaque tag) is not a change.
+    @Test(arguments: [PackFormat.zip, .container])
+    func weakValidatorsRightAfterAChangeAreHandled(format: PackFormat) throws {
+        let files = tree()
+        let local = try pack(files, format, to: "p.pack")
+        let server = try FaultyHTTPServer(root: dir.appending("www"), fault: .weakValidators(requests: 4))
+        let reader = try open(server.url("p.pack"))
+        for (path, bytes) in files { #expect(try reader.read(path) == bytes, "\(path)") }
+        try server.setFault(.weakValidators(requests: 3))
+        let installer = PrivateInstaller(directory: dir.appending("home"))
+        let installed = try installer.installRemote(
+            server.url("p.pack"), credential: .password("pw"), options: Self.options)
+        #expect(try Data(contentsOf: installed.installation.path) == Data(contentsOf: local))
+        // The validators are strong now: the same version, so the install is current.
+        let again = try installer.installRemote(
+            server.url("p.pack"), credential: .password("pw"), options: Self.options)
+        #expect(!again.installation.copied && again.requests == 1, "\(again)")
+        // A weak ETag that changes is still a change.
+        let changing = try open(server.url("p.pack"))
+        try server.setFault(.changeETagAfter(requests: 0))
+        expectCode(.remote, { _ = try changing.read("a-big.bin") }, "weak, then another ETag")
+    }
+
+    /// A server that answers `If-Range` with `200` though nothing changed: the request is made
+    /// again at once without `If-Range` (the validators of the `200` are the pinned ones), and
+    /// no later request carries it.
+    @Test func aServerThatRefusesIfRangeIsReadWithoutIt() throws {
+        let files = tree()
+        _ = try pack(files, .container, to: "p.pack")
+        let server = try FaultyHTTPServer(root: dir.appending("www"), fault: .refuseIfRange)
+        var options = Self.options
+        options.retry.attempts = 1  // the retry without If-Range is not a failed attempt
+        let reader = try RemotePackReader(url: server.url("p.pack"), credential: .password("pw"), options: options)
+        for (path, bytes) in files { #expect(try reader.read(path) == bytes, "\(path)") }
+        let log = try server.requests()
+        #expect(log.filter { $0.status == 200 }.count <= 1, "\(log)")
+    }
+
+    /// A server that caps every `206` (complete, shorter than asked): each response is progress,
+    /// not a failed attempt, for reads (streamed and not) and installs; one that sends nothing
+    /// still fails after the attempts.
+    @Test(arguments: [PackFormat.zip, .container])
+    func cappedRangesAreProgressNotFailures(format: PackFormat) throws {
+        let files = tree()
+        let local = try pack(files, format, to: "p.pack")
+        let server = try FaultyHTTPServer(root: dir.appending("www"), fault: .capRanges(bytes: 100_000))
+        let reader = try open(server.url("p.pack"))
+        for (path, bytes) in files { #expect(try reader.read(path) == bytes, "\(path)") }
+        var options = Self.options
+        options.streamThreshold = .max  // the big entry through the mirror file too
+        let filed = try RemotePackReader(url: server.url("p.pack"), credential: .password("pw"), options: options)
+        #expect(try filed.read("a-big.bin") == files["a-big.bin"])
+        let installer = PrivateInstaller(directory: dir.appending("home"))
+        let installed = try installer.installRemote(
+            server.url("p.pack"), credential: .password("pw"), options: Self.options)
+        #expect(try Data(contentsOf: installed.installation.path) == Data(contentsOf: local))
+        let log = try server.requests().filter { $0.uri == "/p.pack" }
+        #expect(log.allSatisfy { $0.status == 206 && $0.bodyBytes <= 100_000 }, "\(log)")
+        try server.setFault(.truncateBody(afterBytes: 0, times: 1000))
+        expectCode(.remote, { _ = try open(server.url("p.pack")) }, "nothing sent")
+    }
+
+    /// A server that ignores `Range`: an install is one whole-file GET into the staging file,
+    /// bounded by `Content-Length` and the limit, verified as always; range reads are refused.
+    @Test func aServerWithoutRangeIsInstalledWithOneGET() throws {
+        let local = try pack(tree(), .zip, to: "p.pack", signed: true)
+        let size = try FileSystem.stat(local.path).size
+        let server = try FaultyHTTPServer(root: dir.appending("www"), fault: .ignoreRange)
+        // The refusals on another name: the server logs a refused response when it stops writing it.
+        try FileManager.default.copyItem(at: local, to: dir.appending("www/q.pack"))
+        expectCode(.remote, { _ = try open(server.url("q.pack")) }, "a range read")
+        let home = dir.appending("home")
+        let installer = PrivateInstaller(directory: home, trustedKeys: [publisher.publicKey])
+        var limits = ReadLimits.default
+        limits.maxPackSize = size - 1
+        expectCode(
+            .limitExceeded,
+            { try installer.installRemote(server.url("q.pack"), limits: limits, options: Self.options) },
+            "over the limit")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: home.path).filter { $0.hasPrefix(".q.pack") } == [])
+        let result = try installer.installRemote(server.url("p.pack"), options: Self.options)
+        #expect(try Data(contentsOf: home.appendingPathComponent("p.pack")) == Data(contentsOf: local))
+        #expect(result.installation.publisher == publisher.publicKey)
+        // The probe, the download, the `.sha256` lookup.
+        #expect(result.downloaded == size && result.requests == 3, "\(result)")
+        let log = try server.requests(waitingFor: 3).filter { $0.uri == "/p.pack" }
+        #expect(log.map(\.range) == ["bytes=0-0", nil], "\(log)")
+        let again = try installer.installRemote(server.url("p.pack"), options: Self.options)
+        #expect(!again.installation.copied && again.requests == 1, "\(again)")
+        // A published SHA-256 that does not match: refused, and the download is not kept.
+        try Data("\(String(repeating: "0", count: 64))  p.pack\n".utf8).write(to: dir.appending("www/p.pack.sha256"))
+        let other = PrivateInstaller(directory: dir.appending("home2"))
+        expectCode(.integrityFailure, { try other.installRemote(server.url("p.pack"), options: Self.options) })
+        let left = try FileManager.default.contentsOfDirectory(atPath: dir.appending("home2").path)
+        #expect(!left.contains("p.pack") && !left.contains(".p.pack.download"), "\(left)")
+    }
+
     @Test(arguments: [PackFormat.zip, .container])
     func corruptOrTruncatedBytesNeverComeBackAsData(format: PackFormat) throws {
         let files = tree()
