@@ -34,18 +34,7 @@ import Testing
 
     @discardableResult
     func pack(_ files: [String: [UInt8]], _ format: PackFormat, to name: String, signed: Bool = false) throws -> URL {
-        let source = dir.appending("src-\(name)")
-        try? FileManager.default.removeItem(at: source)
-        _ = try dir.write(files, under: "src-\(name)")
-        var options = PackOptions()
-        options.format = format
-        options.credential = .password("pw")
-        options.container.kdf = .scrypt(logN: 10, r: 8, p: 1)
-        options.signingKey = signed ? publisher : nil
-        let out = dir.appending("www/\(name)")
-        try FileManager.default.createDirectory(at: dir.appending("www"), withIntermediateDirectories: true)
-        try AssetPacks.pack(source: source, to: out, options: options)
-        return out
+        try dir.packForServing(files, format, to: name, signingKey: signed ? publisher : nil)
     }
 
     func open(_ url: URL, trusting keys: [PublisherKey] = []) throws -> RemotePackReader {
