@@ -1,0 +1,87 @@
+import AssetPack
+import AssetPackTestSupport
+import Foundation
+import Testing
+
+/// `install URL` and remote reads as a user meets them, through the built binary against a real
+/// nginx: an unsigned container update downloads only what changed, whichever way the secret is
+/// given; no read leaves a copy of fetched bytes in `$TMPDIR`; a FIFO at the destination is
+/// refused as a local install refuses it.
+@Suite(.serialized) struct RemoteUpdateCLITests {
+    let dir = TemporaryDirectory("remote-update-cli")
+
+    /// The secret as a user gives it: `--password-file`, `--key-file`, `$ASSETPACK_PASSWORD` or `--password-env`.
+    func secret(_ kind: String) throws -> (arguments: [String], password: String?, environment: [String: String]) {
+        switch kind {
+        case "--password-file":
+            try Data("s3cret-file\n".utf8).write(to: dir.appending("pw.txt"))
+            return (["--password-file", dir.appending("pw.txt").path], nil, [:])
+        case "--key-file":
+            try Data(testBytes(32, seed: 77)).write(to: dir.appending("pack.key"))
+            return (["--key-file", dir.appending("pack.key").path], nil, [:])
+        case "--password-env":
+            return (["--password-env", "MY_PACK_PASSWORD"], nil, ["MY_PACK_PASSWORD": "s3cret-env"])
+        default:
+            return ([], "s3cret-default", [:])
+        }
+    }
+
+    /// The new user's walk-through of issue 22: pack, serve, install, change one file (its size
+    /// too, so that every later entry and the index move), re-pack to the same output, install
+    /// again. Unchanged entries are copied from the installed pack, not downloaded.
+    @Test(arguments: ["--password-file", "--key-file", "ASSETPACK_PASSWORD", "--password-env"])
+    func anUnsignedContainerUpdateDownloadsOnlyWhatChanged(credential: String) throws {
+        let (secretArguments, password, environment) = try secret(credential)
+        func run(_ arguments: [String]) throws -> CLI.Run {
+            try CLI.run(arguments + secretArguments, password: password, environment: environment)
+        }
+        var tree: [String: [UInt8]] = [
+            "big/one.bin": testBytes(2_000_000, seed: 1), "big/two.bin": testBytes(2_000_000, seed: 2),
+            "levels/a.txt": Array("version 1\n".utf8), "text/notes.txt": textBytes(300_000, seed: 3),
+        ]
+        let src = try dir.write(tree, under: "src")
+        try FileManager.default.createDirectory(at: dir.appending("www"), withIntermediateDirectories: true)
+        let out = dir.appending("www/p.apack")
+        let pack = { try run(["pack", src.path, "--format", "container", "-o", out.path]) }
+        let first = try pack()
+        #expect(first.status == 0, "\(first.stderr)")
+        let nginx = try NginxServer(root: dir.appending("www"))
+        let url = nginx.url("p.apack").absoluteString
+        let home = dir.appending("home").path
+        let v1 = try run(["install", url, "--into", home])
+        #expect(v1.status == 0, "\(v1.stderr)")
+
+        tree["levels/a.txt"] = Array("version 2, a few bytes longer\n".utf8)
+        try dir.write(["levels/a.txt": tree["levels/a.txt"]!], under: "src")
+        let second = try pack()
+        #expect(second.status == 0, "\(second.stderr)")
+        // nginx's ETag is the mtime in seconds and the size: a version of its own either way.
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date().addingTimeInterval(20)], ofItemAtPath: out.path)
+        let size = try FileSystem.stat(out.path).size
+
+        let v2 = try run(["install", url, "--into", home])
+        #expect(v2.status == 0, "\(v2.stderr)")
+        #expect(
+            FileManager.default.contents(atPath: home + "/p.apack") == FileManager.default.contents(atPath: out.path))
+        let (downloaded, reused) = try #require(Self.summary(v2.stderr), "\(v2.stderr)")
+        #expect(reused > size * 9 / 10, "reused \(reused) of \(size): \(v2.stderr)")
+        #expect(downloaded < size / 10, "downloaded \(downloaded) of \(size): \(v2.stderr)")
+        for (path, bytes) in tree {
+            let cat = try run(["cat", home + "/p.apack", path])
+            let same = cat.stdout == bytes  // a Bool: a failure does not print every byte
+            #expect(cat.status == 0 && same, "\(path): \(cat.stderr)")
+        }
+    }
+
+    /// `downloaded N bytes in R requests, reused M bytes` from install's summary.
+    static func summary(_ stderr: String) -> (downloaded: UInt64, reused: UInt64)? {
+        guard let line = stderr.split(separator: "\n").first(where: { $0.contains("downloaded") }) else { return nil }
+        let words = line.split(separator: " ")
+        guard let d = words.firstIndex(of: "downloaded"), let r = words.firstIndex(of: "reused"),
+            d + 1 < words.count, r + 1 < words.count,
+            let downloaded = UInt64(words[d + 1]), let reused = UInt64(words[r + 1])
+        else { return nil }
+        return (downloaded, reused)
+    }
+}
