@@ -24,10 +24,19 @@ package final class RemotePackReader: PackReader, @unchecked Sendable {
         options: RemoteMirror.Options = RemoteMirror.Options()
     ) throws {
         let watch = Stopwatch()
-        try self.init(
-            mirror: try RemoteMirror(url: url, options: options), credential: credential, limits: limits,
-            trustedKeys: trustedKeys, started: watch)
+        let mirror = try RemoteMirror(url: url, options: options)
+        do {
+            try self.init(
+                mirror: mirror, credential: credential, limits: limits, trustedKeys: trustedKeys, started: watch)
+        } catch {
+            mirror.removeTemporaryFiles()
+            throw error
+        }
     }
+
+    /// The mirror's temporary file goes with the reader, whoever still holds the mirror (a
+    /// fetch thread winding down).
+    deinit { mirror.removeTemporaryFiles() }
 
     /// Opens the pack held (or to be fetched) in `mirror`.
     /// - Parameter fetchSignature: Fetch a zip's signature entry even without trusted keys (an

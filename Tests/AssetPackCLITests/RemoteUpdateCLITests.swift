@@ -84,4 +84,54 @@ import Testing
         else { return nil }
         return (downloaded, reused)
     }
+
+    /// A remote read keeps fetched bytes in a 0600 file in a private folder of `$TMPDIR`: after
+    /// the command, whether it succeeded or failed, nothing of it is left. (Streamed reads fetch
+    /// on threads of their own, which may still be winding down when the command ends.)
+    @Test func remoteReadsLeaveNothingInTheTemporaryDirectory() throws {
+        let tree: [String: [UInt8]] = [
+            "a.txt": Array("hello".utf8), "big.bin": testBytes(6_000_000, seed: 9),
+            "mid.bin": testBytes(700_000, seed: 10),
+        ]
+        let src = try dir.write(tree, under: "src")
+        #expect(try CLI.run(["keygen", "--out", dir.appending("k").path]).status == 0)
+        try FileManager.default.createDirectory(at: dir.appending("www"), withIntermediateDirectories: true)
+        for format in ["container", "zip"] {
+            let pack = try CLI.run(
+                [
+                    "pack", src.path, "-o", dir.appending("www/p.\(format)").path, "--format", format,
+                    "--sign-key", dir.appending("k.key").path,
+                ], password: "pw")
+            #expect(pack.status == 0, "\(pack.stderr)")
+        }
+        let nginx = try NginxServer(root: dir.appending("www"))
+        let tmp = dir.appending("tmp")
+        try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
+        let pub = dir.appending("k.pub").path
+        var left: [String] = []
+        for round in 0..<8 {
+            for format in ["container", "zip"] {
+                let url = nginx.url("p.\(format)").absoluteString
+                let runs: [([String], String?, Int32)] = [
+                    (["cat", url, "big.bin", "-o", "/dev/null"], "pw", 0),
+                    (["cat", url, "mid.bin", "-o", "/dev/null"], "pw", 0),
+                    (["verify", url, "--trust", pub], "pw", 0),
+                    (["cat", url, "no-such-entry"], "pw", 3),
+                    (["cat", url, "big.bin", "-o", "/dev/null"], "wrong", 2),
+                ]
+                for (arguments, password, status) in runs {
+                    let run = try CLI.run(arguments, password: password, environment: ["TMPDIR": tmp.path])
+                    #expect(run.status == status, "\(arguments): \(run.stderr)")
+                    let found = try FileManager.default.subpathsOfDirectory(atPath: tmp.path)
+                    if !found.isEmpty {
+                        left.append("round \(round) \(arguments[0]) \(format) \(arguments[2]): \(found)")
+                        for name in try FileManager.default.contentsOfDirectory(atPath: tmp.path) {
+                            try FileManager.default.removeItem(at: tmp.appendingPathComponent(name))
+                        }
+                    }
+                }
+            }
+        }
+        #expect(left.isEmpty, "\(left.count) runs left files in TMPDIR:\n\(left.joined(separator: "\n"))")
+    }
 }
