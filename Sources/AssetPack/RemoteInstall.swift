@@ -73,6 +73,8 @@ extension PrivateInstaller {
         progress: (@Sendable (_ done: UInt64, _ total: UInt64) -> Void)?
     ) throws -> RemoteInstallation {
 
+        // A FIFO or device under the name is refused as a local install refuses it, before any download.
+        try AtomicFile.checkTarget(directory.appendingPathComponent(name).path)
         let client = try HTTPRangeClient(url: url, retry: options.retry)
         try client.fetch(0..<1) { _, _ in }
         guard let version = client.version else { throw AssetPackError(.remote, "\(url.absoluteString): no response") }

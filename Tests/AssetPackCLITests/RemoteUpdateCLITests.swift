@@ -134,4 +134,30 @@ import Testing
         }
         #expect(left.isEmpty, "\(left.count) runs left files in TMPDIR:\n\(left.joined(separator: "\n"))")
     }
+
+    /// A FIFO (or device) where the pack is to be installed: `install URL` refuses it before it
+    /// downloads anything, with the local install's message and exit code, and leaves it be.
+    @Test func aFIFOAtTheDestinationIsRefusedAsALocalInstallRefusesIt() throws {
+        _ = try dir.write(["a.txt": Array("a".utf8)], under: "src")
+        try FileManager.default.createDirectory(at: dir.appending("www"), withIntermediateDirectories: true)
+        let out = dir.appending("www/p.container").path
+        #expect(
+            try CLI.run(["pack", dir.appending("src").path, "-o", out, "--format", "container"], password: "pw").status
+                == 0)
+        let nginx = try NginxServer(root: dir.appending("www"))
+        let home = dir.appending("home")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        let fifo = home.appendingPathComponent("p.container").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+
+        let local = try CLI.run(["install", out, "--into", home.path], password: "pw")
+        let remote = try CLI.run(
+            ["install", nginx.url("p.container").absoluteString, "--into", home.path], password: "pw")
+        #expect(local.status != 0 && local.stderr.contains("not a regular file"), "\(local.stderr)")
+        #expect(remote.status == local.status, "remote \(remote.status), local \(local.status): \(remote.stderr)")
+        #expect(remote.stderr == local.stderr)
+        #expect(CLITests.isFIFO(fifo), "the remote install replaced the FIFO")
+        let names = try FileManager.default.contentsOfDirectory(atPath: home.path)
+        #expect(!names.contains(".p.container.download"), "it downloaded before refusing: \(names)")
+    }
 }
