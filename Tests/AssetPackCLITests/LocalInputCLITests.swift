@@ -52,4 +52,56 @@ import Testing
         #expect(refused.stderr.contains("both a file and a folder"), "\(refused.stderr)")
         #expect(files(into.path).isEmpty, "written before the refusal: \(files(into.path))")
     }
+
+    /// Names that begin with `./` (libarchive's `bsdtar --format zip` writes them) are the
+    /// names without it, for `list`, `cat` and `extract` alike (Info-ZIP and 7-Zip strip it too).
+    @Test func aLeadingDotSlashIsStrippedEverywhere() throws {
+        let zip = dir.appending("dot.zip")
+        try ZipBuilder([.init("./", []), .init("./a.txt", Array("alpha".utf8)), .init("./d/b.txt", Array("beta".utf8))])
+            .write(to: zip)
+        try Self.expectStripped(zip.path, ["a.txt": Array("alpha".utf8), "d/b.txt": Array("beta".utf8)], in: dir)
+    }
+
+    /// What `list --json`, `cat` (with and without `./`) and `extract` make of a zip whose
+    /// names begin with `./`: the names without it.
+    static func expectStripped(
+        _ zip: String, _ tree: [String: [UInt8]], in dir: TemporaryDirectory, password: String? = nil
+    ) throws {
+        let list = try CLI.run(["list", zip, "--json"], password: password)
+        #expect(list.status == 0, "\(list.stderr)")
+        for path in tree.keys {
+            #expect(list.text.contains("\"\(path)\""), "\(path) not listed: \(list.text)")
+            #expect(!list.text.contains("\"./\(path)\""), "listed with ./: \(list.text)")
+        }
+        for (path, bytes) in tree {
+            for name in [path, "./" + path] {
+                let cat = try CLI.run(["cat", zip, name], password: password)
+                let same = cat.stdout == bytes  // a Bool: a failure does not print every byte
+                #expect(cat.status == 0 && same, "\(name): \(cat.stderr)")
+            }
+        }
+        let out = dir.appending("dot-out-\(UUID().uuidString)")
+        let extract = try CLI.run(["extract", zip, "--into", out.path], password: password)
+        #expect(extract.status == 0, "\(extract.stderr)")
+        for (path, bytes) in tree {
+            let written = FileManager.default.contents(atPath: out.path + "/" + path).map { [UInt8]($0) }
+            let same = written == bytes
+            #expect(same, "\(path): \(written?.count ?? -1) bytes written, \(bytes.count) expected")
+        }
+        let one = try CLI.run(
+            ["extract", zip, "./" + tree.keys.sorted()[0], "--into", out.path + "-one"], password: password)
+        #expect(one.status == 0, "\(one.stderr)")
+    }
+
+    /// `bsdtar --format zip` (libarchive) itself, when it is installed.
+    @Test(.enabled(if: which("bsdtar") != nil, "libarchive's bsdtar is not installed (apt: libarchive-tools)"))
+    func bsdtarZipsReadAndExtract() throws {
+        let tree: [String: [UInt8]] = ["a.txt": Array("alpha".utf8), "d/b.bin": testBytes(50_000, seed: 3)]
+        let src = try dir.write(tree, under: "src")
+        let zip = dir.appending("bsdtar.zip")
+        try runTool(which("bsdtar")!, ["--format", "zip", "-cf", zip.path, "."], in: src)
+        let names = try runTool(which("bsdtar")!, ["-tf", zip.path], in: dir.url)
+        #expect(String(decoding: names, as: UTF8.self).contains("./a.txt"), "bsdtar no longer writes ./ names")
+        try Self.expectStripped(zip.path, tree, in: dir)
+    }
 }
