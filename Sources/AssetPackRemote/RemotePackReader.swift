@@ -70,7 +70,10 @@ package final class RemotePackReader: PackReader, @unchecked Sendable {
                 mirror.pin(start..<mirror.size)
                 local = try ContainerPackReader(
                     path: mirror.path, credential: credential, limits: limits, trustedKeys: trustedKeys)
-            } else if head.starts(with: [0x50, 0x4B, 0x03, 0x04]) || head.starts(with: [0x50, 0x4B, 0x05, 0x06]) {
+            } else if try head.starts(with: [0x50, 0x4B, 0x03, 0x04]) || head.starts(with: [0x50, 0x4B, 0x05, 0x06])
+                // A stub in front (a self-extractor): the end record says it is a zip.
+                || RemotePackReader.endsLikeAZip(mirror)
+            {
                 let directory = try ZipStructure.directoryRange(fileSize: mirror.size) { try mirror.read($0, $1) }
                 guard mirror.size - min(directory.offset, mirror.size) <= limits.maxIndexSize + (1 << 20) else {
                     throw AssetPackError(
@@ -105,6 +108,17 @@ package final class RemotePackReader: PackReader, @unchecked Sendable {
         (local as? ContainerPackReader)?.readHook.set(hook)
         (local as? ZipPackReader)?.readHook.set(hook)
         openSeconds = watch.elapsed
+    }
+
+    /// Whether the remote file ends with a zip's end-of-central-directory record (fetching its
+    /// tail); the server's failures are thrown, not taken for "no".
+    private static func endsLikeAZip(_ mirror: RemoteMirror) throws -> Bool {
+        do {
+            _ = try ZipStructure.directoryRange(fileSize: mirror.size) { try mirror.read($0, $1) }
+            return true
+        } catch let error as AssetPackError where error.code != .remote && error.code != .io {
+            return false
+        }
     }
 
     package var format: PackFormat { local.format }

@@ -104,4 +104,52 @@ import Testing
         #expect(String(decoding: names, as: UTF8.self).contains("./a.txt"), "bsdtar no longer writes ./ names")
         try Self.expectStripped(zip.path, tree, in: dir)
     }
+
+    /// A zip with a stub in front (a self-extractor; `cat stub zip > x; zip -A x`) is a zip:
+    /// its end record says so, wherever its first entry starts.
+    @Test func aZipWithAStubInFrontIsAZip() throws {
+        let stub = Array("#!/bin/sh\necho self-extracting\nexit 0\n".utf8) + testBytes(3000, seed: 4)
+        var builder = ZipBuilder([
+            .init("a.txt", Array("alpha".utf8)), .init("d/b.bin", testBytes(9000, seed: 5), deflate: true),
+        ])
+        builder.prefix = stub
+        let zip = dir.appending("sfx.zip")
+        try builder.write(to: zip)
+        try Self.expectReadable(zip.path, ["a.txt": Array("alpha".utf8), "d/b.bin": testBytes(9000, seed: 5)], in: dir)
+    }
+
+    /// Info-ZIP's own `zip -A` on a stub and an AssetPack zip, when Info-ZIP is installed.
+    @Test(.enabled(if: which("zip") != nil, "Info-ZIP zip is not installed"))
+    func infoZipAdjustedSelfExtractorReads() throws {
+        let tree: [String: [UInt8]] = ["a.txt": Array("alpha".utf8), "d/b.bin": testBytes(50_000, seed: 6)]
+        let pack = try CLITests.pack(tree, in: dir)
+        var bytes = Array("#!/bin/sh\nexit 0\n".utf8) + testBytes(1000, seed: 7)
+        bytes += try [UInt8](Data(contentsOf: URL(fileURLWithPath: pack)))
+        let sfx = dir.appending("sfx")
+        try Data(bytes).write(to: sfx)
+        try runTool(which("zip")!, ["-q", "-A", sfx.path], in: dir.url)
+        try Self.expectReadable(sfx.path, tree, in: dir, password: CLITests.password)
+    }
+
+    static func expectReadable(
+        _ zip: String, _ tree: [String: [UInt8]], in dir: TemporaryDirectory, password: String? = nil
+    ) throws {
+        let list = try CLI.run(["list", zip], password: password)
+        #expect(list.status == 0, "\(list.stderr)")
+        for (path, bytes) in tree {
+            let cat = try CLI.run(["cat", zip, path], password: password)
+            let same = cat.stdout == bytes  // a Bool: a failure does not print every byte
+            #expect(cat.status == 0 && same, "\(path): \(cat.stderr)")
+        }
+        let verify = try CLI.run(["verify", zip], password: password)
+        #expect(verify.status == 0, "\(verify.stderr)")
+        let out = dir.appending("sfx-out-\(UUID().uuidString)")
+        let extract = try CLI.run(["extract", zip, "--into", out.path], password: password)
+        #expect(extract.status == 0, "\(extract.stderr)")
+        for (path, bytes) in tree {
+            let written = FileManager.default.contents(atPath: out.path + "/" + path).map { [UInt8]($0) }
+            let same = written == bytes
+            #expect(same, "\(path): \(written?.count ?? -1) bytes written, \(bytes.count) expected")
+        }
+    }
 }

@@ -160,4 +160,25 @@ import Testing
         let names = try FileManager.default.contentsOfDirectory(atPath: home.path)
         #expect(!names.contains(".p.container.download"), "it downloaded before refusing: \(names)")
     }
+
+    /// A zip with a stub in front (what `zip -A` leaves) reads over HTTP as it reads from disk.
+    @Test func aZipWithAStubInFrontReadsFromAURL() throws {
+        var builder = ZipBuilder([.init("a.txt", Array("alpha".utf8)), .init("d/b.bin", testBytes(9000, seed: 5))])
+        builder.prefix = Array("#!/bin/sh\nexit 0\n".utf8) + testBytes(2000, seed: 6)
+        try FileManager.default.createDirectory(at: dir.appending("www"), withIntermediateDirectories: true)
+        try builder.write(to: dir.appending("www/sfx.zip"))
+        let nginx = try NginxServer(root: dir.appending("www"))
+        let url = nginx.url("sfx.zip").absoluteString
+        let list = try CLI.run(["list", url])
+        #expect(list.status == 0 && list.text.contains("d/b.bin"), "\(list.stderr)")
+        let cat = try CLI.run(["cat", url, "d/b.bin"])
+        let same = cat.stdout == testBytes(9000, seed: 5)
+        #expect(cat.status == 0 && same, "\(cat.stderr)")
+        // Something that is neither still says so.
+        try Data(testBytes(5000, seed: 7)).write(to: dir.appending("www/noise.bin"))
+        let noise = try CLI.run(["list", nginx.url("noise.bin").absoluteString])
+        #expect(
+            noise.status == 1 && noise.stderr.contains("not an AssetPack container or a zip archive"), "\(noise.stderr)"
+        )
+    }
 }
