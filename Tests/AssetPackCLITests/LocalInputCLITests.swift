@@ -152,4 +152,21 @@ import Testing
             #expect(same, "\(path): \(written?.count ?? -1) bytes written, \(bytes.count) expected")
         }
     }
+
+    /// `install --trust KEY` of a file that is no pack at all: exit 5 (untrusted), as `cat`,
+    /// `list` and `verify` say for the same file.
+    @Test func installTrustingAKeyRefusesANonPackAsUntrusted() throws {
+        #expect(try CLI.run(["keygen", "--out", dir.appending("k").path]).status == 0)
+        let pub = dir.appending("k.pub").path
+        let junk = dir.appending("notapack")
+        try Data("this is not a pack at all, just some text\n".utf8).write(to: junk)
+        for arguments in [
+            ["cat", junk.path, "a.txt"], ["list", junk.path], ["verify", junk.path],
+            ["install", junk.path, "--into", dir.appending("home").path],
+        ] {
+            let run = try CLI.run(arguments + ["--trust", pub], password: "pw")
+            #expect(run.status == 5, "\(arguments[0]): \(run.status) \(run.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: dir.appending("home/notapack").path))
+    }
 }
