@@ -135,6 +135,46 @@ import Testing
         #expect(left.isEmpty, "\(left.count) runs left files in TMPDIR:\n\(left.joined(separator: "\n"))")
     }
 
+    /// Ctrl-C in the middle of a remote read: the command dies of the signal, and its mirror
+    /// file and folder in `$TMPDIR` go with it.
+    @Test func anInterruptedRemoteReadLeavesNothingInTheTemporaryDirectory() throws {
+        _ = try dir.write(["big.bin": testBytes(6_000_000, seed: 11)], under: "src")
+        try FileManager.default.createDirectory(at: dir.appending("www"), withIntermediateDirectories: true)
+        let out = dir.appending("www/p.container").path
+        #expect(
+            try CLI.run(["pack", dir.appending("src").path, "-o", out, "--format", "container"], password: "pw")
+                .status == 0)
+        // 1 MB/s per response: the read lasts long enough to be interrupted in the middle.
+        let nginx = try NginxServer(root: dir.appending("www"), rateLimit: 1 << 20)
+        let tmp = dir.appending("tmp")
+        try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = ["cat", nginx.url("p.container").absoluteString, "big.bin", "-o", "/dev/null"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["TMPDIR"] = tmp.path
+        environment["ASSETPACK_PASSWORD"] = "pw"
+        process.environment = environment
+        process.standardError = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(20)
+        var sawMirror = false
+        while Date() < deadline, process.isRunning, !sawMirror {
+            sawMirror =
+                (try? FileManager.default.subpathsOfDirectory(atPath: tmp.path))?.contains { $0.hasSuffix("/pack") }
+                == true
+            usleep(20_000)
+        }
+        usleep(500_000)
+        kill(process.processIdentifier, SIGINT)
+        process.waitUntilExit()
+        #expect(sawMirror)
+        #expect(process.terminationReason == .uncaughtSignal, "it finished before the interrupt")
+        let left = try FileManager.default.subpathsOfDirectory(atPath: tmp.path)
+        #expect(left.isEmpty, "left in TMPDIR: \(left)")
+    }
+
     /// A FIFO (or device) where the pack is to be installed: `install URL` refuses it before it
     /// downloads anything, with the local install's message and exit code, and leaves it be.
     @Test func aFIFOAtTheDestinationIsRefusedAsALocalInstallRefusesIt() throws {
