@@ -106,6 +106,8 @@ asan: deps
 	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan.supp $(SWIFT) test --sanitize=address --scratch-path .build-asan --filter 'StressTests|HardeningTests|ZipPackReaderTests'
 
 ## fuzz: every libFuzzer target for FUZZ_SECONDS (default 60) each; non-zero on any crash.
+## libFuzzer refuses a corpus folder that does not exist, and git keeps no empty folder, so a
+## target's corpus, seed and regression folders are made when missing.
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS ?= FuzzZip FuzzZipStructure FuzzContainer FuzzContainerIndex FuzzSignature
 FUZZ_FLAGS = -c release --scratch-path .build-fuzz -Xswiftc -DFUZZING -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library
@@ -115,7 +117,7 @@ fuzz: deps
 	@seeds=$$(mktemp -d); trap 'rm -rf "$$seeds"' EXIT; \
 	  bash Fuzz/make-seeds.sh "$$seeds" "$$($(SWIFT) build --show-bin-path)/assetpack"; \
 	  for t in $(FUZZ_TARGETS); do \
-	    mkdir -p Fuzz/corpus/$$t; \
+	    mkdir -p Fuzz/corpus/$$t "$$seeds/$$t" Fuzz/regressions/$$t; \
 	    echo "== fuzzing $$t for $(FUZZ_SECONDS) s"; \
 	    .build-fuzz/release/$$t -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 -timeout=20 \
 	      -artifact_prefix=Fuzz/crashes/ Fuzz/corpus/$$t "$$seeds/$$t" Fuzz/regressions/$$t || exit 1; \

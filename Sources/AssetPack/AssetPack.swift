@@ -5,7 +5,10 @@ import Foundation
 
 /// The public face of AssetPack: open a pack of either format, pack a directory.
 public enum AssetPacks {
-    /// Recognises a pack's format from its first bytes (never from its file extension).
+    /// Recognises a pack's format from its bytes (never from its file extension): a container
+    /// by its magic at offset 0; a zip by its first local header or, failing that, by its
+    /// end-of-central-directory record, so that a zip with a stub in front (a self-extractor,
+    /// `zip -A`) is a zip.
     /// - Parameter path: The pack's path.
     /// - Returns: `.container` or `.zip`.
     /// - Throws: `.io` if the file cannot be read; `.invalidArgument` for a directory;
@@ -29,10 +32,24 @@ public enum AssetPacks {
         if prefix.starts(with: [0x50, 0x4B, 0x03, 0x04]) || prefix.starts(with: [0x50, 0x4B, 0x05, 0x06]) {
             return .zip
         }
+        if hasZipEndRecord(fd) { return .zip }
         throw AssetPackError(.unsupportedFormat, "\(path) is not an AssetPack container or a zip archive")
     }
 
-    /// Opens a pack, choosing the backend from its magic bytes.
+    /// Whether the file ends with a zip's end-of-central-directory record (its comment reaching
+    /// the end of the file exactly), wherever the zip's first entry starts.
+    private static func hasZipEndRecord(_ fd: FileDescriptor) -> Bool {
+        guard let size = try? fd.status().size else { return false }
+        let read = { (offset: UInt64, count: Int) throws -> [UInt8] in
+            try [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+                initialized = try fd.preadFully(into: UnsafeMutableRawBufferPointer(buffer), at: offset)
+                guard initialized == count else { throw AssetPackError(.integrityFailure, "short read") }
+            }
+        }
+        return (try? ZipStructure.directoryRange(fileSize: size, read: read)) != nil
+    }
+
+    /// Opens a pack, choosing the backend from its bytes (``sniff(_:)``).
     /// - Parameters:
     ///   - path: The pack's path.
     ///   - credential: Password (zip or container) or raw key (container); `nil` for unencrypted zips.

@@ -8,8 +8,10 @@ import Foundation
 /// is written, every selected name is checked: `EntryPath.safeComponents` (no absolute paths,
 /// `..`, backslashes, NUL, components over 255 bytes), the whole destination path against
 /// `PATH_MAX`, two entries that would land on one file, and the sum of the declared sizes
-/// against `ReadLimits.maxExtractBytes`. No directory on the way may be a symbolic link, and
-/// directories an extraction created are removed again if it fails and they are still empty.
+/// against `ReadLimits.maxExtractBytes`, an entry that another entry needs as its folder, and
+/// what the disk already holds on the way: no folder may be a symbolic link or a file, and no
+/// destination a directory, FIFO or device. Directories an extraction created are removed again
+/// if it fails and they are still empty.
 public struct Extractor: Sendable {
     /// The directory entries are written below.
     public let directory: URL
@@ -31,10 +33,13 @@ public struct Extractor: Sendable {
     ///   - paths: Entry paths to extract; empty means every entry. An entry named more than
     ///     once (`a.txt`, `./a.txt`) is extracted once.
     ///   - each: Called after each entry is written, with its destination and timing.
-    /// - Throws: `.entryNotFound`; `.invalidArgument` for unsafe names, a path too long, or
-    ///   `--into` that is not a directory; `.integrityFailure` when two entries of the pack would
-    ///   be written to the same file; `.limitExceeded` over `ReadLimits.maxExtractBytes`; any
-    ///   read error naming the entry; `.io`. Entries written before a failure stay written.
+    /// - Throws: `.entryNotFound`; `.invalidArgument` for unsafe names, a path too long,
+    ///   `--into` that is not a directory, a folder on the way that is a symbolic link or a file,
+    ///   or a destination that is a directory, FIFO or device; `.integrityFailure` when two
+    ///   entries of the pack would be written to the same file, or one is another's folder;
+    ///   `.limitExceeded` over `ReadLimits.maxExtractBytes` (all of these before anything is
+    ///   written); any read error naming the entry; `.io`. Entries written before a read
+    ///   failure stay written.
     public func extract(
         from reader: any PackReader, paths: [String] = [], each: (URL, EntryTiming) -> Void = { _, _ in }
     ) throws {
@@ -59,6 +64,7 @@ public struct Extractor: Sendable {
                     path: item.entry.path)
             }
         }
+        try checkTargets(planned, below: root)
         var created: [String] = []
         do {
             try makeRoot(root, created: &created)
@@ -90,6 +96,7 @@ public struct Extractor: Sendable {
             }
         var planned: [(entry: EntryInfo, parts: [String])] = []
         var seen: [String: EntryInfo] = [:]
+        var folders: Set<String> = []
         for entry in selected {
             let parts = try EntryPath.safeComponents(entry.path)
             let key = parts.joined(separator: "/")
@@ -103,8 +110,47 @@ public struct Extractor: Sendable {
             }
             seen[key] = entry
             planned.append((entry, parts))
+            for depth in 1..<parts.count { folders.insert(parts[0..<depth].joined(separator: "/")) }
+        }
+        // A file where another entry needs a folder (`x` and `x/y`): one of them cannot be written.
+        for (entry, parts) in planned where folders.contains(parts.joined(separator: "/")) {
+            throw AssetPackError(
+                .integrityFailure,
+                "another entry of the pack lies below this one, so it would have to be both a file and a folder",
+                path: entry.path)
         }
         return planned
+    }
+
+    /// What is already on disk where the entries go, checked before anything is written: every
+    /// folder on the way that exists must be a real directory (not a symbolic link, not a
+    /// file), and each destination that exists must be a file a rename can replace (not a
+    /// directory, FIFO or device). Extraction checks again as it goes (someone may change the
+    /// tree meanwhile); this makes a refusal leave nothing written.
+    private func checkTargets(_ planned: [(entry: EntryInfo, parts: [String])], below root: String) throws {
+        guard let status = try? FileSystem.stat(root) else { return }  // nothing below it exists yet
+        guard status.kind == .directory else { throw AssetPackError(.invalidArgument, "\(root) is not a directory") }
+        var checked: [String: Bool] = [:]  // folder → whether it exists
+        for item in planned {
+            var dir = root
+            var exists = true
+            for part in item.parts.dropLast() {
+                dir += "/" + part
+                if let known = checked[dir] {
+                    exists = known
+                } else {
+                    let found = try? FileSystem.lstat(dir)
+                    if let found, found.kind != .directory {
+                        throw AssetPackError(
+                            .invalidArgument, "\(dir) exists and is not a directory (or is a symbolic link)")
+                    }
+                    exists = found != nil
+                    checked[dir] = exists
+                }
+                if !exists { break }
+            }
+            if exists { try AtomicFile.checkTarget(dir + "/" + item.parts.last!) }
+        }
     }
 
     /// Creates `--into` with its parents (`mkdir -p`); an existing one may be a symbolic link to a directory.

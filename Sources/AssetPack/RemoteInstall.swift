@@ -91,6 +91,8 @@ extension PrivateInstaller {
         options: RemoteMirror.Options, progress: (@Sendable (_ done: UInt64, _ total: UInt64) -> Void)?
     ) throws -> RemoteInstallation {
 
+        // A FIFO or device under the name is refused as a local install refuses it, before any download.
+        try AtomicFile.checkTarget(directory.appendingPathComponent(name).path)
         let client = try HTTPRangeClient(url: url, retry: options.retry, limits: options.transfer)
         let (version, whole) = try RemoteDownload.probe(client)
         try limits.checkPackSize(version.size, of: url.absoluteString)

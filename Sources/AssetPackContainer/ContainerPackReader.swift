@@ -624,8 +624,12 @@ extension ContainerPackReader {
     /// is deterministic. `nil` for version 1 (no key ids).
     package var storedIdentities: (keys: [UInt8], entries: [(identity: [UInt8], span: Range<UInt64>)])? {
         guard header.version >= 2 else { return nil }
-        let committed = header.committedBytes()
-        let keys = Array(committed[9...])  // everything after magic and version
+        // Cipher suite, KDF, chunk size, KDF parameters and salt: the bytes between the version
+        // and the index's offset and length. Not the latter: an update that changes one entry's
+        // stored size moves the index, and the keys stay the same.
+        var keys: [UInt8] = [ContainerFormat.cipherSuite, header.kdf.rawValue, header.chunkShift]
+        for p in header.params { withUnsafeBytes(of: p.littleEndian) { keys += $0 } }
+        keys += header.salt
         let entries = records.compactMap { e -> (identity: [UInt8], span: Range<UInt64>)? in
             guard let keyID = e.keyID, let sha256 = e.sha256 else { return nil }
             var identity = keyID + sha256

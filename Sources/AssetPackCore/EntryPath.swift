@@ -24,6 +24,19 @@ public enum EntryPath {
             .joined(separator: "/")
     }
 
+    /// A zip entry's stored name without the `./` in front that some writers put there
+    /// (libarchive's `bsdtar --format zip` names every entry `./a.txt`): `a.txt` is the name
+    /// `list` shows, `cat` finds and `extract` writes, as Info-ZIP and 7-Zip read it. Only
+    /// leading `./` components go; a `.` or `..` further in stays, for extraction to refuse.
+    /// - Parameter name: A name as stored.
+    /// - Returns: The name without its leading `./` (repeated ones too).
+    package static func withoutLeadingDotSlash(_ name: String) -> String {
+        guard name.hasPrefix("./") else { return name }
+        var rest = Substring(name)
+        while rest.hasPrefix("./") { rest = rest.dropFirst(2) }
+        return String(rest)
+    }
+
     /// `text` in Unicode NFC; ASCII (always NFC) returns at once, without Foundation.
     package static func nfc(_ text: String) -> String {
         text.utf8.allSatisfy { $0 < 0x80 } ? text : text.precomposedStringWithCanonicalMapping

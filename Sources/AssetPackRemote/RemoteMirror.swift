@@ -53,11 +53,14 @@ package final class RemoteMirror: @unchecked Sendable {
 
     package let client: HTTPRangeClient
     package let options: Options
-    /// The mirror file (mode 0600, in a private temporary directory removed on deinit).
+    /// The mirror file (mode 0600, in a private temporary directory removed by
+    /// ``removeTemporaryFiles()`` or on deinit).
     package let path: String
     package let size: UInt64
     private let fd: FileDescriptor
     private let folder: String?
+    /// Whether the private temporary directory is gone (guarded by `lock`).
+    private var folderRemoved = false
     /// Guards the state below; signalled whenever bytes arrive or a fetch gives up.
     private let lock = NSCondition()
     private var present = RangeSet()
@@ -98,10 +101,13 @@ package final class RemoteMirror: @unchecked Sendable {
             folder = try FileSystem.makeTemporaryDirectory(
                 template: NSTemporaryDirectory() + "/assetpack-remote-XXXXXX")
         } catch { throw error.io("cannot create a temporary directory") }
+        // An interrupted command (Ctrl-C) removes it too.
+        TemporaryFiles.register(folder)
         do {
             try self.init(client: client, path: folder + "/pack", size: version.size, options: options, folder: folder)
         } catch {
             try? FileSystem.rmdir(folder)
+            TemporaryFiles.forget(folder)
             throw error
         }
         try store(probe, at: 0)
@@ -137,10 +143,24 @@ package final class RemoteMirror: @unchecked Sendable {
 
     deinit {
         try? fd.close()
-        if let folder {
-            try? FileSystem.unlink(path)
-            try? FileSystem.rmdir(folder)
+        removeTemporaryFiles()
+    }
+
+    /// Removes the mirror file and its private temporary directory now (a mirror in a file of
+    /// the caller's, an install's download, stays). The owner calls it when it is done:
+    /// deinit may come too late, because a background fetch thread can hold the last
+    /// reference past the end of a command, and a process that exits first runs no deinit.
+    /// The descriptor stays open, so a fetch still under way writes into the unlinked file.
+    package func removeTemporaryFiles() {
+        guard let folder else { return }
+        let first: Bool = lock.withLock {
+            defer { folderRemoved = true }
+            return !folderRemoved
         }
+        guard first else { return }
+        try? FileSystem.unlink(path)
+        try? FileSystem.rmdir(folder)
+        TemporaryFiles.forget(folder)
     }
 
     /// The ranges held so far (in the file).

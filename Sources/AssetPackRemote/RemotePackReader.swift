@@ -24,11 +24,19 @@ package final class RemotePackReader: PackReader, @unchecked Sendable {
         options: RemoteMirror.Options = RemoteMirror.Options()
     ) throws {
         let watch = Stopwatch()
-        try self.init(
-            mirror: try RemoteMirror(url: url, options: options, limits: limits), credential: credential,
-            limits: limits,
-            trustedKeys: trustedKeys, started: watch)
+        let mirror = try RemoteMirror(url: url, options: options, limits: limits)
+        do {
+            try self.init(
+                mirror: mirror, credential: credential, limits: limits, trustedKeys: trustedKeys, started: watch)
+        } catch {
+            mirror.removeTemporaryFiles()
+            throw error
+        }
     }
+
+    /// The mirror's temporary file goes with the reader, whoever still holds the mirror (a
+    /// fetch thread winding down).
+    deinit { mirror.removeTemporaryFiles() }
 
     /// Opens the pack held (or to be fetched) in `mirror`.
     /// - Parameter fetchSignature: Fetch a zip's signature entry even without trusted keys (an
@@ -90,7 +98,11 @@ package final class RemotePackReader: PackReader, @unchecked Sendable {
             mirror.pin(start..<mirror.size)
             return .container
         }
-        guard head.starts(with: [0x50, 0x4B, 0x03, 0x04]) || head.starts(with: [0x50, 0x4B, 0x05, 0x06]) else {
+        guard
+            try head.starts(with: [0x50, 0x4B, 0x03, 0x04]) || head.starts(with: [0x50, 0x4B, 0x05, 0x06])
+                // A stub in front (a self-extractor): the end record says it is a zip.
+                || endsLikeAZip(mirror)
+        else {
             throw AssetPackError(
                 .unsupportedFormat, "\(mirror.client.url.absoluteString) is not an AssetPack container or a zip archive"
             )
@@ -116,6 +128,17 @@ package final class RemotePackReader: PackReader, @unchecked Sendable {
         }
         mirror.pin(tail)
         return .zip
+    }
+
+    /// Whether the remote file ends with a zip's end-of-central-directory record (fetching its
+    /// tail); the server's failures are thrown, not taken for "no".
+    private static func endsLikeAZip(_ mirror: RemoteMirror) throws -> Bool {
+        do {
+            _ = try ZipStructure.directoryRange(fileSize: mirror.size) { try mirror.read($0, $1) }
+            return true
+        } catch let error as AssetPackError where error.code != .remote && error.code != .io {
+            return false
+        }
     }
 
     package var format: PackFormat { local.format }

@@ -147,9 +147,10 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
             guard zip_stat_index(za, i, 0, &st) == 0, let cName = st.name else {
                 throw LibzipError.from(zip_get_error(za), path: nil, context: "cannot read entry \(i)")
             }
-            let name = EntryPath.nfc(
-                String(decoding: UnsafeRawBufferPointer(start: cName, count: strlen(cName)), as: UTF8.self))
-            if name.hasSuffix("/") { continue }  // directory entry
+            let name = EntryPath.withoutLeadingDotSlash(
+                EntryPath.nfc(
+                    String(decoding: UnsafeRawBufferPointer(start: cName, count: strlen(cName)), as: UTF8.self)))
+            if name.isEmpty || name.hasSuffix("/") { continue }  // directory entry (bsdtar's "./" too)
             if ZipManifest.isReserved(name) { continue }  // the pack's own bookkeeping (.assetpack/manifest)
             let encryption = Self.encryption(st.encryption_method)
             let compression: EntryCompression =

@@ -8,9 +8,10 @@ extension AssetPackCommand {
             abstract: "Extract verified entries into a directory (all, or those named).",
             discussion: """
                 Each entry is written to a temporary file and renamed after it verified; nothing is written outside \
-                --into, which is created with its parents if missing. Names are checked before anything is written, \
-                and the declared sizes may add up to 64 GiB at most (ReadLimits.maxExtractBytes). Each file written \
-                is printed on stdout; the summary goes to stderr.
+                --into, which is created with its parents if missing. Names, and what is already on disk where the \
+                files go (a folder that is a symbolic link, a directory or FIFO in a file's place), are checked \
+                before anything is written, and the declared sizes may add up to 64 GiB at most \
+                (ReadLimits.maxExtractBytes). Each file written is printed on stdout; the summary goes to stderr.
                 """)
 
         @Argument(help: "The pack: a path, or an http:// or https:// URL.") var pack: String

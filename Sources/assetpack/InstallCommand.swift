@@ -29,7 +29,11 @@ extension AssetPackCommand {
             try reporting {
                 let keys = try trust.keys()
                 if AssetPacks.isRemote(pack) { return try installRemote(keys) }
-                _ = try AssetPacks.sniff(pack)  // refuse to install something that is not a pack
+                // Refuse to install something that is not a pack: under --trust, untrusted (exit 5),
+                // as the readers say for the same file.
+                do { _ = try AssetPacks.sniff(pack) } catch let error as AssetPackError {
+                    throw error.untrustedIfUnreadable(trusting: keys)
+                }
                 let installer =
                     if let into { PrivateInstaller(directory: URL(fileURLWithPath: into), trustedKeys: keys) } else {
                         try PrivateInstaller(appID: appId!, trustedKeys: keys)

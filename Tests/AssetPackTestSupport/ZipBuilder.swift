@@ -40,13 +40,16 @@ public struct ZipBuilder {
     public var omitZip64Extra = false
     /// With `zip64`: make the locator point here instead of at the zip64 end record.
     public var zip64LocatorOffset: UInt64?
+    /// Bytes in front of the first entry (a self-extractor's stub), with every offset counted
+    /// from the start of the file, as `zip -A` leaves them.
+    public var prefix: [UInt8] = []
 
     /// A builder for `entries`.
     public init(_ entries: [Entry]) { self.entries = entries }
 
     /// The zip's bytes.
     public func build() -> [UInt8] {
-        var out: [UInt8] = []
+        var out: [UInt8] = prefix
         var central: [UInt8] = []
         var count = 0
         var placed: [(offset: UInt32, crc: UInt32, stored: [UInt8], method: UInt16)] = []
