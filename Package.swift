@@ -89,7 +89,9 @@ let package = Package(
             name: "TransportBench", dependencies: ["AssetPackRemote"], path: "Benchmarks/Sources/TransportBench"),
 
         // Shared test helpers: temporary trees, deterministic bytes, running the built CLI.
-        .target(name: "AssetPackTestSupport", dependencies: ["AssetPackCore"], path: "Tests/AssetPackTestSupport"),
+        .target(
+            name: "AssetPackTestSupport", dependencies: ["AssetPackCore"], path: "Tests/AssetPackTestSupport",
+            resources: [.copy("fault_server.py")]),
         .testTarget(name: "AssetPackCoreTests", dependencies: ["AssetPackCore", "AssetPackTestSupport"]),
         .testTarget(name: "AssetPackCryptoTests", dependencies: ["AssetPackCrypto", "AssetPackTestSupport"]),
         .testTarget(
