@@ -47,7 +47,7 @@ public final class LighttpdServer: @unchecked Sendable {
     public func url(_ relativePath: String) -> URL { serverURL(baseURL, relativePath) }
 
     /// The access log's complete lines, oldest first (buffered by lighttpd: pass `count` to wait).
-    public func accessLog(waitingFor count: Int = 0, timeout: TimeInterval = 3) throws -> [AccessLogLine] {
+    public func accessLog(waitingFor count: Int = 0, timeout: TimeInterval = 10) throws -> [AccessLogLine] {
         try AccessLogLine.read(accessLogURL, waitingFor: count, timeout: timeout)
     }
 
