@@ -105,6 +105,8 @@ extension PrivateInstaller {
             staging: directory.appendingPathComponent(".\(name).download").path,
             options: options)
         let previous = installed == nil ? nil : destination.path
+        // Trusting keys: the signature block's release (expiry, rollback), before the bulk download.
+        let release = try checkRemoteRelease(download.mirror)
         var checked: (String, PublisherKey?)
         do {
             try download.assemble(previous: previous, credential: credential, progress: progress)
@@ -122,6 +124,7 @@ extension PrivateInstaller {
             throw error
         }
         try download.commit(to: destination.path)
+        try release.map(recordRelease)
         let (digest, publisher) = checked
         try InstallRecord(
             sha256: digest, size: version.size, sourceSize: version.size, sourceModified: 0,
@@ -150,7 +153,7 @@ struct RemoteDownload {
     private var staging = ""
     private var statePath = ""
     private var options = RemoteMirror.Options()
-    private var mirror: RemoteMirror?
+    private(set) var mirror: RemoteMirror?
 
     /// Nothing downloaded (an install that was current).
     init() {}
