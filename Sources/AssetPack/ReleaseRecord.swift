@@ -136,10 +136,17 @@ extension PrivateInstaller {
     }
 
     /// The verified signature block of the pack in `mirror`, fetched from its end: the
-    /// container's bytes after the index, or the zip's directory and signature entry.
-    private static func remoteSignatureBlock(_ mirror: RemoteMirror, trustedKeys: [PublisherKey]) throws
+    /// container's bytes after the index, or the zip's directory and signature entry (a few
+    /// small requests; the bytes stay in the mirror for the download).
+    /// - Parameter trustedKeys: The keys to verify it under; not empty (with no keys nothing
+    ///   would be verified, and an unverified size bounds nothing).
+    /// - Throws: `.untrusted` for an unsigned pack, another key, a signature that does not verify
+    ///   or a signed size that is not the server's; `.integrityFailure`, `.limitExceeded` for a
+    ///   damaged end of file; what the mirror throws.
+    package static func remoteSignatureBlock(_ mirror: RemoteMirror, trustedKeys: [PublisherKey]) throws
         -> PackSignature
     {
+        precondition(!trustedKeys.isEmpty)
         let size = mirror.size
         let read = { (offset: UInt64, count: Int) throws -> [UInt8] in
             guard offset <= size, UInt64(count) <= size - offset else {
