@@ -71,6 +71,14 @@ lint:
 clean:
 	rm -rf .build "$(DEMO_DIR)"
 
+## update-figures: the update-attack figures docs/SECURITY.md quotes (time to fail against a 4 B/s
+## server, bytes written against an endless one, installing v1 over v2), printed by the end-to-end
+## tests that assert them.
+.PHONY: update-figures
+update-figures: test-deps
+	$(SWIFT) build --build-tests
+	@set -o pipefail; $(SWIFT) test --skip-build --filter 'UpdateAttackCLITests|ReleaseCLITests' 2>&1 | grep -E '^figure:|✘|error:'
+
 ## perf: release build, then `assetpack perf --corpus standard` (zip vs container, every entry, interleaved);
 ## the table goes to the terminal and perf-reports/perf.txt, with perf.json, perf.csv and perf.html beside it.
 ## PERF_ITERATIONS=N for more reads; PERF_BUILD_FLAGS="--scratch-path DIR" to build elsewhere.

@@ -1,6 +1,7 @@
 @_exported import AssetPackContainer
 @_exported import AssetPackCore
 @_exported import AssetPackZip
+import AssetPackCrypto
 import Foundation
 
 /// The public face of AssetPack: open a pack of either format, pack a directory.
@@ -88,10 +89,16 @@ public enum AssetPacks {
     /// - Returns: The trusted key that signed it.
     /// - Throws: `.untrusted` when it is unsigned, signed by another key, or altered.
     package static func verifySignature(at path: String, trustedKeys: [PublisherKey]) throws -> PublisherKey {
+        try verifiedBlock(at: path, trustedKeys: trustedKeys).publisher
+    }
+
+    /// ``verifySignature(at:trustedKeys:)``, returning the verified block: its key and the release
+    /// it states (expiry not checked: the caller knows the time).
+    package static func verifiedBlock(at path: String, trustedKeys: [PublisherKey]) throws -> PackSignature {
         do {
             switch try sniff(path) {
-            case .zip: return try ZipSignature.verifySignature(at: path, trusted: trustedKeys)
-            case .container: return try ContainerPackReader.verifySignature(at: path, trusted: trustedKeys)
+            case .zip: return try ZipSignature.verifiedBlock(at: path, trusted: trustedKeys)
+            case .container: return try ContainerPackReader.verifiedBlock(at: path, trusted: trustedKeys)
             }
         } catch let error as AssetPackError {
             throw error.untrustedIfUnreadable(trusting: trustedKeys)
@@ -133,6 +140,7 @@ public enum AssetPacks {
         let (files, skipped) = try SourceTree.scanReporting(
             root: source, includeHidden: options.includeHidden, excluding: output)
         var options = options
+        if options.signingKey != nil { _ = try options.release(for: output.path) }  // a bad name, before any work
         if let key = options.signingKey, !options.fresh,
             (try? verifySignature(at: output.path, trustedKeys: [key.publicKey])) == nil
         {

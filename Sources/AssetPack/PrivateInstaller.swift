@@ -16,11 +16,21 @@ import Foundation
 ///   them differs, the source's SHA-256 decides; equal size and mtime alone never do, since
 ///   reproducible builds pin mtimes and same-shaped trees give same-sized packs.
 /// - Concurrent installs (threads or processes) serialise on a lock file in the directory.
+/// - With trusted keys, a pack whose signature expired is refused, and so is one older than the
+///   version of the same signed name and publisher installed before (a rollback), unless
+///   ``allowRollback``; the versions installed are remembered in `.assetpack.releases`, which
+///   outlives the packs (<doc:Security>).
 public struct PrivateInstaller: Sendable {
     /// The private directory packs are installed into.
     public let directory: URL
     /// The publisher keys an installed pack must be signed by (<doc:Security>); empty: any pack.
     public let trustedKeys: [PublisherKey]
+    /// Install a signed pack older than (or other than) the version of its name already
+    /// installed. Off by default: an older version is refused as a rollback. An expired pack is
+    /// refused either way.
+    public var allowRollback = false
+    /// The time signature expiry is checked against (tests set it; never slept on).
+    package var clock: @Sendable () -> Date = { Date() }
 
     /// The outcome of an install.
     public struct Installation: Sendable, Equatable {
@@ -40,20 +50,24 @@ public struct PrivateInstaller: Sendable {
     ///   - trustedKeys: When not empty, a pack is installed only if one of these keys signed it
     ///     and every byte is the signed one (checked on the copy, before it replaces anything);
     ///     an install verified under a key no longer trusted is checked again.
-    public init(directory: URL, trustedKeys: [PublisherKey] = []) {
+    ///   - allowRollback: As ``allowRollback``.
+    public init(directory: URL, trustedKeys: [PublisherKey] = [], allowRollback: Bool = false) {
         self.directory = directory
         self.trustedKeys = trustedKeys
+        self.allowRollback = allowRollback
     }
 
     /// Creates an installer for an app's default private directory:
     /// `$XDG_DATA_HOME/<appID>`, else `~/.local/share/<appID>`.
     /// - Parameters:
     ///   - appID: The app's id.
-    ///   - trustedKeys: As for ``init(directory:trustedKeys:)``.
+    ///   - trustedKeys: As for ``init(directory:trustedKeys:allowRollback:)``.
+    ///   - allowRollback: As ``allowRollback``.
     /// - Throws: `.invalidArgument` for an app id that is not a single safe path component.
-    public init(appID: String, trustedKeys: [PublisherKey] = []) throws {
+    public init(appID: String, trustedKeys: [PublisherKey] = [], allowRollback: Bool = false) throws {
         self.directory = try Self.defaultDirectory(appID: appID)
         self.trustedKeys = trustedKeys
+        self.allowRollback = allowRollback
     }
 
     /// The default private directory for an app id.
@@ -79,7 +93,9 @@ public struct PrivateInstaller: Sendable {
     ///   - name: The installed file's name.
     /// - Returns: Where it is installed and whether anything was copied.
     /// - Throws: `.io` for file-system failures (the previous pack stays in place),
-    ///   `.integrityFailure` if the copy does not read back identical.
+    ///   `.integrityFailure` if the copy does not read back identical; with trusted keys,
+    ///   `.untrusted` for a pack not signed by one of them, altered, expired, or older than the
+    ///   version installed before (a rollback).
     @discardableResult
     public func install(_ pack: URL, as name: String? = nil) throws -> Installation {
         try locked(name: name ?? pack.lastPathComponent) { name in try install(pack, locked: name) }
@@ -129,9 +145,10 @@ public struct PrivateInstaller: Sendable {
             }
         }
 
-        let (digest, publisher) = try copyVerified(from: pack.path, to: destination)
-        try record(digest, publisher).save(manifestURL)
-        return Installation(path: destination, copied: true, sha256: digest, publisher: publisher)
+        let (digest, block) = try copyVerified(from: pack.path, to: destination)
+        try record(digest, block?.publisher).save(manifestURL)
+        try block.map(recordRelease)
+        return Installation(path: destination, copied: true, sha256: digest, publisher: block?.publisher)
     }
 
     // MARK: - Steps
@@ -158,13 +175,14 @@ public struct PrivateInstaller: Sendable {
     }
 
     /// Copies `source` to a temporary file, fsyncs it, reads it back to compare SHA-256s and,
-    /// with trusted keys, checks its publisher signature on every byte; then renames it over
-    /// `destination` and fsyncs the directory. Nothing is replaced unless every check passed.
-    /// - Returns: The SHA-256 (hex) of the installed bytes, and the key that signed them.
-    private func copyVerified(from source: String, to destination: URL) throws -> (String, PublisherKey?) {
+    /// with trusted keys, checks its publisher signature on every byte and its release (expiry,
+    /// rollback); then renames it over `destination` and fsyncs the directory. Nothing is
+    /// replaced unless every check passed.
+    /// - Returns: The SHA-256 (hex) of the installed bytes, and the verified signature block.
+    private func copyVerified(from source: String, to destination: URL) throws -> (String, PackSignature?) {
         let hasher = SHA256Hasher()
         var sourceDigest = ""
-        var publisher: PublisherKey?
+        var block: PackSignature?
         try AtomicFile.write(
             destination.path, mode: 0o600, exactMode: true,
             { out in
@@ -180,10 +198,12 @@ public struct PrivateInstaller: Sendable {
                         .integrityFailure, "the installed copy does not match the source (SHA-256 differs)")
                 }
                 if !trustedKeys.isEmpty {
-                    publisher = try AssetPacks.verifySignature(at: temporary, trustedKeys: trustedKeys)
+                    let verified = try AssetPacks.verifiedBlock(at: temporary, trustedKeys: trustedKeys)
+                    try checkRelease(verified)
+                    block = verified
                 }
             })
-        return (sourceDigest, publisher)
+        return (sourceDigest, block)
     }
 
     /// What a pack carries that tells it from any other pack, read without reading it whole:

@@ -123,6 +123,7 @@ extension PrivateInstaller {
         var download = RemoteDownload()
         // A whole-file download holds every byte: nothing to reuse.
         let previous = installed == nil || whole ? nil : destination.path
+        var release: PackSignature?
         var checked: (String, PublisherKey?)
         do {
             download =
@@ -133,6 +134,9 @@ extension PrivateInstaller {
                 : RemoteDownload(
                     client: client, version: version, staging: staging, options: options, room: directory.path)
             try download.checkBeforeDownload(trustedKeys: trustedKeys, credential: credential, limits: limits)
+            // Trusting keys: the signature block's release (expiry, rollback, signed size), before
+            // the bulk download (the block's bytes are in the mirror already).
+            release = try checkRemoteRelease(download.mirror)
             try download.assemble(previous: previous, credential: credential, progress: progress)
             do {
                 checked = try download.verify(trustedKeys: trustedKeys, credential: credential)
@@ -149,6 +153,7 @@ extension PrivateInstaller {
             throw error
         }
         try download.commit(to: destination.path)
+        try release.map(recordRelease)
         let (digest, publisher) = checked
         try InstallRecord(
             sha256: digest, size: version.size, sourceSize: version.size, sourceModified: 0,
@@ -174,7 +179,7 @@ struct RemoteDownload {
     private var staging = ""
     private var statePath = ""
     private var options = RemoteMirror.Options()
-    private var mirror: RemoteMirror?
+    private(set) var mirror: RemoteMirror?
     /// What ``checkBeforeDownload(trustedKeys:credential:limits:)`` learnt: the pack's
     /// signature block (checked against its own key), and the server's `.sha256` text.
     private var block: PackSignature?
@@ -216,7 +221,14 @@ struct RemoteDownload {
             discard()
             throw error
         }
-        mirror = try RemoteMirror(client: client, path: staging, size: version.size, options: options, present: present)
+        do {
+            mirror = try RemoteMirror(
+                client: client, path: staging, size: version.size, options: options, present: present)
+        } catch {
+            // A file system that cannot hold the size (EFBIG) leaves the file it created.
+            discard()
+            throw error
+        }
     }
 
     /// Deletes the staging file and its state.
@@ -273,6 +285,13 @@ struct RemoteDownload {
         }
         sidecar = try client.sidecar(suffix: ".sha256")
         if let block {
+            // Not a trust decision: a pack whose signed size is not the server's would fail its
+            // own signature once downloaded.
+            if let signed = block.release.size, signed != mirror.size {
+                throw AssetPackError(
+                    .integrityFailure,
+                    "\(url): the server claims \(mirror.size) bytes; the pack's signature says \(signed)")
+            }
             if !trustedKeys.isEmpty && !trustedKeys.contains(block.publisher) {
                 throw AssetPackError(
                     .untrusted, "\(url) is signed by key \(block.publisher.fingerprint), which is not a trusted key")

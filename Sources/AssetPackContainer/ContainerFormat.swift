@@ -24,7 +24,7 @@ package enum ContainerFormat {
     /// Size of the fixed header, in bytes.
     public static let headerSize = 104
 
-    static let tagSize = 16
+    package static let tagSize = 16
     static let commitmentOffset = 72
     static let chunkShifts: ClosedRange<UInt8> = 12...24
 }

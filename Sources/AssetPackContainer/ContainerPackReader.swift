@@ -19,6 +19,8 @@ public final class ContainerPackReader: PackReader {
     public let openSeconds: Double
     /// The trusted key that signed the pack, when the reader was given trusted keys.
     public let publisher: PublisherKey?
+    /// What the verified signature states about the release, when the reader was given trusted keys.
+    public let release: PackRelease?
     /// Runs before each chunk is read from the file (a remote reader waits there for it).
     package let readHook = ReadHook()
 
@@ -45,10 +47,11 @@ public final class ContainerPackReader: PackReader {
     ///   - limits: Caps on KDF cost, index size, entry count and sizes.
     ///   - trustedKeys: Publisher keys to require a signature from (docs/SECURITY.md). When not
     ///     empty, the pack must be signed by one of them, its header and index must be the signed
-    ///     ones (checked before the key derivation), and every chunk a read touches must match its
-    ///     signed SHA-256. Empty: a signed pack reads as an unsigned one.
+    ///     ones (checked before the key derivation), its signature must not have expired, and
+    ///     every chunk a read touches must match its signed SHA-256. Empty: a signed pack reads as
+    ///     an unsigned one.
     /// - Throws: `AssetPackError`: `.untrusted` (trusted keys given, and the pack is unsigned,
-    ///   signed by another key, or altered), `.missingPassword` when `credential` is nil, `.wrongPassword`
+    ///   signed by another key, altered, or its signature expired), `.missingPassword` when `credential` is nil, `.wrongPassword`
     ///   when it does not open the pack, `.limitExceeded` for hostile KDF parameters (before
     ///   running the KDF) or sizes, `.unsupportedFormat` for a non-container file or a newer
     ///   version, `.integrityFailure` for a corrupt or truncated pack, `.io` for file errors.
@@ -88,9 +91,11 @@ public final class ContainerPackReader: PackReader {
                 }
                 self.signed = (block, first)
                 self.publisher = block.publisher
+                self.release = block.release
             } else {
                 self.signed = nil
                 self.publisher = nil
+                self.release = nil
             }
         } catch {
             try? fd.close()
@@ -139,6 +144,7 @@ public final class ContainerPackReader: PackReader {
             : try checkSignature(
                 fd: fd, header: header, headerBytes: headerBytes, sealedIndex: sealed, fileSize: fileSize,
                 trusted: trusted)
+        try block?.release.checkNotExpired(now: Date())
         if isSigned && trusted.isEmpty {
             // Read as an unsigned pack; the block's structure must still fill the rest of the file.
             let trailer = try preadArray(fd, count: try trailerLength(header, fileSize: fileSize), at: end)
@@ -177,7 +183,7 @@ public final class ContainerPackReader: PackReader {
     private static func trailerLength(_ header: ContainerHeader, fileSize: UInt64) throws -> Int {
         let end = header.indexOffset + header.indexLength
         let maxChunks = (header.indexOffset - UInt64(ContainerFormat.headerSize)) / UInt64(ContainerFormat.tagSize)
-        guard fileSize - end <= UInt64(PackSignature.size(items: Int(min(maxChunks, UInt64(Int32.max))))) else {
+        guard fileSize - end <= UInt64(PackSignature.maximumSize(items: Int(min(maxChunks, UInt64(Int32.max))))) else {
             throw AssetPackError(.integrityFailure, "container's signature block is longer than its chunks allow")
         }
         return Int(fileSize - end)
@@ -197,6 +203,7 @@ public final class ContainerPackReader: PackReader {
         let end = header.indexOffset + header.indexLength
         let trailer = try preadArray(fd, count: try trailerLength(header, fileSize: fileSize), at: end)
         let block = try trailer.withUnsafeBytes { try PackSignature.parse($0, kind: .container, trusted: trusted) }
+        try block.checkSize(fileSize)
         let hasher = SHA256Hasher()
         hasher.update(headerBytes)
         hasher.update(sealedIndex)
@@ -238,6 +245,11 @@ public final class ContainerPackReader: PackReader {
     /// - Returns: The key that signed it.
     /// - Throws: `.untrusted`, `.integrityFailure`, `.unsupportedFormat`, `.io`.
     package static func verifySignature(at path: String, trusted: [PublisherKey]) throws -> PublisherKey {
+        try verifiedBlock(at: path, trusted: trusted).publisher
+    }
+
+    /// ``verifySignature(at:trusted:)``, returning the verified block (its key and release).
+    package static func verifiedBlock(at path: String, trusted: [PublisherKey]) throws -> PackSignature {
         let (fd, fileSize) = try openWhole(path)
         defer { try? fd.close() }
         let headerBytes = try preadArray(fd, count: ContainerFormat.headerSize, at: 0)
@@ -255,7 +267,7 @@ public final class ContainerPackReader: PackReader {
         guard try SHA256Hasher.digest(of: fd, data, path: path) == block.dataDigest else {
             throw AssetPackError(.untrusted, "the pack's chunks are not the ones its publisher signed")
         }
-        return block.publisher
+        return block
     }
 
     /// Looks up an entry by path (normalised first).

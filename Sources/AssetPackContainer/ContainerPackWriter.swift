@@ -140,13 +140,19 @@ package struct ContainerPackWriter: PackWriter {
             try pwriteAll(fd, headerBytes, at: 0)
             var end = pos + header.indexLength
             if let key = options.signingKey, let chunkDigests {
+                // The signed size is the whole file's: the index's end and the block's size.
+                var release = try options.release(for: output)
+                if !release.isLegacy {
+                    release.size = end + UInt64(PackSignature.size(items: chunkDigests.count / 32, release: release))
+                }
                 let block = PackSignature(
                     kind: .container, publisher: key.verifyingKey,
                     headDigest: SHA256Hasher.digest(headerBytes + indexRegion),
                     dataDigest: try SHA256Hasher.digest(
                         of: fd, UInt64(ContainerFormat.headerSize)..<pos, path: output),
-                    items: chunkDigests
+                    items: chunkDigests, release: release
                 ).signed(with: key)
+                precondition(release.size.map { $0 == end + UInt64(block.count) } ?? true)
                 try pwriteAll(fd, block, at: end)
                 end += UInt64(block.count)
             }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// How `assetpack pack` encrypts a zip pack's entries.
 public enum PackEncryption: String, Sendable, CaseIterable {
     /// WinZip AES-256 (zip) — the default.
@@ -55,6 +57,28 @@ public struct PackOptions: Sendable {
     /// Signs the pack with this publisher key, so that readers given its ``PublisherKey``
     /// accept only what the publisher packed (docs/SECURITY.md). `nil`: unsigned.
     public var signingKey: PublisherSigningKey?
+    /// The name the signature binds (1 to 255 bytes of UTF-8); `nil`: the output file's name
+    /// without its extension. Ignored without ``signingKey``.
+    public var releaseName: String?
+    /// The release number the signature binds: raise it with every release, so that installers
+    /// refuse an older one (docs/SECURITY.md, "Rollback and freeze"). 0: unversioned. Ignored
+    /// without ``signingKey``.
+    public var releaseVersion: UInt64 = 0
+    /// When the signature stops being trusted (whole seconds; readers with trusted keys and
+    /// installers refuse the pack from then on); `nil`: never. Ignored without ``signingKey``.
+    public var releaseExpires: Date?
+    /// Write a version-1 signature block (no name, version, expiry or size), as builds before
+    /// block version 2 did: for tests and test vectors only.
+    package var legacySignature = false
+
+    /// The release to sign for a pack written to `output` (its size is filled in by the writer).
+    /// - Throws: `.invalidArgument` for a name that is not 1 to 255 bytes of printable UTF-8.
+    package func release(for output: String) throws -> PackRelease {
+        if legacySignature { return .legacy }
+        let name = releaseName ?? PackRelease.defaultName(for: output)
+        try PackRelease.checkName(name)
+        return PackRelease(name: name, version: releaseVersion, expires: releaseExpires)
+    }
 
     /// Default options: zip, AES-256, automatic compression.
     public init() {}

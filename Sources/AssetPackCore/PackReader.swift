@@ -19,6 +19,10 @@ public protocol PackReader: AnyObject, Sendable {
     /// `nil` when the reader was given no trusted keys. Every read of such a reader also checks
     /// the entry's bytes against the signed manifest (`.untrusted` when they differ).
     var publisher: PublisherKey? { get }
+    /// What the verified signature states about the release (name, version, expiry, size), or
+    /// `nil` when the reader was given no trusted keys. A pack signed before signature block
+    /// version 2 has ``PackRelease/legacy``.
+    var release: PackRelease? { get }
 
     /// Looks up an entry by path, normalising the path first (NFC, `/`).
     /// - Parameter path: The entry path.
@@ -46,6 +50,9 @@ public protocol PackReader: AnyObject, Sendable {
 }
 
 extension PackReader {
+    /// `nil`: a reader that checks no signature.
+    public var release: PackRelease? { nil }
+
     /// Reads a whole entry into memory, verified.
     /// - Parameter path: The entry path.
     /// - Returns: The entry's bytes.

@@ -144,6 +144,7 @@ package final class RemotePackReader: PackReader, @unchecked Sendable {
     package var format: PackFormat { local.format }
     package var entries: [EntryInfo] { local.entries }
     package var publisher: PublisherKey? { local.publisher }
+    package var release: PackRelease? { local.release }
     package func entry(_ path: String) -> EntryInfo? { local.entry(path) }
 
     /// Requests made and body bytes received so far (the open included).

@@ -46,6 +46,8 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
     public let limits: ReadLimits
     /// The trusted key that signed the pack, when the reader was given trusted keys.
     public let publisher: PublisherKey?
+    /// What the verified signature states about the release, when the reader was given trusted keys.
+    public let release: PackRelease?
 
     let table: [Entry]
     private let index: EntryIndex<Int>
@@ -67,10 +69,11 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
     ///   - decoder: Which code decodes entries (default: bulk AES where it applies).
     ///   - trustedKeys: Publisher keys to require a signature from (docs/SECURITY.md). When not
     ///     empty, the pack must be signed by one of them and its central directory must be the
-    ///     signed one (checked here), and every read compares the entry's stored bytes with their
-    ///     signed SHA-256 before it returns. Empty: a signed pack reads as an unsigned one.
+    ///     signed one and its signature must not have expired (checked here), and every read
+    ///     compares the entry's stored bytes with their signed SHA-256 before it returns. Empty: a
+    ///     signed pack reads as an unsigned one.
     /// - Throws: `AssetPackError` (`.untrusted` when trusted keys were given and the pack is
-    ///   unsigned, signed by another key or altered, `.io`, `.unsupportedFormat`, `.integrityFailure`,
+    ///   unsigned, signed by another key, altered or expired, `.io`, `.unsupportedFormat`, `.integrityFailure`,
     ///   `.limitExceeded`, `.invalidArgument` for a raw key).
     public convenience init(
         path: String, credential: PackCredential?, limits: ReadLimits = .default, decoder: Decoder = .automatic,
@@ -111,7 +114,9 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
             : try ZipSignature.verify(structure, fileSize: fileSize, trusted: trustedKeys) {
                 try pool.read(at: $0, count: $1)
             }
+        try signature?.release.checkNotExpired(now: Date())
         publisher = signature?.publisher
+        release = signature?.release
         // The handle that parsed the central directory goes back to the pool for the first read.
         var table = try pool.withHandle { za in
             try Self.readDirectory(za, limits: limits, expectedCount: structure.records.count)

@@ -83,7 +83,8 @@ package struct ZipPackWriter: PackWriter {
         return try AtomicFile.write(output) { fd in
             let report = try pack.run(to: fd, path: output)
             if let key = options.signingKey {
-                try ZipSignature.sign(FileDescriptor(rawValue: fd), path: output, key: key)
+                try ZipSignature.sign(
+                    FileDescriptor(rawValue: fd), path: output, key: key, release: try options.release(for: output))
             }
             return report
         }
@@ -683,7 +684,7 @@ private enum LibzipZipCryptoWriter {
             let fd: FileDescriptor
             do { fd = try .open(temporary, .readWrite) } catch { throw error.io("cannot open \(temporary)") }
             defer { try? fd.close() }
-            try ZipSignature.sign(fd, path: output, key: key)
+            try ZipSignature.sign(fd, path: output, key: key, release: try options.release(for: output))
         }
         do {
             let fd = try FileDescriptor.open(temporary, .readOnly)

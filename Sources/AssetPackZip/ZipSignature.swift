@@ -50,9 +50,13 @@ package enum ZipSignature {
 
     /// Signs the complete zip in `fd` (our writer's or libzip's): appends the signature entry
     /// after the last entry, and rewrites the central directory and end records after it.
+    /// - Parameter release: What the signature states (its size is the signed zip's, computed
+    ///   here: every length after the entries follows from the entry count and the name).
     /// - Throws: `.invalidArgument` for a zip that already holds a signature or does not start
     ///   with an entry; `.io`; what ``ZipStructure`` throws for a damaged zip.
-    package static func sign(_ fd: FileDescriptor, path: String, key: PublisherSigningKey) throws {
+    package static func sign(_ fd: FileDescriptor, path: String, key: PublisherSigningKey, release: PackRelease)
+        throws
+    {
         let size = try fileSize(fd, path: path)
         let read = reader(fd, path: path)
         let structure = try ZipStructure(fileSize: size, limits: .default, read: read)
@@ -65,17 +69,30 @@ package enum ZipSignature {
         }
         let items = try spanDigests(records, fd: fd, path: path)
         let directory = try read(structure.directoryOffset, Int(structure.directorySize))
+        let at = structure.directoryOffset
+        var release = release
+        let length = PackSignature.size(items: records.count, release: release)
+        if !release.isLegacy {
+            // The CRC-32 changes no length, so a record with any CRC sizes the tail.
+            let probe = record(length: length, crc: 0, offset: at)
+            let directoryAt = at + UInt64(probe.localHeader().count + length)
+            let tail = directoryTail(
+                probe, directoryOffset: directoryAt, otherRecords: structure.directorySize, count: records.count + 1)
+            release.size = directoryAt + structure.directorySize + UInt64(tail.count)
+        }
         let block = PackSignature(
             kind: .zip, publisher: key.verifyingKey, headDigest: SHA256Hasher.digest(directory),
-            dataDigest: try SHA256Hasher.digest(of: fd, 0..<structure.directoryOffset, path: path), items: items
+            dataDigest: try SHA256Hasher.digest(of: fd, 0..<structure.directoryOffset, path: path), items: items,
+            release: release
         ).signed(with: key)
-        let at = structure.directoryOffset
+        precondition(block.count == length)
         let record = record(length: block.count, crc: CRC32.checksum(block), offset: at)
         let local = record.localHeader()
         let newDirectory = at + UInt64(local.count + block.count)
         let tail = directoryTail(
             record, directoryOffset: newDirectory, otherRecords: structure.directorySize, count: records.count + 1)
         let bytes = local + block + directory + tail
+        precondition(release.size.map { $0 == at + UInt64(bytes.count) } ?? true)
         do {
             try bytes.withUnsafeBytes { try fd.pwriteAll($0, at: at) }
             try fd.truncate(to: at + UInt64(bytes.count))
@@ -146,6 +163,11 @@ package enum ZipSignature {
     /// - Returns: The key that signed it.
     /// - Throws: `.untrusted`, `.integrityFailure`, `.unsupportedFormat`, `.io`.
     package static func verifySignature(at path: String, trusted: [PublisherKey]) throws -> PublisherKey {
+        try verifiedBlock(at: path, trusted: trusted).publisher
+    }
+
+    /// ``verifySignature(at:trusted:)``, returning the verified block (its key and release).
+    package static func verifiedBlock(at path: String, trusted: [PublisherKey]) throws -> PackSignature {
         try withFile(path) { fd, size, read in
             let structure = try ZipStructure(fileSize: size, limits: .default, signed: true, read: read)
             let block = try verify(structure, fileSize: size, trusted: trusted, read: read)
@@ -153,7 +175,7 @@ package enum ZipSignature {
             guard try SHA256Hasher.digest(of: fd, entries, path: path) == block.dataDigest else {
                 throw AssetPackError(.untrusted, "the pack's entries are not the ones its publisher signed")
             }
-            return block.publisher
+            return block
         }
     }
 
@@ -166,7 +188,10 @@ package enum ZipSignature {
             let structure = try ZipStructure(fileSize: size, limits: .default, signed: true, read: read)
             guard let last = structure.records.last, last.name == nameBytes else { return nil }
             let headerLength = 30 + nameBytes.count
-            let length = PackSignature.size(items: structure.records.count - 1)
+            guard PackSignature.isPossibleSize(last.compressedSize, items: structure.records.count - 1) else {
+                throw AssetPackError(.integrityFailure, "the signature entry's size is not a signature block's")
+            }
+            let length = Int(last.compressedSize)
             guard last.localHeaderOffset + UInt64(headerLength + length) <= size else {
                 throw AssetPackError(.integrityFailure, "the signature entry runs past the end of the zip")
             }
@@ -230,11 +255,14 @@ package enum ZipSignature {
         guard !others.contains(where: { $0.name == nameBytes }) else {
             throw AssetPackError(.untrusted, "the pack holds more than one signature entry")
         }
-        // The block's size follows from the entry count, so nothing is read on a hostile size.
-        let length = PackSignature.size(items: others.count)
+        // The block's size follows from the entry count (and a name of at most 255 bytes), so
+        // nothing is read on a hostile size.
+        guard PackSignature.isPossibleSize(last.compressedSize, items: others.count) else {
+            throw AssetPackError(.untrusted, "the signature entry is not where a signed pack keeps it")
+        }
+        let length = Int(last.compressedSize)
         let headerLength = 30 + nameBytes.count
-        guard last.compressedSize == UInt64(length),
-            last.localHeaderOffset + UInt64(headerLength + length) == structure.directoryOffset,
+        guard last.localHeaderOffset + UInt64(headerLength + length) == structure.directoryOffset,
             others.allSatisfy({ $0.localHeaderOffset < last.localHeaderOffset }),
             records.map(\.localHeaderOffset).min() == 0
         else {
@@ -252,6 +280,7 @@ package enum ZipSignature {
             throw AssetPackError(.untrusted, "the signature entry or the end records were altered")
         }
         let signature = try block.withUnsafeBytes { try PackSignature.parse($0, kind: .zip, trusted: trusted) }
+        try signature.checkSize(fileSize)
         guard signature.headDigest == digestBefore else {
             throw AssetPackError(.untrusted, "the central directory is not the one its publisher signed")
         }

@@ -14,6 +14,11 @@ extension AssetPackCommand {
         @Option(help: "The private directory.") var into: String?
         @Option(help: "Install into $XDG_DATA_HOME/<app-id> (or ~/.local/share/<app-id>).") var appId: String?
         @Option(help: "The installed file's name (default: the pack's name).") var name: String?
+        @Flag(
+            help:
+                "With --trust: install a signed pack even if it is older than the version of its name installed before (refused by default as a rollback, exit 5). An expired pack is refused all the same."
+        )
+        var allowRollback = false
         @OptionGroup var quiet: QuietOption
         @OptionGroup var trust: TrustOptions
         @OptionGroup var network: NetworkOptions
@@ -34,11 +39,7 @@ extension AssetPackCommand {
                 do { _ = try AssetPacks.sniff(pack) } catch let error as AssetPackError {
                     throw error.untrustedIfUnreadable(trusting: keys)
                 }
-                let installer =
-                    if let into { PrivateInstaller(directory: URL(fileURLWithPath: into), trustedKeys: keys) } else {
-                        try PrivateInstaller(appID: appId!, trustedKeys: keys)
-                    }
-                let result = try installer.install(URL(fileURLWithPath: pack), as: name)
+                let result = try installer(keys).install(URL(fileURLWithPath: pack), as: name)
                 print(result.path.path)
                 if !result.copied { quiet.say("assetpack: already installed and current") }
                 if let publisher = result.publisher {
@@ -48,8 +49,11 @@ extension AssetPackCommand {
         }
 
         private func installer(_ keys: [PublisherKey]) throws -> PrivateInstaller {
-            if let into { return PrivateInstaller(directory: URL(fileURLWithPath: into), trustedKeys: keys) }
-            return try PrivateInstaller(appID: appId!, trustedKeys: keys)
+            if let into {
+                return PrivateInstaller(
+                    directory: URL(fileURLWithPath: into), trustedKeys: keys, allowRollback: allowRollback)
+            }
+            return try PrivateInstaller(appID: appId!, trustedKeys: keys, allowRollback: allowRollback)
         }
 
         private func installRemote(_ keys: [PublisherKey]) throws {

@@ -21,7 +21,8 @@ extension AssetPackCommand {
                 let reader = try credentials.open(pack, forData: false, trust: trust, network: network)
                 if json {
                     let document = ListDocument(
-                        format: reader.format.rawValue, entries: reader.entries.map(ListDocument.Entry.init))
+                        format: reader.format.rawValue, entries: reader.entries.map(ListDocument.Entry.init),
+                        release: reader.release.map(ReleaseDocument.init))
                     let encoder = JSONEncoder()
                     encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
                     print(String(decoding: try encoder.encode(document), as: UTF8.self))
@@ -38,7 +39,9 @@ extension AssetPackCommand {
                         pad(e.crc32.map(crcHex) ?? "-", 8), EntryPath.printable(e.path))
                 }
                 let total = reader.entries.reduce(UInt64(0)) { $0 + $1.size }
-                quiet.say("\(reader.entries.count) entries, \(total) bytes, format \(reader.format.rawValue)")
+                quiet.say(
+                    "\(reader.entries.count) entries, \(total) bytes, format \(reader.format.rawValue)"
+                        + (reader.release.map { "; signed release: \($0.summary)" } ?? ""))
             }
         }
     }
@@ -64,6 +67,27 @@ struct ListDocument: Encodable {
     }
     var format: String
     var entries: [Entry]
+    /// With --trust: what the verified signature states.
+    var release: ReleaseDocument?
+}
+
+/// A signed release in `list --json` and `verify --json`: `name` and `size` are absent for a
+/// version-1 signature (version 0), `expires` (ISO 8601 UTC) for one that never expires.
+struct ReleaseDocument: Encodable {
+    var name: String?
+    var version: UInt64
+    var expires: String?
+    var size: UInt64?
+    /// The signature block's version: 1 or 2.
+    var signature_version: Int
+
+    init(_ release: PackRelease) {
+        name = release.name
+        version = release.version
+        expires = release.expires.map(PackRelease.iso8601)
+        size = release.size
+        signature_version = release.isLegacy ? 1 : 2
+    }
 }
 
 func crcHex(_ value: UInt32) -> String {

@@ -32,6 +32,23 @@ extension AssetPackCommand {
                 "Sign the pack with this publisher key (from assetpack keygen); readers check it with --trust NAME.pub.",
                 valueName: "NAME.key"))
         var signKey: String?
+        @Option(
+            name: .customLong("pack-version"),
+            help: ArgumentHelp(
+                "With --sign-key: the release number the signature binds (raise it with every release; installers refuse an older one). Default 0: unversioned.",
+                valueName: "N"))
+        var packVersion: UInt64?
+        @Option(
+            help: ArgumentHelp(
+                "With --sign-key: when the signature stops being trusted: an ISO 8601 date (2027-01-31, midnight UTC) or date-time (2027-01-31T12:00:00Z), or +N days or hours from now (+30d, +12h).",
+                valueName: "DATE"))
+        var expires: String?
+        @Option(
+            name: .customLong("pack-name"),
+            help: ArgumentHelp(
+                "With --sign-key: the name the signature binds (1 to 255 bytes; default: the output's file name without extension).",
+                valueName: "NAME"))
+        var packName: String?
         @OptionGroup var quiet: QuietOption
         @OptionGroup var credentials: CredentialOptions
 
@@ -42,6 +59,45 @@ extension AssetPackCommand {
             guard chunkKiB >= 4, chunkKiB <= 16384, chunkKiB & (chunkKiB - 1) == 0 else {
                 throw ValidationError("--chunk-kib must be a power of two from 4 to 16384")
             }
+            if signKey == nil && (packVersion != nil || expires != nil || packName != nil) {
+                throw ValidationError(
+                    "--pack-version, --expires and --pack-name describe a signature: give --sign-key too")
+            }
+            _ = try expiry(now: Date())
+            if let packName {
+                do { try PackRelease.checkName(packName) } catch let error as AssetPackError {
+                    throw ValidationError("--pack-name: \(error.message)")
+                }
+            }
+        }
+
+        /// `--expires` as an instant, refused unless it is after `now`.
+        func expiry(now: Date) throws -> Date? {
+            guard let expires else { return nil }
+            guard let date = Self.parseDate(expires, now: now) else {
+                throw ValidationError(
+                    "--expires \(expires): give an ISO 8601 date (2027-01-31) or date-time (2027-01-31T12:00:00Z), or +N days or hours (+30d, +12h)"
+                )
+            }
+            guard date > now else {
+                throw ValidationError("--expires \(expires) is not in the future: the pack would be refused at once")
+            }
+            return date
+        }
+
+        /// An ISO 8601 date (midnight UTC) or date-time with a zone, or `+Nd` / `+Nh` after `now`.
+        static func parseDate(_ text: String, now: Date) -> Date? {
+            if text.hasPrefix("+"), let unit = text.last, let count = UInt32(text.dropFirst().dropLast()) {
+                switch unit {
+                case "d": return now.addingTimeInterval(TimeInterval(count) * 86_400)
+                case "h": return now.addingTimeInterval(TimeInterval(count) * 3_600)
+                default: return nil
+                }
+            }
+            let formatter = ISO8601DateFormatter()
+            formatter.timeZone = TimeZone(identifier: "UTC")
+            formatter.formatOptions = text.contains("T") ? [.withInternetDateTime] : [.withFullDate]
+            return formatter.date(from: text)
         }
 
         func run() throws {
@@ -54,6 +110,9 @@ extension AssetPackCommand {
                 options.container.chunkSize = chunkKiB << 10
                 options.fresh = fresh
                 options.signingKey = try signKey.map { try PublisherSigningKey.load(from: URL(fileURLWithPath: $0)) }
+                options.releaseName = packName
+                options.releaseVersion = packVersion ?? 0
+                options.releaseExpires = try expiry(now: Date())
                 options.credential = try credentials.resolve(needed: encryption != .none, confirm: true)
                 if encryption == .zipCrypto {
                     printWarning(
@@ -74,7 +133,9 @@ extension AssetPackCommand {
                 let inputBytes = summary.files.reduce(UInt64(0)) { $0 + $1.size }
                 quiet.say(
                     "packed \(summary.files.count) entries (\(inputBytes) bytes) into \(output) (\(summary.packSize) bytes, \(format.rawValue)) in \(String(format: "%.2f", summary.seconds)) s: \(summary.reused) reused, \(summary.packed) packed"
-                        + (options.signingKey.map { ", signed by key \($0.publicKey.fingerprint)" } ?? ""))
+                        + (options.signingKey.map { ", signed by key \($0.publicKey.fingerprint)" } ?? "")
+                        + (options.signingKey == nil
+                            ? "" : " as " + (try options.release(for: output)).summary))
             }
         }
     }

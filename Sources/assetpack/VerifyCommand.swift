@@ -66,11 +66,14 @@ extension AssetPackCommand {
                 if json {
                     let encoder = JSONEncoder()
                     encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-                    let document = VerifyDocument(format: reader.format.rawValue, entries: results)
+                    let document = VerifyDocument(
+                        format: reader.format.rawValue, entries: results,
+                        release: reader.release.map(ReleaseDocument.init))
                     print(String(decoding: try encoder.encode(document), as: UTF8.self))
                 } else {
                     let ok = results.filter { $0.status == "ok" }.count
                     quiet.say("\(ok) of \(results.count) entries verified")
+                    if let release = reader.release { quiet.say("signed release: \(release.summary)") }
                     quiet.say(Self.legend)
                 }
                 if let firstFailure { throw ExitCode(cliExitCode(for: firstFailure.code)) }
@@ -109,4 +112,6 @@ struct VerifyDocument: Encodable {
     }
     var format: String
     var entries: [Entry]
+    /// With --trust: what the verified signature states.
+    var release: ReleaseDocument?
 }

@@ -132,6 +132,8 @@ import Testing
             base = ["pack", f.source]
             required["--output"] = f.fresh("out") + ".pack"
             if usesKey { required["--format"] = "container" }
+            // The release a signature binds: only with a signing key.
+            if ["--pack-version", "--expires", "--pack-name"].contains(flag) { required["--sign-key"] = f.signKey }
         case "list": base = ["list", pack]
         case "cat": base = ["cat", pack, "a.txt"]
         case "extract":
@@ -163,6 +165,8 @@ import Testing
             "--iterations": "1", "--json": f.fresh("r") + ".json", "--csv": f.fresh("r") + ".csv",
             "--html": f.fresh("r") + ".html", "--pack": pack, "--corpus": "standard", "--keep-work": f.fresh("work"),
             "--out": f.fresh("publisher"), "--sign-key": f.signKey, "--trust": f.trustKey,
+            "--pack-version": "3", "--expires": "+30d", "--pack-name": "assets",
+            "--connect-timeout": "5", "--request-timeout": "60", "--min-rate": "1K", "--max-download": "1G",
         ]
         if let value = required.removeValue(forKey: flag) {
             return base + [flag, value] + required.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] }

@@ -40,6 +40,36 @@ import Testing
         #expect(read.status == 1 && read.stderr.contains("maxPackSize"), "\(read.stderr)")
         let sent = try server.requests().reduce(0) { $0 + $1.bodyBytes }
         #expect(sent < 1 << 20, "the server sent \(sent) bytes")
+        // What `make update-figures` quotes: bytes written under the install directory.
+        let written = try FileManager.default.subpathsOfDirectory(atPath: home).reduce(UInt64(0)) {
+            $0 + ((try? FileSystem.stat(home + "/" + $1).size) ?? 0)
+        }
+        #expect(written == 0, "\(written) bytes written")
+        print(
+            "figure: an endless server (claims 8 TiB): install exit \(limited.status), \(written) bytes written, \(sent) body bytes sent by the server in all"
+        )
+    }
+
+    /// Writes past the process's file-size limit fail with EFBIG (SIGXFSZ ignored), as on a
+    /// file system that cannot hold the pack: exit 1, the download removed, the old pack kept.
+    @Test func aFileSizeLimitDuringADownloadLeavesNothingAndKeepsTheOldPack() throws {
+        let local = try pack()
+        let server = try FaultyHTTPServer(root: dir.appending("www"))
+        let url = server.url("p.container").absoluteString
+        let home = dir.appending("home").path
+        #expect(try CLI.run(["install", url, "--into", home], password: "pw").status == 0)
+        let old = try Data(contentsOf: URL(fileURLWithPath: home + "/p.container"))
+        _ = try dir.write(["big.bin": testBytes(4_000_000, seed: 4)], under: "src")
+        #expect(try CLI.run(["pack", dir.appending("src").path, "-o", local], password: "pw").status == 0)
+        let run = try CLI.run(
+            [
+                "-c", "ulimit -f 1024; trap '' XFSZ; exec \"$0\" install \"$1\" --into \"$2\"", CLI.binary.path, url,
+                home,
+            ], password: "pw", executable: "/bin/sh")
+        #expect(run.status == 1, "\(run.stderr)")
+        #expect(run.stderr.contains("File too large"), "\(run.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: home + "/p.container")) == old)
+        #expect(leftovers(home).sorted() == [".p.container.install", "p.container"], "\(leftovers(home))")
     }
 
     /// The default deadline against a server that sends 4 bytes a second: exit 6 after one
@@ -54,6 +84,7 @@ import Testing
         #expect(run.status == 6 && run.stdout.isEmpty, "\(run.stderr)")
         #expect(run.stderr.contains("below the minimum rate of 4096 bytes/s"), "\(run.stderr)")
         #expect(seconds < 25, "took \(seconds) s")
+        print(String(format: "figure: a 4 B/s server, default limits: cat exit %d after %.1f s", run.status, seconds))
     }
 
     @Test func theNetworkOptionsSetTheBounds() throws {

@@ -28,6 +28,13 @@ import Testing
         /// public key a trusting reader pins (hex, RFC 8032).
         var signingSeed: String?
         var publicKey: String?
+        /// Version 3: the signature block's version (absent means 1, the block of builds before
+        /// block version 2, frozen in its own files) and, for block version 2, the signed release.
+        var signatureBlock: Int?
+        var releaseName: String?
+        var releaseVersion: UInt64?
+        /// Unix seconds.
+        var releaseExpires: UInt64?
     }
     struct Document: Codable { var format: String; var note: String; var vectors: [Vector] }
 
@@ -49,7 +56,11 @@ import Testing
                     compression: compression, salt: hex(salt), entries: files.map { Entry(path: $0.0, hex: hex($0.1)) },
                     version: file.hasPrefix("v3") ? 3 : file.hasPrefix("v2") ? 2 : nil,
                     signingSeed: file.hasPrefix("v3") ? hex(signingSeed) : nil,
-                    publicKey: file.hasPrefix("v3") ? hex(Self.signingKey.verifyingKey.rawRepresentation) : nil),
+                    publicKey: file.hasPrefix("v3") ? hex(Self.signingKey.verifyingKey.rawRepresentation) : nil,
+                    signatureBlock: file.hasSuffix("-block2.apack") ? 2 : nil,
+                    releaseName: file.hasSuffix("-block2.apack") ? "tiny" : nil,
+                    releaseVersion: file.hasSuffix("-block2.apack") ? 7 : nil,
+                    releaseExpires: file.hasSuffix("-block2.apack") ? 4_102_444_800 : nil),
                 kdf
             )
         }
@@ -94,6 +105,9 @@ import Testing
             v(
                 "v3-key-store-signed.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
                 [("hello.txt", hello), ("empty", []), ("dir/\u{FC}.bin", noise(5000, seed: 7))]),
+            v(
+                "v3-tiny-key-signed-block2.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
+                [("a.txt", Array("abc".utf8))]),
         ]
     }
 
@@ -132,7 +146,13 @@ import Testing
         options.container.kdf = kdf ?? .default
         options.compression = CompressionPolicy(rawValue: v.compression)!
         options.fresh = true  // the committed file at `path` must not be reused
-        if v.signingSeed != nil { options.signingKey = signingKey }
+        if v.signingSeed != nil {
+            options.signingKey = signingKey
+            options.legacySignature = (v.signatureBlock ?? 1) == 1
+            options.releaseName = v.releaseName
+            options.releaseVersion = v.releaseVersion ?? 0
+            options.releaseExpires = v.releaseExpires.map { Date(timeIntervalSince1970: TimeInterval($0)) }
+        }
         try writer.write(files, to: path, options: options)
     }
 
@@ -173,7 +193,7 @@ import Testing
             let doc = Document(
                 format: "AssetPack container v1, v2 and v3 (docs/FORMAT.md)",
                 note:
-                    "Each .apack opens with the given key (hex) or password and holds exactly these entries. Version 2 and 3 files: writing the entries with the given salt, KDF, chunk size and compression policy, and key ids and index nonce taken from the bytes C0 C1 C2 … in order (and, for version 3, signing with signingSeed), reproduces the file byte for byte; a reader trusting publicKey accepts version 3 files. Version 1 files are frozen (written by round 1's writer).",
+                    "Each .apack opens with the given key (hex) or password and holds exactly these entries. Version 2 and 3 files: writing the entries with the given salt, KDF, chunk size and compression policy, and key ids and index nonce taken from the bytes C0 C1 C2 … in order (and, for version 3, signing with signingSeed: a signature block of version signatureBlock, absent meaning 1, and for block 2 the release releaseName, releaseVersion and releaseExpires in unix seconds), reproduces the file byte for byte; a reader trusting publicKey accepts version 3 files. Version 1 files are frozen (written by round 1's writer).",
                 vectors: vectors)
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -189,6 +209,16 @@ import Testing
             let trusted = try v.publicKey.map { [try PublisherKey(rawRepresentation: unhex($0))] } ?? []
             let reader = try ContainerPackReader(path: path, credential: Self.credential(v), trustedKeys: trusted)
             #expect(reader.publisher == trusted.first, "\(v.file)")
+            if v.version == 3 {
+                // A block-1 file states no release; a block-2 file the one it was signed with.
+                let expected =
+                    v.signatureBlock == 2
+                    ? PackRelease(
+                        name: v.releaseName, version: v.releaseVersion!,
+                        expires: Date(timeIntervalSince1970: TimeInterval(v.releaseExpires!)),
+                        size: UInt64(bytes(of: path).count)) : PackRelease.legacy
+                #expect(reader.release == expected, "\(v.file)")
+            }
             #expect(
                 reader.entries.map(\.path)
                     == v.entries.map(\.path).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
@@ -206,6 +236,7 @@ import Testing
             )
         }
         #expect(Set(doc.vectors.map { $0.version ?? 1 }) == [1, 2, 3])
+        #expect(Set(doc.vectors.filter { $0.version == 3 }.map { $0.signatureBlock ?? 1 }) == [1, 2])
         for v in doc.vectors where v.version == 3 {
             // Another publisher's key is refused.
             let other = try PublisherKey(rawRepresentation: Array(unhex(v.publicKey!).reversed()))

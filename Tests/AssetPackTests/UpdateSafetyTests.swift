@@ -77,6 +77,32 @@ import Testing
         #expect(sent < 1 << 20, "the server sent \(sent) bytes")
     }
 
+    /// The disk fills up in the middle of a download (something else took the space after the
+    /// free-space check): the install fails with `.io` and leaves nothing of its own behind.
+    @Test(.enabled(if: SmallFileSystem.isAvailable, "needs root to mount a small tmpfs"))
+    func aDiskThatFillsDuringTheDownloadLeavesNothing() throws {
+        try pack(["a.bin": testBytes(2_500_000, seed: 12)], to: "p")
+        let server = try FaultyHTTPServer(root: dir.appending("www"))
+        let disk = try SmallFileSystem(megabytes: 4)
+        let into = disk.url.appendingPathComponent("private")
+        var options = Self.options
+        options.maxRequest = 256 << 10
+        options.parallelRequests = 1
+        let filled = Flag()
+        let filler = disk.url.appendingPathComponent("filler")
+        expectError(.io, containing: "No space left") {
+            try PrivateInstaller(directory: into).installRemote(
+                server.url("p"), credential: .password("pw"), options: options,
+                progress: { done, _ in
+                    guard done > 0, filled.setOnce() else { return }
+                    // Another process takes what is left of the disk.
+                    _ = FileManager.default.createFile(atPath: filler.path, contents: Data(count: 3_000_000))
+                })
+        }
+        #expect(filled.isSet)
+        #expect(leftovers(into).isEmpty, "\(leftovers(into))")
+    }
+
     // MARK: - Slow retrieval
 
     @Test func aDrippingServerFailsWithinTheRateWindow() throws {

@@ -11,7 +11,7 @@ func stats(_ xs: [Double]) -> (median: Double, p90: Double) {
 }
 
 func writeFile(_ url: URL, size: Int, compressible: Bool) {
-    FileManager.default.createFile(atPath: url.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: url.path, contents: nil)
     let h = try! FileHandle(forWritingTo: url)
     var state: UInt64 = 0x1234_5678
     let line = Array("The quick brown fox jumps over the lazy dog, again and again. 0123456789\n".utf8)

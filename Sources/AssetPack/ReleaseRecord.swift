@@ -1,0 +1,192 @@
+import AssetPackContainer
+import AssetPackCore
+import AssetPackCrypto
+import AssetPackRemote
+import AssetPackZip
+import Foundation
+
+/// What an installer remembers of the signed releases it installed, in `.assetpack.releases` in
+/// its private directory: per (signed name, publisher key), the highest version installed and the
+/// SHA-256 of its signed body (docs/SECURITY.md, "Rollback and freeze"). The file outlives the
+/// packs: removing a pack does not let an older version back in.
+struct ReleaseRecord: Codable, Equatable {
+    /// One (name, publisher) pair.
+    struct Line: Codable, Equatable {
+        /// The signed name.
+        var name: String
+        /// The publisher key's text form.
+        var publisher: String
+        /// The highest version installed (or the one an allowed rollback installed).
+        var version: UInt64
+        /// The SHA-256 (hex) of that version's signed body: tells two packs of one version apart.
+        var body: String
+    }
+
+    var releases: [Line] = []
+
+    static let fileName = ".assetpack.releases"
+
+    /// The record in `directory`; empty when there is none. An unreadable record refuses every
+    /// versioned install rather than forgetting what was installed.
+    /// - Throws: `.integrityFailure` for a record that exists and does not parse.
+    static func load(_ directory: URL) throws -> ReleaseRecord {
+        let url = directory.appendingPathComponent(fileName)
+        guard let data = FileManager.default.contents(atPath: url.path) else { return ReleaseRecord() }
+        do { return try JSONDecoder().decode(ReleaseRecord.self, from: data) } catch {
+            throw AssetPackError(
+                .integrityFailure, "\(url.path) is damaged: remove it to forget which versions were installed")
+        }
+    }
+
+    /// Writes atomically (temporary file, fsync, rename, fsync the directory), 0600.
+    func save(_ directory: URL) throws {
+        let url = directory.appendingPathComponent(Self.fileName)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        let data = try encoder.encode(self)
+        try AtomicFile.write(url.path, mode: 0o600, exactMode: true) { fd in
+            try data.withUnsafeBytes { try FileOutput.writeAll(fd, $0, path: url.path) }
+        }
+    }
+}
+
+extension PrivateInstaller {
+    /// Refuses to install the release `block` states when its signature expired, when it is older
+    /// than the version of its name and publisher already installed (a rollback), or when it is
+    /// that version with other bytes; an unversioned or legacy pack is refused only when a
+    /// versioned release of its publisher was installed. `allowRollback` lifts the version checks,
+    /// never the expiry. Runs only with trusted keys: without them a signature proves nothing.
+    /// - Throws: `.untrusted`; `.integrityFailure` for a damaged record.
+    func checkRelease(_ block: PackSignature) throws {
+        let release = block.release
+        try release.checkNotExpired(now: clock())
+        guard !allowRollback else { return }
+        let publisher = block.publisher.text
+        let record = try ReleaseRecord.load(directory)
+        guard let name = release.name else {
+            // A version-1 signature names nothing: any versioned release of its publisher outranks it.
+            if let newest = record.releases.filter({ $0.publisher == publisher && $0.version > 0 })
+                .max(by: { $0.version < $1.version })
+            {
+                throw AssetPackError(
+                    .untrusted,
+                    "rollback: a version-1 signature (no name, version 0) is older than the installed "
+                        + "\(EntryPath.printable(newest.name)) version \(newest.version) of its publisher "
+                        + "(key \(block.publisher.fingerprint))")
+            }
+            return
+        }
+        guard let line = record.releases.first(where: { $0.name == name && $0.publisher == publisher }) else { return }
+        let shown = release.printableName
+        if release.version < line.version {
+            throw AssetPackError(
+                .untrusted,
+                "rollback: \(shown) version \(release.version) is older than the installed version \(line.version)")
+        }
+        if release.version == line.version, release.version > 0, line.body != hex(block.bodyDigest) {
+            throw AssetPackError(
+                .untrusted,
+                "\(shown) version \(release.version) is not the version \(line.version) installed before, "
+                    + "though its publisher signed both: a new release must have a higher version")
+        }
+    }
+
+    /// Records that the release `block` states was installed: the version of its name and
+    /// publisher becomes this one when higher, or when `allowRollback` installed an older one.
+    /// Unversioned and legacy releases are not recorded.
+    func recordRelease(_ block: PackSignature) throws {
+        guard let name = block.release.name, block.release.version > 0 else { return }
+        let publisher = block.publisher.text
+        var record = (try? ReleaseRecord.load(directory)) ?? ReleaseRecord()
+        let line = ReleaseRecord.Line(
+            name: name, publisher: publisher, version: block.release.version, body: hex(block.bodyDigest))
+        if let i = record.releases.firstIndex(where: { $0.name == name && $0.publisher == publisher }) {
+            guard record.releases[i] != line, line.version > record.releases[i].version || allowRollback else {
+                return
+            }
+            record.releases[i] = line
+        } else {
+            record.releases.append(line)
+        }
+        try record.save(directory)
+    }
+
+    /// The whole file's size a remote pack's signature block states (`nil` for a version-1
+    /// block): a download can refuse to fetch more than this.
+    package static func signedPackSize(of block: PackSignature) -> UInt64? {
+        block.release.size
+    }
+
+    /// With trusted keys: fetches the signature block of the pack `mirror` downloads (and only
+    /// what locates it), verifies it under the trusted keys, and checks its release and signed
+    /// size, all before the bulk of the pack is downloaded.
+    /// - Returns: The block, for ``recordRelease(_:)`` once the pack is installed; `nil` without
+    ///   trusted keys.
+    /// - Throws: `.untrusted` for an unsigned, untrusted, expired or rolled-back pack; what the
+    ///   mirror throws.
+    func checkRemoteRelease(_ mirror: RemoteMirror?) throws -> PackSignature? {
+        guard !trustedKeys.isEmpty, let mirror else { return nil }
+        do {
+            let block = try Self.remoteSignatureBlock(mirror, trustedKeys: trustedKeys)
+            try checkRelease(block)
+            return block
+        } catch let error as AssetPackError {
+            throw mirror.naming(error.untrustedIfUnreadable(trusting: trustedKeys))
+        }
+    }
+
+    /// The verified signature block of the pack in `mirror`, fetched from its end: the
+    /// container's bytes after the index, or the zip's directory and signature entry (a few
+    /// small requests; the bytes stay in the mirror for the download).
+    /// - Parameter trustedKeys: The keys to verify it under; not empty (with no keys nothing
+    ///   would be verified, and an unverified size bounds nothing).
+    /// - Throws: `.untrusted` for an unsigned pack, another key, a signature that does not verify
+    ///   or a signed size that is not the server's; `.integrityFailure`, `.limitExceeded` for a
+    ///   damaged end of file; what the mirror throws.
+    package static func remoteSignatureBlock(_ mirror: RemoteMirror, trustedKeys: [PublisherKey]) throws
+        -> PackSignature
+    {
+        precondition(!trustedKeys.isEmpty)
+        let size = mirror.size
+        let read = { (offset: UInt64, count: Int) throws -> [UInt8] in
+            guard offset <= size, UInt64(count) <= size - offset else {
+                throw AssetPackError(.integrityFailure, "the remote pack is truncated")
+            }
+            return try mirror.read(offset, count)
+        }
+        let limits = ReadLimits.default
+        let head = try read(0, Int(min(size, 8)))
+        if head.starts(with: ContainerFormat.magic) {
+            let header = try read(0, ContainerFormat.headerSize).withUnsafeBytes { try ContainerHeader.parse($0) }
+            guard header.version == ContainerFormat.signedVersion else {
+                throw AssetPackError(.untrusted, "the pack is not signed, and trusted keys were given")
+            }
+            let (end, overflow) = header.indexOffset.addingReportingOverflow(header.indexLength)
+            let chunks = header.indexOffset / UInt64(ContainerFormat.tagSize)
+            guard !overflow, end <= size,
+                size - end <= UInt64(PackSignature.maximumSize(items: Int(min(chunks, UInt64(Int32.max)))))
+            else { throw AssetPackError(.integrityFailure, "the container's signature block is out of bounds") }
+            let block = try read(end, Int(size - end)).withUnsafeBytes {
+                try PackSignature.parse($0, kind: .container, trusted: trustedKeys)
+            }
+            try block.checkSize(size)
+            return block
+        }
+        let directory = try ZipStructure.directoryRange(fileSize: size, read: read)
+        guard directory.offset <= size, size - directory.offset <= limits.maxIndexSize + (1 << 20) else {
+            throw AssetPackError(
+                .limitExceeded, "the zip's central directory exceeds the limit of \(limits.maxIndexSize) bytes")
+        }
+        try mirror.ensure([directory.offset..<size])
+        let structure = try ZipStructure(fileSize: size, limits: limits, signed: true, read: read)
+        // The signature entry, unless where it starts cannot be a signature entry's place.
+        if let last = structure.records.last, last.name == Array(ZipSignature.entryName.utf8),
+            last.localHeaderOffset < directory.offset,
+            directory.offset - last.localHeaderOffset
+                <= UInt64(50 + PackSignature.maximumSize(items: structure.records.count - 1))
+        {
+            try mirror.ensure([last.localHeaderOffset..<directory.offset])
+        }
+        return try ZipSignature.verify(structure, fileSize: size, trusted: trustedKeys, read: read)
+    }
+}

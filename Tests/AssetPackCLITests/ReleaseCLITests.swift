@@ -1,0 +1,230 @@
+import AssetPack
+import AssetPackTestSupport
+import Foundation
+import Testing
+
+/// Versioned, expiring signatures through the built binary (docs/SECURITY.md, "Rollback and
+/// freeze"): `pack --pack-version/--expires/--name`, the installer's refusal of an older version
+/// (from a file and from a URL, before the bulk download), `install --allow-rollback`, expired
+/// packs refused by `install` and `cat --trust`, and where the signed release is shown.
+@Suite(.serialized) struct ReleaseCLITests {
+    let dir = TemporaryDirectory("release-cli")
+    let tree: [String: [UInt8]] = [
+        "a.txt": Array("hello, versioned world".utf8), "big.bin": testBytes(400_000, seed: 3),
+    ]
+
+    func run(_ arguments: [String]) throws -> CLI.Run { try CLI.run(arguments, password: "pw") }
+
+    /// A publisher key pair `k` and a source tree.
+    func setUp() throws {
+        _ = try dir.write(tree, under: "src")
+        let keygen = try run(["keygen", "--out", dir.appending("k").path])
+        #expect(keygen.status == 0, "\(keygen.stderr)")
+    }
+
+    var trust: [String] { ["--trust", dir.appending("k.pub").path] }
+
+    /// `assets.<format>` signed with release `version`, in folder `v<version>` (the default name is
+    /// the output's name without extension, so every version is named "assets").
+    func pack(_ format: String, version: Int, extra: [String] = []) throws -> String {
+        let folder = dir.appending("v\(version)-\(format)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let out = folder.appendingPathComponent("assets.\(format)").path
+        let pack = try run(
+            [
+                "pack", dir.appending("src").path, "-o", out, "--format", format, "--sign-key",
+                dir.appending("k.key").path, "--pack-version", String(version),
+            ] + extra)
+        #expect(pack.status == 0, "\(pack.stderr)")
+        return out
+    }
+
+    @Test(arguments: ["zip", "container"])
+    func anOlderVersionIsRefusedAsRollback(format: String) throws {
+        try setUp()
+        let v5 = try pack(format, version: 5)
+        let v3 = try pack(format, version: 3)
+        let into = dir.appending("home-\(format)").path
+        let first = try run(["install", v5, "--into", into] + trust)
+        #expect(first.status == 0, "\(first.stderr)")
+        let older = try run(["install", v3, "--into", into] + trust)
+        #expect(older.status == 5, "\(older.status) \(older.stderr)")
+        #expect(
+            older.stderr.contains("rollback: assets version 3 is older than the installed version 5"),
+            "\(older.stderr)")
+        let installed = try Data(contentsOf: URL(fileURLWithPath: into + "/assets.\(format)"))
+        #expect(installed == (try Data(contentsOf: URL(fileURLWithPath: v5))), "the newer pack stays")
+
+        // The record outlives the pack: removing it (and its install record) does not reopen the door.
+        try FileManager.default.removeItem(atPath: into + "/assets.\(format)")
+        try FileManager.default.removeItem(atPath: into + "/.assets.\(format).install")
+        let afterRemoval = try run(["install", v3, "--into", into] + trust)
+        #expect(afterRemoval.status == 5 && afterRemoval.stderr.contains("rollback"), "\(afterRemoval.stderr)")
+
+        let allowed = try run(["install", v3, "--into", into, "--allow-rollback"] + trust)
+        #expect(allowed.status == 0, "\(allowed.stderr)")
+        #expect(
+            try Data(contentsOf: URL(fileURLWithPath: into + "/assets.\(format)"))
+                == (try Data(contentsOf: URL(fileURLWithPath: v3))))
+        // A newer version is installed as usual.
+        let v6 = try pack(format, version: 6)
+        #expect(try run(["install", v6, "--into", into] + trust).status == 0)
+    }
+
+    @Test(arguments: ["zip", "container"])
+    func anOlderVersionFromAURLIsRefusedBeforeTheDownload(format: String) throws {
+        try setUp()
+        let v5 = try pack(format, version: 5)
+        let v3 = try pack(format, version: 3)
+        let www = dir.appending("www")
+        try FileManager.default.createDirectory(at: www, withIntermediateDirectories: true)
+        let served = www.appendingPathComponent("assets.\(format)").path
+        try FileManager.default.copyItem(atPath: v5, toPath: served)
+        let nginx = try NginxServer(root: www)
+        defer { nginx.stop() }
+        let url = nginx.url("assets.\(format)").absoluteString
+        let into = dir.appending("home-\(format)").path
+        let first = try run(["install", url, "--into", into] + trust)
+        #expect(first.status == 0, "\(first.stderr)")
+
+        try FileManager.default.removeItem(atPath: served)
+        try FileManager.default.copyItem(atPath: v3, toPath: served)
+        // Both packs have one size and were written in one second: another mtime, so another ETag.
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date(timeIntervalSinceNow: -3600)], ofItemAtPath: served)
+        try nginx.resetAccessLog()
+        let older = try run(["install", url, "--into", into, "--quiet"] + trust)
+        #expect(older.status == 5, "\(older.status) \(older.stderr)")
+        #expect(
+            older.stderr.contains("rollback: assets version 3 is older than the installed version 5"),
+            "\(older.stderr)")
+        // Checked on the signature block, before the bulk of the pack was downloaded.
+        let sent = try nginx.accessLog().reduce(0) { $0 + $1.bodyBytes }
+        let size = Int(try FileSystem.stat(v3).size)
+        #expect(sent < size / 2, "downloaded \(sent) of \(size) bytes before refusing")
+        #expect(
+            try Data(contentsOf: URL(fileURLWithPath: into + "/assets.\(format)"))
+                == (try Data(contentsOf: URL(fileURLWithPath: v5))), "the newer pack stays")
+
+        let allowed = try run(["install", url, "--into", into, "--allow-rollback"] + trust)
+        #expect(allowed.status == 0, "\(allowed.stderr)")
+        #expect(
+            try Data(contentsOf: URL(fileURLWithPath: into + "/assets.\(format)"))
+                == (try Data(contentsOf: URL(fileURLWithPath: v3))))
+    }
+
+    /// A pack the CLI cannot make (it refuses a past expiry, and writes block version 2 only),
+    /// written through the library with the key `keygen` made.
+    func libraryPack(_ format: String, expires: Date? = nil, legacy: Bool = false, version: UInt64 = 1) throws
+        -> String
+    {
+        var options = PackOptions()
+        options.format = format == "zip" ? .zip : .container
+        options.credential = .password("pw")
+        options.container.kdf = .scrypt(logN: 10, r: 8, p: 1)
+        options.signingKey = try PublisherSigningKey.load(from: dir.appending("k.key"))
+        options.releaseVersion = version
+        options.releaseExpires = expires
+        options.legacySignature = legacy
+        let folder = dir.appending("lib-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let out = folder.appendingPathComponent("assets.\(format)")
+        try AssetPacks.pack(source: dir.appending("src"), to: out, options: options)
+        return out.path
+    }
+
+    @Test(arguments: ["zip", "container"])
+    func anExpiredPackIsRefusedByInstallAndByTrustingReaders(format: String) throws {
+        try setUp()
+        let expired = try libraryPack(format, expires: Date(timeIntervalSince1970: 1_600_000_000))
+        let into = dir.appending("home-\(format)").path
+        for args in [
+            ["install", expired, "--into", into], ["install", expired, "--into", into, "--allow-rollback"],
+            ["cat", expired, "a.txt"], ["verify", expired], ["list", expired],
+        ] {
+            let result = try run(args + trust)
+            #expect(result.status == 5, "\(args[0]): \(result.status) \(result.stderr)")
+            #expect(
+                result.stderr.contains("expired at 2020-09-13T12:26:40Z"), "\(args[0]) names the date: \(result.stderr)"
+            )
+            #expect(result.stdout.isEmpty, "\(args[0]) printed data")
+        }
+        #expect(!FileManager.default.fileExists(atPath: into + "/assets.\(format)"), "nothing installed")
+        // Without --trust the signature is not looked at.
+        let cat = try run(["cat", expired, "a.txt"])
+        #expect(cat.status == 0 && cat.stdout == tree["a.txt"], "\(cat.stderr)")
+    }
+
+    @Test(arguments: ["zip", "container"])
+    func aVersionOneSignedPackInstallsUntilAVersionedReleaseWas(format: String) throws {
+        try setUp()
+        let legacy = try libraryPack(format, legacy: true)
+        let verify = try run(["verify", legacy] + trust)
+        #expect(verify.status == 0, "\(verify.stderr)")
+        #expect(verify.stderr.contains("signed release: a version-1 signature"), "\(verify.stderr)")
+        let into = dir.appending("home-\(format)").path
+        let first = try run(["install", legacy, "--into", into] + trust)
+        #expect(first.status == 0, "\(first.stderr)")
+        let v2 = try pack(format, version: 2)
+        #expect(try run(["install", v2, "--into", into] + trust).status == 0)
+        let again = try run(["install", legacy, "--into", into] + trust)
+        #expect(again.status == 5, "\(again.stderr)")
+        #expect(
+            again.stderr.contains(
+                "rollback: a version-1 signature (no name, version 0) is older than the installed assets version 2"),
+            "\(again.stderr)")
+        #expect(try run(["install", legacy, "--into", into, "--allow-rollback"] + trust).status == 0)
+    }
+
+    @Test func packFlagsAreValidated() throws {
+        try setUp()
+        let src = dir.appending("src").path
+        let out = dir.appending("x.zip").path
+        let key = ["--sign-key", dir.appending("k.key").path]
+        let refused: [(String, [String])] = [
+            ("version without a key", ["--pack-version", "2"]),
+            ("expiry without a key", ["--expires", "2099-01-01"]),
+            ("name without a key", ["--pack-name", "assets"]),
+            ("expiry in the past", key + ["--expires", "2001-02-03"]),
+            ("expiry not a date", key + ["--expires", "next tuesday"]),
+            ("negative version", key + ["--pack-version", "-1"]),
+            ("empty name", key + ["--pack-name", ""]),
+            ("name over 255 bytes", key + ["--pack-name", String(repeating: "é", count: 128)]),
+            ("name with a control character", key + ["--pack-name", "a\u{1B}[31mb"]),
+        ]
+        for (label, extra) in refused {
+            let result = try run(["pack", src, "-o", out] + extra)
+            #expect(result.status == 64, "\(label): \(result.status) \(result.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: out), "\(label) wrote a pack")
+        }
+        for (label, expires) in [
+            ("a date", "2099-12-31"), ("a date-time", "2099-12-31T23:59:59Z"), ("relative days", "+30d"),
+            ("relative hours", "+12h"),
+        ] {
+            let result = try run(["pack", src, "-o", out, "--pack-version", "1", "--expires", expires] + key)
+            #expect(result.status == 0, "\(label): \(result.stderr)")
+        }
+    }
+
+    @Test func theSignedReleaseIsShown() throws {
+        try setUp()
+        let signed = try pack("container", version: 7, extra: ["--pack-name", "level-pack", "--expires", "2099-12-31"])
+        let verify = try run(["verify", signed] + trust)
+        #expect(verify.status == 0, "\(verify.stderr)")
+        #expect(
+            verify.stderr.contains("signed release: level-pack version 7, expires 2099-12-31T00:00:00Z"),
+            "\(verify.stderr)")
+        let list = try run(["list", signed, "--json"] + trust)
+        #expect(list.status == 0, "\(list.stderr)")
+        let document = try JSONSerialization.jsonObject(with: Data(list.stdout)) as? [String: Any]
+        let release = document?["release"] as? [String: Any]
+        #expect(release?["name"] as? String == "level-pack", "\(list.text)")
+        #expect(release?["version"] as? Int == 7)
+        #expect(release?["expires"] as? String == "2099-12-31T00:00:00Z")
+        #expect(release?["size"] as? Int == Int(try FileSystem.stat(signed).size))
+        // Without --trust nothing was checked, so nothing is claimed.
+        let untrusted = try run(["list", signed, "--json"])
+        let plain = try JSONSerialization.jsonObject(with: Data(untrusted.stdout)) as? [String: Any]
+        #expect(plain?["release"] == nil, "\(untrusted.text)")
+    }
+}
