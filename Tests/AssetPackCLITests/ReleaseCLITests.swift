@@ -102,6 +102,9 @@ import Testing
         let sent = try nginx.accessLog().reduce(0) { $0 + $1.bodyBytes }
         let size = Int(try FileSystem.stat(v3).size)
         #expect(sent < size / 2, "downloaded \(sent) of \(size) bytes before refusing")
+        print(
+            "figure: installing \(format) v3 from a URL over the installed v5: exit \(older.status), \(sent) of \(size) bytes downloaded: \(older.stderr.trimmingCharacters(in: .whitespacesAndNewlines))"
+        )
         #expect(
             try Data(contentsOf: URL(fileURLWithPath: into + "/assets.\(format)"))
                 == (try Data(contentsOf: URL(fileURLWithPath: v5))), "the newer pack stays")
