@@ -132,6 +132,8 @@ public struct PrivateInstaller: Sendable {
         let recordedPublisher = recorded?.publisher.flatMap { try? PublisherKey(text: $0) }
         let trustedBefore = trustedKeys.isEmpty || recordedPublisher.map(trustedKeys.contains) == true
         if let recorded, let installed, installed.size == recorded.size, trustedBefore {
+            // A bundled pack whose signature expired is not current, however unchanged.
+            try checkInstalledNotExpired(destination.path)
             let publisher = trustedKeys.isEmpty ? nil : recordedPublisher
             if recorded.sourceSize == source.size && recorded.sourceModified == source.modificationTime
                 && recorded.sourceFingerprint == fingerprint
@@ -147,7 +149,6 @@ public struct PrivateInstaller: Sendable {
 
         let (digest, block) = try copyVerified(from: pack.path, to: destination)
         try record(digest, block?.publisher).save(manifestURL)
-        try block.map(recordRelease)
         return Installation(path: destination, copied: true, sha256: digest, publisher: block?.publisher)
     }
 
@@ -200,6 +201,8 @@ public struct PrivateInstaller: Sendable {
                 if !trustedKeys.isEmpty {
                     let verified = try AssetPacks.verifiedBlock(at: temporary, trustedKeys: trustedKeys)
                     try checkRelease(verified)
+                    // Recorded before the rename: a failure after it refuses older versions all the same.
+                    try recordRelease(verified)
                     block = verified
                 }
             })

@@ -31,7 +31,13 @@ struct ReleaseRecord: Codable, Equatable {
     /// - Throws: `.integrityFailure` for a record that exists and does not parse.
     static func load(_ directory: URL) throws -> ReleaseRecord {
         let url = directory.appendingPathComponent(fileName)
-        guard let data = FileManager.default.contents(atPath: url.path) else { return ReleaseRecord() }
+        guard let data = FileManager.default.contents(atPath: url.path) else {
+            // Absent is empty; present but unreadable (permissions, a directory) is not.
+            guard (try? FileSystem.lstat(url.path)) == nil else {
+                throw AssetPackError(.io, "cannot read \(url.path): it holds the versions installed before")
+            }
+            return ReleaseRecord()
+        }
         do { return try JSONDecoder().decode(ReleaseRecord.self, from: data) } catch {
             throw AssetPackError(
                 .integrityFailure, "\(url.path) is damaged: remove it to forget which versions were installed")
@@ -97,7 +103,8 @@ extension PrivateInstaller {
     func recordRelease(_ block: PackSignature) throws {
         guard let name = block.release.name, block.release.version > 0 else { return }
         let publisher = block.publisher.text
-        var record = (try? ReleaseRecord.load(directory)) ?? ReleaseRecord()
+        // A damaged record refuses the install rather than being overwritten with this one line.
+        var record = try ReleaseRecord.load(directory)
         let line = ReleaseRecord.Line(
             name: name, publisher: publisher, version: block.release.version, body: hex(block.bodyDigest))
         if let i = record.releases.firstIndex(where: { $0.name == name && $0.publisher == publisher }) {
@@ -109,6 +116,36 @@ extension PrivateInstaller {
             record.releases.append(line)
         }
         try record.save(directory)
+    }
+
+    /// With trusted keys: the release of the verified pack at `path` (the staged download),
+    /// checked as ``checkRelease(_:)`` checks it.
+    /// - Returns: The block, to record; `nil` without trusted keys.
+    /// - Throws: `.untrusted` (expired, rollback, or no signature), `.io`.
+    func checkStagedRelease(_ path: String) throws -> PackSignature? {
+        guard !trustedKeys.isEmpty else { return nil }
+        guard let block = try Self.signatureBlock(at: path) else {
+            throw AssetPackError(.untrusted, "the pack is not signed, and trusted keys were given")
+        }
+        try checkRelease(block)
+        return block
+    }
+
+    /// With trusted keys: refuses an installed pack whose signature expired (what an install that
+    /// finds the pack current would otherwise vouch for).
+    /// - Throws: `.untrusted` naming the expiry.
+    func checkInstalledNotExpired(_ path: String) throws {
+        guard !trustedKeys.isEmpty, let block = try? Self.signatureBlock(at: path) else { return }
+        try block.release.checkNotExpired(now: clock())
+    }
+
+    /// The signature block of the local pack at `path`, checked against its own key (intact, not
+    /// trusted); `nil` for an unsigned pack.
+    static func signatureBlock(at path: String) throws -> PackSignature? {
+        switch try AssetPacks.sniff(path) {
+        case .zip: try ZipSignature.signedSpans(at: path)?.block
+        case .container: try ContainerPackReader.signatureBlock(at: path)
+        }
     }
 
     /// The whole file's size a remote pack's signature block states (`nil` for a version-1

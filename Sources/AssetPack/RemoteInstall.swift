@@ -113,6 +113,8 @@ extension PrivateInstaller {
         if let recorded, let installed, installed.size == recorded.size, trustedBefore,
             recorded.sourceFingerprint == fingerprint
         {
+            // A server frozen on this pack: once its signature expired, "current" is no answer.
+            try checkInstalledNotExpired(destination.path)
             let publisher = trustedKeys.isEmpty ? nil : recordedPublisher
             return summary(
                 Installation(path: destination, copied: false, sha256: recorded.sha256, publisher: publisher),
@@ -146,14 +148,19 @@ extension PrivateInstaller {
                 try download.assemble(previous: nil, credential: credential, progress: progress)
                 checked = try download.verify(trustedKeys: trustedKeys, credential: credential)
             }
+            // The release that counts is that of the bytes just verified: a full download after
+            // a failed delta may have fetched another version under the same validators.
+            release = try checkStagedRelease(download.stagingPath)
+            try Cancellation.current?.check()
+            // Recorded before the rename: a failure after it refuses older versions all the same.
+            try release.map(recordRelease)
+            try download.commit(to: destination.path)
         } catch {
             // Only a download cut by the network is kept, for the next install to resume;
             // after any other failure nothing stays behind.
             if (error as? AssetPackError)?.code != .remote { download.discard() }
             throw error
         }
-        try download.commit(to: destination.path)
-        try release.map(recordRelease)
         let (digest, publisher) = checked
         try InstallRecord(
             sha256: digest, size: version.size, sourceSize: version.size, sourceModified: 0,
@@ -187,6 +194,9 @@ struct RemoteDownload {
 
     /// Nothing downloaded (an install that was current).
     init() {}
+
+    /// The staging file.
+    var stagingPath: String { staging }
 
     /// Opens the staging file for `version`, with what an earlier download of the same
     /// version left in it, after checking that the file system holding `room` has space for
@@ -378,6 +388,7 @@ struct RemoteDownload {
         defer { try? fd.close() }
         var byDigest: [[UInt8]: Range<UInt64>] = [:]
         for span in local {
+            try Cancellation.current?.check()
             let digest = try SHA256Hasher.digest(of: fd, span, path: previous)
             byDigest[digest] = span
         }
@@ -480,7 +491,10 @@ struct RemoteDownload {
     private func readBack(credential: PackCredential, url: String) throws {
         do {
             let reader = try AssetPacks.open(staging, credential: credential)
-            for entry in reader.entries { try reader.stream(entry.path) { _ in } }
+            for entry in reader.entries {
+                try Cancellation.current?.check()
+                try reader.stream(entry.path) { _ in }
+            }
         } catch let error as AssetPackError
             where error.code != .missingPassword && error.code != .wrongPassword && error.code != .io
         {

@@ -7,9 +7,11 @@ import Synchronization
 ///
 /// The defaults suit a phone on a poor network: a server that sends fewer than
 /// `minimumRate × rateWindow` bytes in any `rateWindow` (4 KiB/s over 10 s), or a request that
-/// runs past `requestTimeout`, is given up. Requests are at most about 10 MiB (an install's or
-/// an ordinary read's) or 32 MiB (a large streamed read), so the deadline leaves room for a
-/// slow but honest network.
+/// runs past `requestTimeout`, is given up; so is a fetch whose requests together fall below the
+/// minimum rate. Requests are at most about 10 MiB (an install's or an ordinary read's) or
+/// 32 MiB (a large streamed read): the deadline alone would need 35 KB/s (110 KB/s) for them, but
+/// a request that delivered 1 MiB before it broke a limit is simply continued by the next, so a
+/// slow network that keeps moving finishes at any rate above `minimumRate`.
 public struct TransferLimits: Sendable, Hashable {
     /// Seconds connecting (name lookup, TCP, TLS) may take.
     public var connectTimeout: TimeInterval = 10

@@ -122,8 +122,18 @@ package final class HTTPRangeClient: @unchecked Sendable {
     ) throws {
         var next = range.lowerBound
         var attempt = 0
+        let started = DispatchTime.now().uptimeNanoseconds
         while next < range.upperBound {
             try cancellation?.check()
+            // The minimum rate holds across the requests of one fetch too: a server that answers
+            // each request quickly but with a few bytes (capped 206s, retries) is a drip as well.
+            let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started) / 1e9
+            if elapsed >= limits.rateWindow, Double(next - range.lowerBound) < Double(limits.minimumRate) * elapsed {
+                throw AssetPackError(
+                    .remote,
+                    "\(url.absoluteString): \(Watchdog.Verdict.tooSlow(bytes: Int64(next - range.lowerBound)).describe(limits, seconds: elapsed)) over several requests"
+                )
+            }
             let (outcome, sentIfRange) = request(
                 next..<range.upperBound, gathering: gathering, cancellation: cancellation, sink: sink)
             // Real progress (1 MiB) forgives a failure: a long transfer cut now and then goes
@@ -731,13 +741,14 @@ final class Watchdog {
         case deadline
         case tooSlow(bytes: Int64)
 
-        func describe(_ limits: TransferLimits) -> String {
+        /// - Parameter seconds: The time the bytes took (default: one rate window).
+        func describe(_ limits: TransferLimits, seconds elapsed: TimeInterval? = nil) -> String {
             switch self {
             case .cancelled: "cancelled"
             case .deadline:
                 "the request did not finish within its deadline of \(seconds(limits.requestTimeout)) s (TransferLimits.requestTimeout, --request-timeout)"
             case .tooSlow(let bytes):
-                "the server sent \(bytes) bytes in \(seconds(limits.rateWindow)) s, below the minimum rate of \(limits.minimumRate) bytes/s (TransferLimits.minimumRate, --min-rate)"
+                "the server sent \(bytes) bytes in \(seconds(elapsed ?? limits.rateWindow)) s, below the minimum rate of \(limits.minimumRate) bytes/s (TransferLimits.minimumRate, --min-rate)"
             }
         }
 

@@ -47,6 +47,9 @@ public final class FaultyHTTPServer: @unchecked Sendable {
         /// Every `206` body is at most `bytes` long, with a `Content-Range` that says so: a complete,
         /// shorter answer than asked, as some CDNs and object stores give.
         case capRanges(bytes: Int)
+        /// As ``capRanges(bytes:)``, each `206` sent only after `seconds`: a drip made of
+        /// complete, tiny answers (each request is quick and whole; the transfer never ends).
+        case capRangesSlowly(bytes: Int, seconds: Int)
         /// Apache's first second after a change, for the first `requests` requests: the ETag is weak
         /// (`W/"…"`), and `If-Range` never matches (a weak ETag never does; a date that recent is weak
         /// too), so a ranged request with `If-Range` gets `200` and the whole file. Later requests get
@@ -196,6 +199,7 @@ public final class FaultyHTTPServer: @unchecked Sendable {
         case .drip(let rate): control = Control(mode: "drip", rate: rate)
         case .stallAfter(let bytes): control = Control(mode: "stall", afterBytes: bytes)
         case .capRanges(let bytes): control = Control(mode: "cap", cap: bytes)
+        case .capRangesSlowly(let bytes, let seconds): control = Control(mode: "capSlow", rate: seconds, cap: bytes)
         case .weakValidators(let requests): control = Control(mode: "weak", requests: requests)
         case .refuseIfRange: control = Control(mode: "refuseIfRange")
         }

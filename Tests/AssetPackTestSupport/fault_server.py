@@ -27,6 +27,7 @@ every request; a changed text restarts the request counts, and a missing file me
     {"mode": "drip", "rate": N}                   bodies at N bytes per second
     {"mode": "stall", "afterBytes": N}            ranged GETs send N body bytes, then hold the connection
     {"mode": "cap", "cap": N}                     every 206 body at most N bytes, Content-Range to match
+    {"mode": "capSlow", "cap": N, "rate": S}      as cap, each 206 sent after S seconds (a drip of whole answers)
     {"mode": "weak", "requests": R}               requests 1..R: weak ETag, If-Range never matches
     {"mode": "refuseIfRange"}                     If-Range never matches
 """
@@ -153,8 +154,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return
             if parsed is not None:
                 first, last = parsed
-                if mode == "cap":
+                if mode in ("cap", "capSlow"):
                     last = min(last, first + fault["cap"] - 1)
+                if mode == "capSlow":
+                    time.sleep(fault["rate"])
                 status = 206
                 headers.append(("Content-Range", "bytes %d-%d/%d" % (first, last, size)))
         if status == 200 and mode != "ignoreRange":

@@ -151,6 +151,114 @@ import Testing
         #expect(Date().timeIntervalSince(started) < 6)
     }
 
+    /// A server that answers every request at once but with a few bytes (a capped 206 after a
+    /// second): each request is whole and quick, so only a rate across the requests sees the drip.
+    @Test func tinyCappedAnswersAreADripToo() throws {
+        try pack(["a.bin": testBytes(300_000, seed: 13)], to: "p")
+        let server = try FaultyHTTPServer(root: dir.appending("www"))
+        try server.setFault(.capRangesSlowly(bytes: 100, seconds: 1))
+        var options = Self.options
+        // Each answer takes 1 s, less than the 3 s window: no single request is judged slow.
+        options.transfer = TransferLimits(connectTimeout: 5, requestTimeout: 30, minimumRate: 4096, rateWindow: 3)
+        let started = Date()
+        expectError(.remote, containing: "over several requests") {
+            _ = try RemotePackReader(url: server.url("p"), credential: .password("pw"), options: options)
+        }
+        #expect(Date().timeIntervalSince(started) < 8)
+    }
+
+    // MARK: - Rollback and freeze through the update path
+
+    /// Versions `versions` of one signed zip, re-packed to one output so that their entries are
+    /// byte for byte the same (a delta between them reuses every entry span).
+    func signedReleases(_ versions: [UInt64], key: PublisherSigningKey) throws -> [UInt64: Data] {
+        let source = dir.appending("src-releases")
+        _ = try dir.write(["a.bin": testBytes(300_000, seed: 14), "b.txt": Array("b".utf8)], under: "src-releases")
+        let out = dir.appending("releases/p")
+        try FileManager.default.createDirectory(at: dir.appending("releases"), withIntermediateDirectories: true)
+        var packs: [UInt64: Data] = [:]
+        for version in versions {
+            var options = PackOptions()
+            options.format = .zip
+            options.credential = .password("pw")
+            options.signingKey = key
+            options.releaseVersion = version
+            try AssetPacks.pack(source: source, to: out, options: options)
+            packs[version] = try Data(contentsOf: out)
+        }
+        return packs
+    }
+
+    /// A delta that fails its check is downloaded again whole; if the server now holds an older
+    /// release (same size, same validators), that release must be refused as a rollback, not
+    /// installed under the version checked before the first download.
+    @Test func aFullDownloadAfterAFailedDeltaIsCheckedForRollback() throws {
+        let key = PublisherSigningKey.generate()
+        let packs = try signedReleases([4, 5, 3], key: key)
+        let (v4, v5, v3) = (packs[4]!, packs[5]!, packs[3]!)
+        #expect(v3.count == v5.count)
+        let served = dir.appending("www/p")
+        try FileManager.default.createDirectory(at: dir.appending("www"), withIntermediateDirectories: true)
+        try v4.write(to: served)
+        let server = try FaultyHTTPServer(root: dir.appending("www"))
+        let into = dir.appending("into")
+        let installer = PrivateInstaller(directory: into, trustedKeys: [key.publicKey])
+        try installer.installRemote(server.url("p"), credential: .password("pw"), options: Self.options)
+
+        try v5.write(to: served)
+        let mtime = Date(timeIntervalSinceNow: -600)
+        try FileManager.default.setAttributes([.modificationDate: mtime], ofItemAtPath: served.path)
+        // A .sha256 that the delta's v5 fails and v3 passes.
+        try v3.write(to: dir.appending("releases/v3"))
+        let v3Digest = try PrivateInstaller.sha256(of: dir.appending("releases/v3").path)
+        try Data("\(v3Digest)  p\n".utf8).write(to: dir.appending("www/p.sha256"))
+        let sawBytes = Flag()
+        let swapped = Flag()
+        expectError(.untrusted, containing: "rollback") {
+            try installer.installRemote(
+                server.url("p"), credential: .password("pw"), options: Self.options,
+                progress: { done, _ in
+                    if done > 0 { _ = sawBytes.setOnce() }
+                    // The full download starts from zero: v3 takes v5's place, same validators.
+                    guard done == 0, sawBytes.isSet, swapped.setOnce() else { return }
+                    try? v3.write(to: served)
+                    try? FileManager.default.setAttributes([.modificationDate: mtime], ofItemAtPath: served.path)
+                })
+        }
+        #expect(swapped.isSet, "the delta was not retried whole")
+        #expect(try Data(contentsOf: into.appendingPathComponent("p")) == v4)
+    }
+
+    /// A frozen server keeps offering the installed pack: once its signature has expired, an
+    /// install that finds it current refuses it (local and remote).
+    @Test func anExpiredInstalledPackIsNotCurrent() throws {
+        let key = PublisherSigningKey.generate()
+        let source = dir.appending("src-expiring")
+        _ = try dir.write(["a.txt": Array("a".utf8)], under: "src-expiring")
+        var options = PackOptions()
+        options.format = .container
+        options.credential = .password("pw")
+        options.container.kdf = .scrypt(logN: 10, r: 8, p: 1)
+        options.signingKey = key
+        options.releaseVersion = 1
+        options.releaseExpires = Date(timeIntervalSinceNow: 3600)
+        let pack = dir.appending("www/e.apack")
+        try FileManager.default.createDirectory(at: dir.appending("www"), withIntermediateDirectories: true)
+        try AssetPacks.pack(source: source, to: pack, options: options)
+        let server = try FaultyHTTPServer(root: dir.appending("www"))
+        var installer = PrivateInstaller(directory: dir.appending("remote"), trustedKeys: [key.publicKey])
+        try installer.installRemote(server.url("e.apack"), credential: .password("pw"), options: Self.options)
+        var local = PrivateInstaller(directory: dir.appending("local"), trustedKeys: [key.publicKey])
+        try local.install(pack)
+        // Two hours later, the same server file and the same bundled pack.
+        installer.clock = { Date(timeIntervalSinceNow: 7200) }
+        local.clock = installer.clock
+        expectError(.untrusted, containing: "expired") {
+            try installer.installRemote(server.url("e.apack"), credential: .password("pw"), options: Self.options)
+        }
+        expectError(.untrusted, containing: "expired") { try local.install(pack) }
+    }
+
     // MARK: - Never two versions
 
     /// An unsigned pack replaced on the server during the install by another version of the
