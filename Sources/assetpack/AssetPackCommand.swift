@@ -27,7 +27,31 @@ struct AssetPackCommand: ParsableCommand {
         // zip); naming the same file in TZ gives the same local time and one read.
         if getenv("TZ") == nil { setenv("TZ", ":/etc/localtime", 0) }
         Interrupts.removeTemporariesOnInterrupt()
-        main(nil)
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        do {
+            var command = try parseAsRoot(arguments)
+            try command.run()
+        } catch {
+            finish(with: error, arguments: arguments)
+        }
+    }
+
+    /// Exits as ArgumentParser's `exit(withError:)` would, except that a usage error is printed in
+    /// the style of every other error (`assetpack: error: …`), and a misspelt command or a password
+    /// on the command line is said as such.
+    static func finish(with error: Error, arguments: [String]) -> Never {
+        let code = exitCode(for: error)
+        // Help and --version (to stdout), and errors already reported (ExitCode): as before.
+        guard code != .success, !(error is ExitCode) else { exit(withError: error) }
+        let commands = configuration.subcommands.map { $0._commandName }
+        let text: String
+        if code == .validationFailure, let hint = UsageErrors.hint(for: arguments, commands: commands) {
+            text = "assetpack: error: \(hint)\n  See 'assetpack --help' for more information."
+        } else {
+            text = UsageErrors.restyled(fullMessage(for: error))
+        }
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+        Foundation.exit(code.rawValue)
     }
 }
 
