@@ -7,7 +7,7 @@ DEMO_DIR ?= $(CURDIR)/.demo
 SAMPLE_PASSWORD := assetpack-sample
 RELEASE_BIN = $(shell $(SWIFT) build -c release --show-bin-path)/assetpack
 
-.PHONY: deps test-deps build release test demo fmt lint samples clean tsan asan fuzz
+.PHONY: deps test-deps build release install test demo fmt lint samples clean tsan asan fuzz
 
 ## deps: install the C libraries' headers with apt when missing: libzip, zlib, OpenSSL, libdeflate,
 ## and libcurl (remote packs).
@@ -37,6 +37,14 @@ release: deps
 test: test-deps
 	$(SWIFT) build
 	$(SWIFT) test
+
+## install: the release binary to $(DESTDIR)$(PREFIX)/bin/assetpack (PREFIX /usr/local unless given;
+## DESTDIR for staging a package). `make install PREFIX=$$HOME/.local` needs no root.
+PREFIX ?= /usr/local
+install: release
+	install -d "$(DESTDIR)$(PREFIX)/bin"
+	install -m 0755 "$(RELEASE_BIN)" "$(DESTDIR)$(PREFIX)/bin/assetpack"
+	@echo "installed $(DESTDIR)$(PREFIX)/bin/assetpack"
 
 ## demo: build, pack SamplePacks/assets both ways, install privately, read every entry by path.
 demo: release

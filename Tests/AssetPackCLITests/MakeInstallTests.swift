@@ -1,0 +1,36 @@
+import AssetPackTestSupport
+import Foundation
+import Testing
+
+/// `make install` puts `assetpack` on PATH: `$(DESTDIR)$(PREFIX)/bin/assetpack`, mode 0755,
+/// PREFIX `/usr/local` unless given. The release build it depends on is skipped here (`-o
+/// release`) and the built debug binary installed in its place: the recipe is what is tested.
+@Suite struct MakeInstallTests {
+    static var root: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+    }
+
+    static func install(_ variables: [String]) throws -> CLI.Run {
+        try CLI.run(
+            ["-s", "-C", root.path, "install", "-o", "release", "RELEASE_BIN=\(CLI.binary.path)"] + variables,
+            executable: "/usr/bin/make")
+    }
+
+    @Test(
+        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/make"), "make is not installed"),
+        arguments: [nil, "/opt/assetpack"])
+    func installsTheBinaryUnderPrefix(prefix: String?) throws {
+        let staging = TemporaryDirectory("make-install")
+        let run = try Self.install(["DESTDIR=\(staging.path)"] + (prefix.map { ["PREFIX=\($0)"] } ?? []))
+        #expect(run.status == 0, "\(run.stderr)")
+        let installed = staging.path + (prefix ?? "/usr/local") + "/bin/assetpack"
+        var st = stat()
+        #expect(stat(installed, &st) == 0, "nothing at \(installed): \(run.text)")
+        #expect(st.st_mode & 0o7777 == 0o755)
+        #expect(run.text.contains("installed \(installed)"), "\(run.text)")
+        let version = try CLI.run(["--version"], executable: installed)
+        let expected = try CLI.run(["--version"]).text
+        #expect(version.status == 0 && version.text == expected, "\(version.text)")
+    }
+}
