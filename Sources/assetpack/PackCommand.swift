@@ -119,6 +119,9 @@ extension AssetPackCommand {
                         "ZipCrypto is broken: anyone can decrypt these entries without the password. Use it only for old readers."
                     )
                 }
+                Interrupts.onInterrupt(
+                    say: (try? FileSystem.lstat(output)) != nil
+                        ? "\(output) was not changed (the previous pack is kept)" : "\(output) was not written")
                 let progress = ProgressLine(enabled: !quiet.quiet && isatty(STDERR_FILENO) == 1)
                 options.progress = {
                     progress.update(
@@ -149,11 +152,14 @@ final class ProgressLine: @unchecked Sendable {
     private let start = Date()
     private var last = Date.distantPast
     private var shown = false
+    private var stopped = false
 
-    /// A line counting `unit` ("files", "steps"); silent unless `enabled`.
+    /// A line counting `unit` ("files", "steps"); silent unless `enabled`. An interruption
+    /// clears it (see ``Interrupts``).
     init(enabled: Bool, unit: String = "files") {
         self.enabled = enabled
         self.unit = unit
+        if enabled { Interrupts.clearOnInterrupt(self) }
     }
 
     /// Redraws at most ten times a second (and at the end). `bytes` is (done, total), when known.
@@ -161,6 +167,7 @@ final class ProgressLine: @unchecked Sendable {
         guard enabled else { return }
         lock.lock()
         defer { lock.unlock() }
+        guard !stopped else { return }
         let now = Date()
         guard now.timeIntervalSince(last) > 0.1 || done == total else { return }
         last = now
@@ -173,8 +180,17 @@ final class ProgressLine: @unchecked Sendable {
                         elapsed: now.timeIntervalSince(start)) + "\u{1B}[K").utf8))
     }
 
+    /// Clears the line (when one was drawn).
     func finish() {
         guard enabled, shown else { return }
         FileHandle.standardError.write(Data("\r\u{1B}[K".utf8))
+    }
+
+    /// Clears the line and draws no more: the process is being interrupted.
+    func stop() {
+        lock.lock()
+        defer { lock.unlock() }
+        stopped = true
+        finish()
     }
 }

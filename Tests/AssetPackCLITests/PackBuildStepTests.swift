@@ -122,5 +122,35 @@ import Testing
         #expect(run.diedOfSignal)
         #expect(run.left == ["out.pack", "src"], "left behind: \(run.left)")
         #expect(try Data(contentsOf: output) == before)
+        // Not silent: the last line says what became of the output.
+        #expect(
+            run.stderr.hasSuffix(
+                "assetpack: interrupted: \(output.path) was not changed (the previous pack is kept)\n"),
+            "\(run.stderr.debugDescription)")
+    }
+
+    /// Ctrl-C on a terminal: the progress bar is cleared before the line that says what became of
+    /// the output, and no bar is drawn after it. A first pack interrupted leaves no pack, and says so.
+    @Test(
+        arguments: [(PackFormat.container, true), (.zip, false)])
+    func interruptedOnATerminalClearsTheBarAndSaysSo(format: PackFormat, previous: Bool) throws {
+        let dir = TemporaryDirectory()
+        let source = try dir.write(["small.txt": textBytes(100)], under: "src")
+        let output = dir.appending("out.pack")
+        if previous { #expect(try Self.pack(source, output, format).status == 0) }
+        for i in 0..<12 {
+            try Data(testBytes(8 << 20, seed: UInt64(100 + i))).write(to: source.appendingPathComponent("r\(i).bin"))
+        }
+        let run = try CLI.interruptWhileWriting(
+            ["pack", source.path, "--output", output.path, "--format", format.rawValue, "--fresh"],
+            password: Self.password, in: dir.url, signal: SIGINT, terminal: true)
+        #expect(run.sawTemporary && run.diedOfSignal)
+        #expect(run.stderr.contains("\r["), "no bar drawn: \(run.stderr.debugDescription)")
+        let said =
+            previous
+            ? "\(output.path) was not changed (the previous pack is kept)" : "\(output.path) was not written"
+        let line = "\r\u{1B}[Kassetpack: interrupted: \(said)\r\n"
+        #expect(run.stderr.hasSuffix(line), "\(run.stderr.suffix(300).debugDescription)")
+        #expect(run.left == (previous ? ["out.pack", "src"] : ["src"]), "\(run.left)")
     }
 }
