@@ -14,7 +14,7 @@ enum UsageErrors {
     static func hint(for arguments: [String], commands: [String]) -> String? {
         // Options end at `--`: after it a `--password` is an entry's name.
         let options = arguments.prefix { $0 != "--" }
-        if options.contains(where: { passwordOptions.contains(String($0.split(separator: "=", maxSplits: 1)[0])) }) {
+        if options.contains(where: { passwordOptions.contains(String($0.prefix { $0 != "=" })) }) {
             return "passwords never go on the command line (any user can read it there, with ps): set "
                 + "$ASSETPACK_PASSWORD, or use --password-env NAME, --password-file PATH, or answer the prompt "
                 + "on a terminal (a container also takes --key-file PATH)"

@@ -72,6 +72,8 @@ import Testing
             ["install", "p.pack"],  // neither --into nor --app-id
             ["list", "p.pack", "--jsn"],  // unknown option
             ["keygen"],
+            ["keygen", "--out", ""],  // empty arguments, here and as the command
+            [""],
             ["perf"],
         ] {
             Self.expectUsageError(try CLI.run(arguments), arguments)
