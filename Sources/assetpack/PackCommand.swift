@@ -8,7 +8,8 @@ extension AssetPackCommand {
             abstract: "Pack a directory into an encrypted pack.",
             discussion: """
                 The output's folder must exist. Special files (FIFOs, sockets, devices) are skipped with a warning. \
-                The summary goes to stderr (--quiet drops it); stdout stays empty.
+                The summary goes to stderr (--quiet drops it); stdout stays empty. It ends with the entries reused \
+                from the pack that was at the output, packed afresh, and removed (in that pack, not in this one).
                 """)
 
         @Argument(help: "The asset directory to pack.") var source: String
@@ -100,6 +101,21 @@ extension AssetPackCommand {
             return formatter.date(from: text)
         }
 
+        /// The entry paths of the pack at `output` before this run replaces it, which the
+        /// summary's "removed" counts against: none when there is no file, `nil` when it does
+        /// not open (a container under another password: its names are encrypted too).
+        static func entryPaths(of output: String, credential: PackCredential?) -> Set<String>? {
+            guard (try? FileSystem.lstat(output)) != nil else { return [] }
+            guard let status = try? FileSystem.stat(output), status.kind == .regular else { return nil }
+            // A zip's names are readable without the password.
+            for attempt in [credential, nil] {
+                if let reader = try? AssetPacks.open(output, credential: attempt) {
+                    return Set(reader.entries.map(\.path))
+                }
+            }
+            return nil
+        }
+
         func run() throws {
             try reporting {
                 var options = PackOptions()
@@ -122,6 +138,8 @@ extension AssetPackCommand {
                 Interrupts.onInterrupt(
                     say: (try? FileSystem.lstat(output)) != nil
                         ? "\(output) was not changed (the previous pack is kept)" : "\(output) was not written")
+                // Only for the summary: with --quiet, no second open of the old pack (a container's KDF).
+                let previous = quiet.quiet ? nil : Self.entryPaths(of: output, credential: options.credential)
                 let progress = ProgressLine(enabled: !quiet.quiet && isatty(STDERR_FILENO) == 1)
                 options.progress = {
                     progress.update(
@@ -134,8 +152,10 @@ extension AssetPackCommand {
                     printWarning("skipped special file \(EntryPath.printable(skipped.path)) (\(skipped.kind))")
                 }
                 let inputBytes = summary.files.reduce(UInt64(0)) { $0 + $1.size }
+                let removed = previous.map { $0.subtracting(summary.files.map(\.path)).count }
                 quiet.say(
-                    "packed \(summary.files.count) entries (\(inputBytes) bytes) into \(output) (\(summary.packSize) bytes, \(format.rawValue)) in \(String(format: "%.2f", summary.seconds)) s: \(summary.reused) reused, \(summary.packed) packed"
+                    "packed \(plural(summary.files.count, "entry", "entries")) (\(inputBytes) bytes) into \(output) (\(summary.packSize) bytes, \(format.rawValue)) in \(String(format: "%.2f", summary.seconds)) s: \(summary.reused) reused, \(summary.packed) packed"
+                        + (removed.map { ", \($0) removed" } ?? "")
                         + (options.signingKey.map { ", signed by key \($0.publicKey.fingerprint)" } ?? "")
                         + (options.signingKey == nil
                             ? "" : " as " + (try options.release(for: output)).summary))
@@ -147,16 +167,16 @@ extension AssetPackCommand {
 /// A single self-rewriting progress line on a terminal (entries, bytes, rate, ETA); silent otherwise.
 final class ProgressLine: @unchecked Sendable {
     private let enabled: Bool
-    private let unit: String
+    private let unit: String?
     private let lock = NSLock()
     private let start = Date()
     private var last = Date.distantPast
     private var shown = false
     private var stopped = false
 
-    /// A line counting `unit` ("files", "steps"); silent unless `enabled`. An interruption
-    /// clears it (see ``Interrupts``).
-    init(enabled: Bool, unit: String = "files") {
+    /// A line counting `unit` ("files", "steps"; `nil`: bytes only); silent unless `enabled`.
+    /// An interruption clears it (see ``Interrupts``).
+    init(enabled: Bool, unit: String? = "files") {
         self.enabled = enabled
         self.unit = unit
         if enabled { Interrupts.clearOnInterrupt(self) }
@@ -175,7 +195,7 @@ final class ProgressLine: @unchecked Sendable {
         FileHandle.standardError.write(
             Data(
                 ("\r"
-                    + ProgressText.render(
+                    + ProgressBarText.render(
                         done: done, total: total, unit: unit, label: label, bytes: bytes,
                         elapsed: now.timeIntervalSince(start)) + "\u{1B}[K").utf8))
     }
