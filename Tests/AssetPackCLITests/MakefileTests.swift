@@ -2,10 +2,9 @@ import AssetPackTestSupport
 import Foundation
 import Testing
 
-/// `make install` puts `assetpack` on PATH: `$(DESTDIR)$(PREFIX)/bin/assetpack`, mode 0755,
-/// PREFIX `/usr/local` unless given. The release build it depends on is skipped here (`-o
-/// release`) and the built debug binary installed in its place: the recipe is what is tested.
-@Suite struct MakeInstallTests {
+/// What the Makefile's targets do for a newcomer.
+@Suite(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/make"), "make is not installed"))
+struct MakefileTests {
     static var root: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
@@ -17,9 +16,10 @@ import Testing
             executable: "/usr/bin/make")
     }
 
-    @Test(
-        .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/make"), "make is not installed"),
-        arguments: [nil, "/opt/assetpack"])
+    /// `make install` puts `assetpack` on PATH: `$(DESTDIR)$(PREFIX)/bin/assetpack`, mode 0755,
+    /// PREFIX `/usr/local` unless given. The release build it depends on is skipped here (`-o
+    /// release`) and the built debug binary installed in its place: the recipe is what is tested.
+    @Test(arguments: [nil, "/opt/assetpack"])
     func installsTheBinaryUnderPrefix(prefix: String?) throws {
         let staging = TemporaryDirectory("make-install")
         let run = try Self.install(["DESTDIR=\(staging.path)"] + (prefix.map { ["PREFIX=\($0)"] } ?? []))
@@ -32,5 +32,17 @@ import Testing
         let version = try CLI.run(["--version"], executable: installed)
         let expected = try CLI.run(["--version"]).text
         #expect(version.status == 0 && version.text == expected, "\(version.text)")
+    }
+
+    /// Every `swift test` the Makefile runs skips the XCTest runner: the suites are Swift Testing
+    /// only, and XCTest's empty run printed "Executed 0 tests" into `make test`'s output.
+    @Test func swiftTestRunsOnlySwiftTesting() throws {
+        let run = try CLI.run(
+            ["-n", "-C", Self.root.path, "test", "soak", "tsan", "asan", "update-figures", "SWIFT=swift"],
+            executable: "/usr/bin/make")
+        #expect(run.status == 0, "\(run.stderr)")
+        let tests = run.text.split(separator: "\n").filter { $0.contains("swift test") }
+        #expect(tests.count == 5, "\(run.text)")
+        for line in tests { #expect(line.contains("swift test --disable-xctest"), "\(line)") }
     }
 }
