@@ -109,6 +109,24 @@ import Testing
         #expect(left == [".assetpack.lock", ".p.container.install", "p.container"], "\(left)")
     }
 
+    /// On a terminal `install URL` draws its bar in bytes, in the binary units the rest of the CLI
+    /// uses (it showed "0/0 MiB  0.3/0.3 MB": a count in MiB, then bytes in MB).
+    @Test(
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "util-linux script is not installed"))
+    func installOnATerminalShowsBinaryUnits() throws {
+        let (_, pub) = try setUp("zip")
+        let nginx = try NginxServer(root: dir.appending("www"))
+        let command =
+            "'\(CLI.binary.path)' install '\(nginx.url("p.zip").absoluteString)' --into '\(dir.appending("home").path)' --trust '\(pub)'"
+        let run = try CLI.run(["-qec", command, "/dev/null"], password: "pw", executable: "/usr/bin/script")
+        #expect(run.status == 0, "\(run.text)")
+        let screen = run.text
+        #expect(screen.contains("\r["), "no bar: \(screen.debugDescription)")
+        #expect(screen.contains(" KiB  p.zip"), "\(screen.debugDescription)")
+        #expect(!screen.contains(" MB") && !screen.contains("MiB  0."), "\(screen.debugDescription)")
+    }
+
     @Test func installTakesAURL() throws {
         let (local, pub) = try setUp("zip")
         let nginx = try NginxServer(root: dir.appending("www"))
