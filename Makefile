@@ -6,8 +6,10 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEMO_DIR ?= $(CURDIR)/.demo
 SAMPLE_PASSWORD := assetpack-sample
 RELEASE_BIN = $(shell $(SWIFT) build -c release --show-bin-path)/assetpack
+# Every suite is Swift Testing: without XCTest's runner there is no "Executed 0 tests" from its empty run.
+SWIFT_TEST = $(SWIFT) test --disable-xctest
 
-.PHONY: deps test-deps build release test demo fmt lint samples clean tsan asan fuzz
+.PHONY: deps test-deps build release install test demo fmt lint samples clean tsan asan fuzz
 
 ## deps: install the C libraries' headers with apt when missing: libzip, zlib, OpenSSL, libdeflate,
 ## and libcurl (remote packs).
@@ -36,7 +38,15 @@ release: deps
 ## test: the whole suite, including end-to-end tests that run the built assetpack binary.
 test: test-deps
 	$(SWIFT) build
-	$(SWIFT) test
+	$(SWIFT_TEST)
+
+## install: the release binary to $(DESTDIR)$(PREFIX)/bin/assetpack (PREFIX /usr/local unless given;
+## DESTDIR for staging a package). `make install PREFIX=$$HOME/.local` needs no root.
+PREFIX ?= /usr/local
+install: release
+	install -d "$(DESTDIR)$(PREFIX)/bin"
+	install -m 0755 "$(RELEASE_BIN)" "$(DESTDIR)$(PREFIX)/bin/assetpack"
+	@echo "installed $(DESTDIR)$(PREFIX)/bin/assetpack"
 
 ## demo: build, pack SamplePacks/assets both ways, install privately, read every entry by path.
 demo: release
@@ -77,7 +87,7 @@ clean:
 .PHONY: update-figures
 update-figures: test-deps
 	$(SWIFT) build --build-tests
-	@set -o pipefail; $(SWIFT) test --skip-build --filter 'UpdateAttackCLITests|ReleaseCLITests' 2>&1 | grep -E '^figure:|✘|error:'
+	@set -o pipefail; $(SWIFT_TEST) --skip-build --filter 'UpdateAttackCLITests|ReleaseCLITests' 2>&1 | grep -E '^figure:|✘|error:'
 
 ## perf: release build, then `assetpack perf --corpus standard` (zip vs container, every entry, interleaved);
 ## the table goes to the terminal and perf-reports/perf.txt, with perf.json, perf.csv and perf.html beside it.
@@ -104,14 +114,14 @@ SOAK_BASE ?=
 soak: deps
 	$(SWIFT) build
 	ASSETPACK_SOAK_SEEDS=$(SOAK_SEEDS) $(if $(SOAK_BASE),ASSETPACK_SOAK_BASE=$(SOAK_BASE)) \
-	  $(SWIFT) test --filter 'AssetPackTests.DifferentialTests|AssetPackCLITests.DifferentialCLITests'
+	  $(SWIFT_TEST) --filter 'AssetPackTests.DifferentialTests|AssetPackCLITests.DifferentialCLITests'
 
 ## tsan / asan: the concurrency stress test (and for asan the damage sweeps) under sanitizers.
 tsan: deps
-	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter 'StressTests|concurrentReads|readsFromManyThreads|RemoteTests'
+	$(SWIFT_TEST) --sanitize=thread --scratch-path .build-tsan --filter 'StressTests|concurrentReads|readsFromManyThreads|RemoteTests'
 
 asan: deps
-	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan.supp $(SWIFT) test --sanitize=address --scratch-path .build-asan --filter 'StressTests|HardeningTests|ZipPackReaderTests'
+	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan.supp $(SWIFT_TEST) --sanitize=address --scratch-path .build-asan --filter 'StressTests|HardeningTests|ZipPackReaderTests'
 
 ## fuzz: every libFuzzer target for FUZZ_SECONDS (default 60) each; non-zero on any crash.
 ## libFuzzer refuses a corpus folder that does not exist, and git keeps no empty folder, so a

@@ -77,7 +77,7 @@ extension PerfReport {
         }
         if let s = summary { h += "<p class=\"summary\">\(esc(summaryLine(s)))</p>\n" }
         h +=
-            "<p>Each figure is the wall time of one <code>readTimed</code> call on an open pack: \(settings.iterations) measured reads per entry and backend after \(settings.warmupReads) warm-up read, backends interleaved (alternating order). MB/s = 10<sup>6</sup> bytes per second, on the median.</p>\n"
+            "<p>Each figure is the wall time of one <code>readTimed</code> call on an open pack: \(settings.iterations) measured reads per entry and backend after \(settings.warmupReads) warm-up read, backends interleaved (alternating order). MiB/s = 2<sup>20</sup> bytes per second, on the median.</p>\n"
 
         h += "<h2>Time per read vs entry size</h2>\n"
         h += chartSVG(
@@ -85,8 +85,9 @@ extension PerfReport {
             yLabel: Self.secondsTick)
         h += "<h2>Throughput vs entry size</h2>\n"
         h += chartSVG(
-            title: "Throughput on the median (log-log)", yTitle: "MB/s (10^6 B/s)", value: { $0.mbPerS },
-            yLabel: Self.mbpsTick)
+            title: "Throughput on the median (log-log)", yTitle: "MiB/s (2^20 B/s)",
+            value: { $0.mbPerS * 1e6 / 1_048_576 },
+            yLabel: Self.mibpsTick)
 
         h +=
             "<h2>Packs</h2>\n<div class=\"scroll\"><table><tr><th class=\"l\">backend</th><th>pack size</th><th>entries</th><th>pack time</th><th>install time</th><th>open (incl. KDF)</th><th>read peak RSS</th><th>Δ RSS in read pass</th><th>largest entry</th></tr>\n"
@@ -116,7 +117,7 @@ extension PerfReport {
 
         h += "<h2>Entries</h2>\n"
         for (sizeClass, group) in entriesByClass {
-            h += "<h3>\(esc(sizeClass.label)) — \(group.count) entries</h3>\n"
+            h += "<h3>\(esc(sizeClass.label)) — \(PerfFormat.count(group.count, "entry", "entries"))</h3>\n"
             if group.count > Self.fullClassLimit {
                 h += entryTable(Self.samples(group, count: Self.sampleRows), aggregate: group)
                 h +=
@@ -174,7 +175,7 @@ extension PerfReport {
         var h = "<div class=\"scroll\"><table><tr><th class=\"l\">entry</th><th>size</th>"
         for l in backends {
             h +=
-                "<th>\(esc(l)) min</th><th>\(esc(l)) median</th><th>\(esc(l)) p90</th><th>\(esc(l)) max</th><th>\(esc(l)) MB/s</th>"
+                "<th>\(esc(l)) min</th><th>\(esc(l)) median</th><th>\(esc(l)) p90</th><th>\(esc(l)) max</th><th>\(esc(l)) MiB/s</th>"
         }
         let ratio = settings.baseline != nil && settings.candidate != nil
         if ratio { h += "<th>\(esc(settings.baseline!))/\(esc(settings.candidate!))</th>" }
@@ -189,10 +190,9 @@ extension PerfReport {
                 let n = Double(max(stats.count, 1))
                 let med = stats.reduce(0) { $0 + $1.medianSeconds }
                 sums[l] = med
-                let mb =
-                    Double(aggregate.filter { $0.backends[l] != nil }.reduce(UInt64(0)) { $0 + $1.size }) / med / 1e6
+                let bytes = Double(aggregate.filter { $0.backends[l] != nil }.reduce(UInt64(0)) { $0 + $1.size })
                 h +=
-                    "<td>\(PerfFormat.seconds(stats.map(\.minSeconds).reduce(0, +) / n))</td><td>\(PerfFormat.seconds(med / n))</td><td>\(PerfFormat.seconds(stats.map(\.p90Seconds).reduce(0, +) / n))</td><td>\(PerfFormat.seconds(stats.map(\.maxSeconds).reduce(0, +) / n))</td><td>\(PerfFormat.mbps(mb))</td>"
+                    "<td>\(PerfFormat.seconds(stats.map(\.minSeconds).reduce(0, +) / n))</td><td>\(PerfFormat.seconds(med / n))</td><td>\(PerfFormat.seconds(stats.map(\.p90Seconds).reduce(0, +) / n))</td><td>\(PerfFormat.seconds(stats.map(\.maxSeconds).reduce(0, +) / n))</td><td>\(PerfFormat.mibps(bytes: bytes, seconds: med))</td>"
             }
             if ratio, let b = sums[settings.baseline!], let c = sums[settings.candidate!] {
                 h += "<td class=\"\(b >= c ? "win" : "lose")\">\(PerfFormat.ratio(b / c))</td>"
@@ -205,7 +205,7 @@ extension PerfReport {
             for l in backends {
                 if let b = e.backends[l] {
                     h +=
-                        "<td>\(PerfFormat.seconds(b.minSeconds))</td><td>\(PerfFormat.seconds(b.medianSeconds))</td><td>\(PerfFormat.seconds(b.p90Seconds))</td><td>\(PerfFormat.seconds(b.maxSeconds))</td><td>\(PerfFormat.mbps(b.mbPerS))</td>"
+                        "<td>\(PerfFormat.seconds(b.minSeconds))</td><td>\(PerfFormat.seconds(b.medianSeconds))</td><td>\(PerfFormat.seconds(b.p90Seconds))</td><td>\(PerfFormat.seconds(b.maxSeconds))</td><td>\(PerfFormat.mibps(mbPerS: b.mbPerS))</td>"
                 } else {
                     h += "<td>–</td><td>–</td><td>–</td><td>–</td><td>–</td>"
                 }
@@ -347,8 +347,8 @@ extension PerfReport {
         return String(format: "%.0f %@", v.rounded(), unit)
     }
 
-    static func mbpsTick(_ v: Double) -> String {
-        v >= 1 ? String(format: "%.0f MB/s", v) : String(format: "%g MB/s", v)
+    static func mibpsTick(_ v: Double) -> String {
+        v >= 1 ? String(format: "%.0f MiB/s", v) : String(format: "%g MiB/s", v)
     }
 }
 

@@ -349,11 +349,22 @@ public struct PerfSummary: Codable, Sendable, Equatable {
     public var baselineWins: Int
     /// The same, per size class, in class order.
     public var classes: [PerfClassSummary]
+    /// The baseline pack's open, seconds (``PerfPack/openSeconds``), which no read above includes;
+    /// `nil` in reports from before it was recorded here.
+    public var baselineOpenSeconds: Double?
+    /// The candidate pack's open, seconds: for a container given a password, the scrypt key
+    /// derivation, paid once per open.
+    public var candidateOpenSeconds: Double?
+    /// Opening each pack once and reading every compared entry once (the sum of its medians):
+    /// baseline seconds / candidate seconds (> 1: candidate faster). Unlike ``geomeanSpeedup``
+    /// it counts the open; `nil` without both open times.
+    public var openAndReadOnceSpeedup: Double?
 
     /// Creates a summary.
     public init(
         baseline: String, candidate: String, comparedEntries: Int, geomeanSpeedup: Double, candidateWins: Int,
-        baselineWins: Int, classes: [PerfClassSummary]
+        baselineWins: Int, classes: [PerfClassSummary], baselineOpenSeconds: Double? = nil,
+        candidateOpenSeconds: Double? = nil
     ) {
         self.baseline = baseline
         self.candidate = candidate
@@ -362,6 +373,13 @@ public struct PerfSummary: Codable, Sendable, Equatable {
         self.candidateWins = candidateWins
         self.baselineWins = baselineWins
         self.classes = classes
+        self.baselineOpenSeconds = baselineOpenSeconds
+        self.candidateOpenSeconds = candidateOpenSeconds
+        if let baselineOpenSeconds, let candidateOpenSeconds {
+            let b = baselineOpenSeconds + classes.reduce(0) { $0 + $1.baselineSeconds }
+            let c = candidateOpenSeconds + classes.reduce(0) { $0 + $1.candidateSeconds }
+            openAndReadOnceSpeedup = c > 0 ? b / c : nil
+        }
     }
 
     enum CodingKeys: String, CodingKey {
@@ -370,6 +388,9 @@ public struct PerfSummary: Codable, Sendable, Equatable {
         case geomeanSpeedup = "geomean_speedup"
         case candidateWins = "candidate_wins"
         case baselineWins = "baseline_wins"
+        case baselineOpenSeconds = "baseline_open_seconds"
+        case candidateOpenSeconds = "candidate_open_seconds"
+        case openAndReadOnceSpeedup = "open_and_read_once_speedup"
     }
 }
 

@@ -335,14 +335,22 @@ public enum PerfRunner {
             entries: entries, packs: Dictionary(uniqueKeysWithValues: subjects.map { ($0.label, $0.pack) }),
             machine: PerfMachine.current(probeToolchain: configuration.probeToolchain), settings: settings,
             summary: nil)
-        if let baseline, let candidate { result.summary = summarize(entries, baseline: baseline, candidate: candidate) }
+        if let baseline, let candidate {
+            result.summary = summarize(
+                entries, baseline: baseline, candidate: candidate,
+                opens: (result.packs[baseline]?.openSeconds, result.packs[candidate]?.openSeconds))
+        }
         result.settings.wallSeconds = wall.elapsed
         result.settings.loadAverage = [loadAtStart, loadAverage()].compactMap { $0 }
         return result
     }
 
-    /// The headline comparison of `candidate` against `baseline` over the entries both measured.
-    public static func summarize(_ entries: [PerfEntry], baseline: String, candidate: String) -> PerfSummary {
+    /// The headline comparison of `candidate` against `baseline` over the entries both measured;
+    /// with `opens` (each pack's open, seconds), also with the open counted.
+    public static func summarize(
+        _ entries: [PerfEntry], baseline: String, candidate: String,
+        opens: (baseline: Double?, candidate: Double?) = (nil, nil)
+    ) -> PerfSummary {
         var speedups: [Double] = []
         var wins = (candidate: 0, baseline: 0)
         var classes: [PerfSizeClass: (n: Int, bytes: UInt64, b: Double, c: Double, s: [Double], cw: Int, bw: Int)] = [:]
@@ -377,7 +385,7 @@ public enum PerfRunner {
                 return PerfClassSummary(
                     sizeClass: c.label, entries: k.n, bytes: k.bytes, baselineSeconds: k.b, candidateSeconds: k.c,
                     geomeanSpeedup: PerfStatistics.geometricMean(k.s), candidateWins: k.cw, baselineWins: k.bw)
-            })
+            }, baselineOpenSeconds: opens.baseline, candidateOpenSeconds: opens.candidate)
     }
 
     // MARK: - Helpers

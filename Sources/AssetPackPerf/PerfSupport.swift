@@ -171,10 +171,19 @@ enum PerfFormat {
         return String(format: value < 10 ? "%.2f %@" : value < 100 ? "%.1f %@" : "%.0f %@", value, unit)
     }
 
-    /// Throughput: `85.3`, `2310`.
-    static func mbps(_ v: Double) -> String {
+    /// Throughput in MiB/s (2^20 B/s, the unit of every rate a person reads): `85.3`, `2310`.
+    static func mibps(bytes: Double, seconds: Double) -> String {
+        let v = bytes / seconds / 1_048_576
         guard v.isFinite else { return "-" }
         return String(format: v < 10 ? "%.2f" : v < 1000 ? "%.1f" : "%.0f", v)
+    }
+
+    /// The same from a report's `mbPerS` (10^6 B/s, the unit the JSON and CSV keep).
+    static func mibps(mbPerS: Double) -> String { mibps(bytes: mbPerS * 1e6, seconds: 1) }
+
+    /// `1 entry`, `3 entries`: a count and its noun in the right number.
+    static func count(_ n: Int, _ singular: String, _ plural: String) -> String {
+        "\(n) \(n == 1 ? singular : plural)"
     }
 
     /// A ratio: `12.3×`.

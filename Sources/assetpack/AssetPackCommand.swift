@@ -27,18 +27,57 @@ struct AssetPackCommand: ParsableCommand {
         // zip); naming the same file in TZ gives the same local time and one read.
         if getenv("TZ") == nil { setenv("TZ", ":/etc/localtime", 0) }
         Interrupts.removeTemporariesOnInterrupt()
-        main(nil)
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        do {
+            var command = try parseAsRoot(arguments)
+            try command.run()
+        } catch {
+            finish(with: error, arguments: arguments)
+        }
+    }
+
+    /// Exits as ArgumentParser's `exit(withError:)` would, except that a usage error is printed in
+    /// the style of every other error (`assetpack: error: …`), and a misspelt command or a password
+    /// on the command line is said as such.
+    static func finish(with error: Error, arguments: [String]) -> Never {
+        let code = exitCode(for: error)
+        // Help and --version (to stdout), and errors already reported (ExitCode): as before.
+        guard code != .success, !(error is ExitCode) else { exit(withError: error) }
+        let commands = configuration.subcommands.map { $0._commandName }
+        let text: String
+        if code == .validationFailure, let hint = UsageErrors.hint(for: arguments, commands: commands) {
+            text = "assetpack: error: \(hint)\n  See 'assetpack --help' for more information."
+        } else {
+            text = UsageErrors.restyled(fullMessage(for: error))
+        }
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+        Foundation.exit(code.rawValue)
     }
 }
 
-/// Ctrl-C and SIGTERM: remove the temporary files in flight, then die of the signal as before
-/// (exit status 128 + signal to a shell). The output a command was replacing is left as it was,
+/// Ctrl-C and SIGTERM: clear the progress line, remove the temporary files in flight, say what
+/// became of the output (`assetpack: interrupted: …`), then die of the signal as before (exit
+/// status 128 + signal to a shell). The output a command was replacing is left as it was,
 /// because it is replaced only by renaming a complete temporary.
 enum Interrupts {
     nonisolated(unsafe) private static var sources: [any DispatchSourceSignal] = []
     /// Set once a signal arrived: the main thread must not exit with an ordinary status (say,
     /// because its temporary vanished under it) before the handler re-raises the signal.
     private static let interrupted = Atomic<Bool>(false)
+    /// What the interrupted command leaves, said after `assetpack: interrupted: `.
+    private static let outcome = Mutex<String?>(nil)
+    /// The progress line on the terminal, cleared before the line is printed.
+    private static let progress = Mutex<ProgressLine?>(nil)
+
+    /// Whether a signal arrived: errors the main thread meets from then on (its temporary
+    /// removed under it) are not printed.
+    static var isInterrupted: Bool { interrupted.load(ordering: .sequentiallyConsistent) }
+
+    /// Sets what an interruption from now on leaves, e.g. "out.pack was not changed (the previous pack is kept)".
+    static func onInterrupt(say text: String) { outcome.withLock { $0 = text } }
+
+    /// The progress line to clear on an interruption.
+    static func clearOnInterrupt(_ line: ProgressLine) { progress.withLock { $0 = line } }
 
     static func removeTemporariesOnInterrupt() {
         // A parent may have started us with these blocked (a dispatch worker thread's mask is
@@ -53,7 +92,10 @@ enum Interrupts {
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
             source.setEventHandler {
                 interrupted.store(true, ordering: .sequentiallyConsistent)
+                progress.withLock { $0?.stop() }
                 TemporaryFiles.removeAll()
+                let said = outcome.withLock { $0 }.map { "interrupted: \($0)" } ?? "interrupted"
+                FileHandle.standardError.write(Data("assetpack: \(said)\n".utf8))
                 signal(signalNumber, SIG_DFL)
                 kill(getpid(), signalNumber)  // to the process: dispatch threads block signals
             }
@@ -92,10 +134,12 @@ func cliExitCode(for code: AssetPackError.Code) -> Int32 {
 }
 
 func printError(_ message: String) {
+    guard !Interrupts.isInterrupted else { return }  // the interruption is what happened
     FileHandle.standardError.write(Data("assetpack: error: \(message)\n".utf8))
 }
 
 func printWarning(_ message: String) {
+    guard !Interrupts.isInterrupted else { return }
     FileHandle.standardError.write(Data("assetpack: warning: \(message)\n".utf8))
 }
 
@@ -107,7 +151,7 @@ struct QuietOption: ParsableArguments {
 
     /// Writes one line of chatter to stderr unless quiet.
     func say(_ line: String) {
-        guard !quiet else { return }
+        guard !quiet, !Interrupts.isInterrupted else { return }
         FileHandle.standardError.write(Data((line + "\n").utf8))
     }
 }

@@ -41,8 +41,8 @@ extension AssetPackCommand {
         /// `timing: PATH: N bytes in W ms (R MiB/s): lookup …, key derivation …, decrypt …, crc … ms (decoder)`.
         static func describe(_ t: EntryTiming, wall: Double) -> String {
             func ms(_ seconds: Double) -> String { String(format: "%.2f", seconds * 1000) }
-            let rate = wall > 0 ? String(format: "%.0f", Double(t.bytesOut) / wall / 1_048_576) : "-"
-            return "timing: \(t.path): \(t.bytesOut) bytes in \(ms(wall)) ms (\(rate) MiB/s): lookup \(ms(t.lookup)), "
+            let rate = Units.rate(bytes: Double(t.bytesOut), seconds: wall)
+            return "timing: \(t.path): \(t.bytesOut) bytes in \(ms(wall)) ms (\(rate)): lookup \(ms(t.lookup)), "
                 + "key derivation \(ms(t.keyDerivation)), decrypt \(ms(t.decrypt)), crc \(ms(t.crc)) ms (\(t.decoder))"
         }
 

@@ -30,7 +30,7 @@ extension AssetPackCommand {
                     count += 1
                     print(url.path)
                 }
-                quiet.say("assetpack: extracted \(count) entries into \(into)")
+                quiet.say("assetpack: extracted \(plural(count, "entry", "entries")) into \(into)")
             }
         }
     }

@@ -7,7 +7,7 @@ extension AssetPackCommand {
         static let configuration = CommandConfiguration(
             abstract: "Install a pack into a private directory (0700; pack 0600), atomically and idempotently.",
             discussion:
-                "Prints the installed path. Without --into, installs into the app's default directory for --app-id. A URL (http:// or https://) is downloaded by range requests: resumable after an interruption, and, when an older version is installed under the same name, only the entries that changed are downloaded (signed packs; unsigned containers given their password or key; a container always needs it for this). From a server that ignores Range, the whole file is downloaded in one request, without resume. The password options are used only for that. See docs/REMOTE.md."
+                "Prints the installed path on stdout, and on stderr what was installed (NAME and its size), unless it was already installed and current, or --quiet. Without --into, installs into the app's default directory for --app-id. A URL (http:// or https://) is downloaded by range requests: resumable after an interruption, and, when an older version is installed under the same name, only the entries that changed are downloaded (signed packs; unsigned containers given their password or key; a container always needs it for this). From a server that ignores Range, the whole file is downloaded in one request, without resume. The password options are used only for that. See docs/REMOTE.md."
         )
 
         @Argument(help: "The pack to install: a path, or an http:// or https:// URL.") var pack: String
@@ -41,7 +41,12 @@ extension AssetPackCommand {
                 }
                 let result = try installer(keys).install(URL(fileURLWithPath: pack), as: name)
                 print(result.path.path)
-                if !result.copied { quiet.say("assetpack: already installed and current") }
+                if result.copied {
+                    let size = (try? FileSystem.stat(result.path.path).size) ?? 0
+                    quiet.say("assetpack: installed \(result.path.lastPathComponent) (\(size) bytes)")
+                } else {
+                    quiet.say("assetpack: already installed and current")
+                }
                 if let publisher = result.publisher {
                     quiet.say("assetpack: signed by trusted key \(publisher.fingerprint)")
                 }
@@ -60,7 +65,7 @@ extension AssetPackCommand {
             guard let url = URL(string: pack) else {
                 throw AssetPackError(.invalidArgument, "\(pack) is not a valid URL")
             }
-            let progress = ProgressLine(enabled: !quiet.quiet && isatty(STDERR_FILENO) == 1, unit: "MiB")
+            let progress = ProgressLine(enabled: !quiet.quiet && isatty(STDERR_FILENO) == 1, unit: nil)
             let result = try installer(keys).installRemote(
                 url, as: name, credential: try credentials.given(), limits: try network.limits(),
                 options: .init(transfer: try network.transfer()),
@@ -72,10 +77,10 @@ extension AssetPackCommand {
             progress.finish()
             print(result.installation.path.path)
             if !result.installation.copied {
-                quiet.say("assetpack: already installed and current (\(result.requests) request)")
+                quiet.say("assetpack: already installed and current (\(plural(result.requests, "request")))")
             } else {
                 quiet.say(
-                    "assetpack: downloaded \(result.downloaded) bytes in \(result.requests) requests, reused \(result.reused) bytes from the installed pack"
+                    "assetpack: downloaded \(result.downloaded) bytes in \(plural(result.requests, "request")), reused \(result.reused) bytes from the installed pack"
                         + (result.resumed > 0 ? ", resumed \(result.resumed) bytes downloaded before" : ""))
             }
             if let publisher = result.installation.publisher {

@@ -10,10 +10,13 @@ extension AssetPackCommand {
                 NAME.key (mode 0600) is the private signing key: keep it out of the repository and out of the app, \
                 and back it up (a lost key cannot sign packs that apps holding its public key accept). NAME.pub is \
                 the public key on one line: paste it into the app. The public key line goes to stdout, the summary \
-                to stderr (--quiet drops it). An existing NAME.key or NAME.pub is replaced only with --force.
+                to stderr (--quiet drops it). An existing NAME.key or NAME.pub is replaced only with --force. \
+                Missing folders in NAME are created, private (mode 0700).
                 """)
 
-        @Option(help: ArgumentHelp("Write NAME.key and NAME.pub (NAME's folder must exist).", valueName: "NAME"))
+        @Option(
+            help: ArgumentHelp(
+                "Write NAME.key and NAME.pub (NAME's missing folders are created, mode 0700).", valueName: "NAME"))
         var out: String
         @Flag(help: "Replace an existing NAME.key and NAME.pub; the old private key is lost.") var force = false
         @OptionGroup var quiet: QuietOption
@@ -32,6 +35,7 @@ extension AssetPackCommand {
                     throw AssetPackError(
                         .invalidArgument, "\(out) is a directory: give a name inside it, such as \(out)/publisher")
                 }
+                let created = try Self.makeFolders(above: out)
                 for path in [keyPath, pubPath] { try AtomicFile.checkTarget(path) }
                 // lstat: a dangling symbolic link is a file too (the rename would replace it).
                 let existing = [keyPath, pubPath].filter { (try? FileSystem.lstat($0)) != nil }
@@ -50,10 +54,36 @@ extension AssetPackCommand {
                     throw error
                 }
                 print(publicKey.text)
+                for folder in created { quiet.say("created \(folder) (mode 0700)") }
                 quiet.say(
                     "wrote \(keyPath): the private signing key (mode 0600); keep it out of the repository and the app")
                 quiet.say("wrote \(pubPath): the public key \(publicKey.fingerprint); paste its line into the app")
             }
+        }
+
+        /// Creates the folders missing above `path`, outermost first, each 0700 whatever the umask
+        /// (they hold a private key), and returns them. Folders that exist are left as they are.
+        static func makeFolders(above path: String) throws -> [String] {
+            var missing: [String] = []
+            var folder = (path as NSString).deletingLastPathComponent
+            // lstat: a symbolic link (even a dangling one) is there; checkTarget judges it.
+            while !folder.isEmpty, folder != "/", (try? FileSystem.lstat(folder)) == nil {
+                missing.append(folder)
+                folder = (folder as NSString).deletingLastPathComponent
+            }
+            var created: [String] = []
+            for folder in missing.reversed() {
+                do throws(Errno) {
+                    try FileSystem.mkdir(folder, permissions: 0o700)
+                    try FileSystem.chmod(folder, 0o700)  // the umask may have taken bits away
+                    created.append(folder)
+                } catch  where error == .fileExists {
+                    continue  // `a/..` in the name: made a moment ago under another spelling
+                } catch {
+                    throw error.io("cannot create folder \(folder)")
+                }
+            }
+            return created
         }
     }
 }

@@ -40,7 +40,7 @@ extension AssetPackCommand {
                 }
                 let total = reader.entries.reduce(UInt64(0)) { $0 + $1.size }
                 quiet.say(
-                    "\(reader.entries.count) entries, \(total) bytes, format \(reader.format.rawValue)"
+                    "\(plural(reader.entries.count, "entry", "entries")), \(total) bytes, format \(reader.format.rawValue)"
                         + (reader.release.map { "; signed release: \($0.summary)" } ?? ""))
             }
         }

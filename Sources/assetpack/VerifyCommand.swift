@@ -72,7 +72,7 @@ extension AssetPackCommand {
                     print(String(decoding: try encoder.encode(document), as: UTF8.self))
                 } else {
                     let ok = results.filter { $0.status == "ok" }.count
-                    quiet.say("\(ok) of \(results.count) entries verified")
+                    quiet.say("\(ok) of \(plural(results.count, "entry", "entries")) verified")
                     if let release = reader.release { quiet.say("signed release: \(release.summary)") }
                     quiet.say(Self.legend)
                 }

@@ -82,6 +82,34 @@ import Testing
         #expect(forced.text == publicKey.text + "\n")
     }
 
+    /// The README's `keygen --out keys/publisher` in a fresh checkout, where `keys/` does not
+    /// exist: the missing folders are made, private (0700, whatever the umask), and said so;
+    /// folders that existed keep their mode.
+    @Test(arguments: ["022", "077"])
+    func createsMissingFoldersPrivately(umask: String) throws {
+        let dir = TemporaryDirectory("keygen")
+        let run = try CLI.run(
+            [
+                "-c", "umask \(umask) && cd \"$1\" && exec \"$0\" keygen --out keys/publisher", CLI.binary.path,
+                dir.path,
+            ], executable: "/bin/sh")
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(mode(dir.appending("keys").path) == 0o700)
+        #expect(mode(dir.appending("keys/publisher.key").path) == 0o600)
+        #expect(FileManager.default.fileExists(atPath: dir.appending("keys/publisher.pub").path))
+        #expect(run.stderr.contains("created keys (mode 0700)"), "\(run.stderr)")
+
+        // Several levels below a folder that exists (0755, left so).
+        try FileManager.default.createDirectory(
+            at: dir.appending("shared"), withIntermediateDirectories: false, attributes: [.posixPermissions: 0o755])
+        let deep = try keygen(["--out", dir.appending("shared/a/b/k").path], umask: umask)
+        #expect(deep.status == 0, "\(deep.stderr)")
+        #expect(mode(dir.appending("shared").path) == 0o755)
+        #expect(mode(dir.appending("shared/a").path) == 0o700)
+        #expect(mode(dir.appending("shared/a/b").path) == 0o700)
+        #expect(mode(dir.appending("shared/a/b/k.key").path) == 0o600)
+    }
+
     @Test func quietPrintsOnlyThePublicKey() throws {
         let dir = TemporaryDirectory("keygen")
         for flag in ["--quiet", "-q"] {
@@ -95,9 +123,12 @@ import Testing
 
     @Test func badNamesGetClearErrors() throws {
         let dir = TemporaryDirectory("keygen")
-        let missing = try CLI.run(["keygen", "--out", dir.appending("no/such/k").path])
+        // A file where a folder must go: nothing can be created below it.
+        try Data([1]).write(to: dir.appending("file"))
+        let missing = try CLI.run(["keygen", "--out", dir.appending("file/sub/k").path])
         #expect(missing.status == 1)
-        #expect(missing.stderr.contains("does not exist"), "\(missing.stderr)")
+        #expect(missing.stderr.contains("cannot create folder"), "\(missing.stderr)")
+        #expect(missing.stderr.contains("Not a directory"), "\(missing.stderr)")
 
         try FileManager.default.createDirectory(at: dir.appending("folder"), withIntermediateDirectories: false)
         let folder = try CLI.run(["keygen", "--out", dir.appending("folder").path])
@@ -118,6 +149,6 @@ import Testing
             #expect(run.stdout.isEmpty)
             #expect(!run.signaled)
         }
-        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == ["d.pub", "folder"])
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == ["d.pub", "file", "folder"])
     }
 }

@@ -33,26 +33,26 @@ import Testing
         let output = dir.appending("out.pack")
         let first = try Self.pack(source, output, format)
         #expect(first.status == 0, "\(first.stderr)")
-        #expect(Self.summary(first).hasSuffix(": 0 reused, 4 packed"), "\(first.stderr)")
+        #expect(Self.summary(first).hasSuffix(": 0 reused, 4 packed, 0 removed"), "\(first.stderr)")
 
         let second = try Self.pack(source, output, format)
-        #expect(Self.summary(second).hasSuffix(": 4 reused, 0 packed"), "\(second.stderr)")
+        #expect(Self.summary(second).hasSuffix(": 4 reused, 0 packed, 0 removed"), "\(second.stderr)")
 
         try Data(textBytes(20_000, seed: 9)).write(to: source.appendingPathComponent("a.txt"))
         let third = try Self.pack(source, output, format)
-        #expect(Self.summary(third).hasSuffix(": 3 reused, 1 packed"), "\(third.stderr)")
+        #expect(Self.summary(third).hasSuffix(": 3 reused, 1 packed, 0 removed"), "\(third.stderr)")
         let cat = try CLI.run(["cat", output.path, "a.txt"], password: Self.password)
         #expect(cat.status == 0 && cat.stdout == textBytes(20_000, seed: 9))
 
         let fresh = try Self.pack(source, output, format, ["--fresh"])
-        #expect(Self.summary(fresh).hasSuffix(": 0 reused, 4 packed"), "\(fresh.stderr)")
+        #expect(Self.summary(fresh).hasSuffix(": 0 reused, 4 packed, 0 removed"), "\(fresh.stderr)")
         let verify = try CLI.run(["verify", output.path, "--quiet"], password: Self.password)
         #expect(verify.status == 0, "\(verify.stderr)")
 
         // Another password: the old pack does not open with it, so nothing is reused.
         let other = try CLI.run(
             ["pack", source.path, "--output", output.path, "--format", format.rawValue], password: "another")
-        #expect(Self.summary(other).hasSuffix(": 0 reused, 4 packed"), "\(other.stderr)")
+        #expect(Self.summary(other).contains(": 0 reused, 4 packed"), "\(other.stderr)")
     }
 
     @Test(arguments: [PackFormat.zip, .container])
@@ -85,18 +85,12 @@ import Testing
         let screen = try onTerminal("")
         #expect(screen.contains("\r["), "no bar: \(screen.debugDescription)")
         #expect(screen.contains("4/4 files"), "\(screen.debugDescription)")
-        #expect(screen.contains("/0.1 MB"), "bytes missing: \(screen.debugDescription)")
+        // Binary units, as everywhere else: 94,396 bytes.
+        #expect(screen.contains("/92.2 KiB"), "bytes missing: \(screen.debugDescription)")
+        #expect(!screen.contains(" MB"), "\(screen.debugDescription)")
         #expect(screen.contains("packed 4 entries"))
         let quiet = try onTerminal("--quiet")
         #expect(!quiet.contains("files") && !quiet.contains("packed"), "\(quiet.debugDescription)")
-    }
-
-    /// The bar's text, without a terminal: rate and ETA once bytes are known.
-    @Test func progressLineText() {
-        let line = ProgressText.render(
-            done: 3, total: 10, label: "media/big.bin", bytes: (50_000_000, 200_000_000), elapsed: 2)
-        #expect(line.hasPrefix("[######..................] 3/10 files  50.0/200.0 MB  25 MB/s  ETA 0:06"), "\(line)")
-        #expect(line.hasSuffix("media/big.bin"))
     }
 
     /// SIGINT or SIGTERM while a pack is being written: the previous pack stays byte for byte,
@@ -122,5 +116,38 @@ import Testing
         #expect(run.diedOfSignal)
         #expect(run.left == ["out.pack", "src"], "left behind: \(run.left)")
         #expect(try Data(contentsOf: output) == before)
+        // Not silent: the last line says what became of the output.
+        #expect(
+            run.stderr.hasSuffix(
+                "assetpack: interrupted: \(output.path) was not changed (the previous pack is kept)\n"),
+            "\(run.stderr.debugDescription)")
+    }
+
+    /// Ctrl-C on a terminal: the progress bar is cleared before the line that says what became of
+    /// the output, and no bar is drawn after it. A first pack interrupted leaves no pack, and says so.
+    @Test(
+        arguments: [(PackFormat.container, true), (.zip, false)])
+    func interruptedOnATerminalClearsTheBarAndSaysSo(format: PackFormat, previous: Bool) throws {
+        let dir = TemporaryDirectory()
+        let source = try dir.write(["small.txt": textBytes(100)], under: "src")
+        let output = dir.appending("out.pack")
+        if previous { #expect(try Self.pack(source, output, format).status == 0) }
+        for i in 0..<12 {
+            try Data(testBytes(8 << 20, seed: UInt64(100 + i))).write(to: source.appendingPathComponent("r\(i).bin"))
+        }
+        let run = try CLI.interruptWhileWriting(
+            ["pack", source.path, "--output", output.path, "--format", format.rawValue, "--fresh"],
+            password: Self.password, in: dir.url, signal: SIGINT, terminal: true)
+        #expect(run.sawTemporary && run.diedOfSignal)
+        #expect(run.stderr.contains("\r["), "no bar drawn: \(run.stderr.debugDescription)")
+        // Binary units: 12 × 8 MiB and 100 bytes; a rate, once shown, in MiB/s.
+        #expect(run.stderr.contains("/96.0 MiB"), "\(run.stderr.suffix(300).debugDescription)")
+        #expect(!run.stderr.contains(" MB"), "\(run.stderr.suffix(300).debugDescription)")
+        let said =
+            previous
+            ? "\(output.path) was not changed (the previous pack is kept)" : "\(output.path) was not written"
+        let line = "\r\u{1B}[Kassetpack: interrupted: \(said)\r\n"
+        #expect(run.stderr.hasSuffix(line), "\(run.stderr.suffix(300).debugDescription)")
+        #expect(run.left == (previous ? ["out.pack", "src"] : ["src"]), "\(run.left)")
     }
 }

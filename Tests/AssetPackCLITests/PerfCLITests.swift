@@ -24,9 +24,27 @@ import Testing
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.text.contains("summary: container is"))
         #expect(!run.stderr.contains("\r"), "no progress bar without a terminal")
+        // One unit family (binary) for what a person reads; counts in the right number.
+        #expect(run.text.contains("MiB/s") && !run.text.contains("MB/s"), "\(run.text)")
+        #expect(run.text.contains("[<=4KiB] 1 entry\n") && !run.text.contains("1 entries"), "\(run.text)")
 
         let report = try PerfReport.decode(Data(contentsOf: URL(fileURLWithPath: json)))
         #expect(report.entries.count == Self.tree.count)
+        // The headline shows, beside the per-read ratio, what opening each pack once (the
+        // container's scrypt included) and reading every entry once cost.
+        let summary = try #require(report.summary)
+        let zipOpen = try #require(report.packs["zip"]?.openSeconds)
+        let containerOpen = try #require(report.packs["container"]?.openSeconds)
+        #expect(summary.baselineOpenSeconds == zipOpen && summary.candidateOpenSeconds == containerOpen)
+        let readOnce = (
+            summary.classes.reduce(0) { $0 + $1.baselineSeconds },
+            summary.classes.reduce(0) { $0 + $1.candidateSeconds }
+        )
+        let withOpen = try #require(summary.openAndReadOnceSpeedup)
+        #expect(abs(withOpen - (zipOpen + readOnce.0) / (containerOpen + readOnce.1)) < 1e-9 * withOpen)
+        let headline = try #require(run.text.split(separator: "\n").first { $0.hasPrefix("summary: ") })
+        #expect(headline.contains("with each pack opened once"), "\(headline)")
+        #expect(headline.contains("key derivation"), "\(headline)")
         #expect(report.settings.iterations == 2)
         #expect(report.settings.credential == "given-password")
         #expect(
@@ -45,6 +63,7 @@ import Testing
         #expect(htmlText.contains("<svg"))
         #expect(htmlText.contains("data-backend=\"zip\"") && htmlText.contains("data-backend=\"container\""))
         #expect(!htmlText.contains("<script"))
+        #expect(htmlText.contains("MiB/s") && !htmlText.contains("MB/s"))
 
         // The throwaway packs went into a temporary directory that is gone again.
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter {
