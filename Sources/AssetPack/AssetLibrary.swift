@@ -67,7 +67,7 @@ public final class AssetLibrary: Sendable {
     /// - Parameters:
     ///   - bundled: The pack shipped with the app (for example from `Bundle.module`).
     ///   - appID: The app's id: the private directory is `$XDG_DATA_HOME/<appID>`, else
-    ///     `~/.local/share/<appID>` (see ``PrivateInstaller/init(appID:trustedKeys:)``).
+    ///     `~/.local/share/<appID>` (see ``PrivateInstaller/init(appID:trustedKeys:allowRollback:)``).
     ///   - credential: Password (either format) or raw key (container); `nil` for an unencrypted zip.
     ///   - limits: Safety limits for damaged or hostile packs.
     ///   - trustedKeys: The publisher keys the app pins (<doc:Security>): the install and every
@@ -87,7 +87,7 @@ public final class AssetLibrary: Sendable {
     /// Installs a bundled pack with an explicit installer if needed, then opens the installed copy.
     /// - Parameters:
     ///   - bundled: The pack shipped with the app.
-    ///   - installer: Where to install it (``PrivateInstaller/init(directory:trustedKeys:)`` for a directory of your choice).
+    ///   - installer: Where to install it (``PrivateInstaller/init(directory:trustedKeys:allowRollback:)`` for a directory of your choice).
     ///   - name: The installed file's name; the bundled pack's file name when `nil`.
     ///   - credential: Password (either format) or raw key (container); `nil` for an unencrypted zip.
     ///   - limits: Safety limits for damaged or hostile packs.

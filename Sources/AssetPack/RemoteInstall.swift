@@ -125,7 +125,6 @@ extension PrivateInstaller {
         var download = RemoteDownload()
         // A whole-file download holds every byte: nothing to reuse.
         let previous = installed == nil || whole ? nil : destination.path
-        var release: PackSignature?
         var checked: (String, PublisherKey?)
         do {
             download =
@@ -136,9 +135,9 @@ extension PrivateInstaller {
                 : RemoteDownload(
                     client: client, version: version, staging: staging, options: options, room: directory.path)
             try download.checkBeforeDownload(trustedKeys: trustedKeys, credential: credential, limits: limits)
-            // Trusting keys: the signature block's release (expiry, rollback, signed size), before
-            // the bulk download (the block's bytes are in the mirror already).
-            release = try checkRemoteRelease(download.mirror)
+            // Trusting keys: the signature block's release (expiry, rollback), before the bulk
+            // download; its key and signed size were checked with the structure.
+            if !trustedKeys.isEmpty, let block = download.signatureBlock { try checkRelease(block) }
             try download.assemble(previous: previous, credential: credential, progress: progress)
             do {
                 checked = try download.verify(trustedKeys: trustedKeys, credential: credential)
@@ -150,7 +149,7 @@ extension PrivateInstaller {
             }
             // The release that counts is that of the bytes just verified: a full download after
             // a failed delta may have fetched another version under the same validators.
-            release = try checkStagedRelease(download.stagingPath)
+            let release = try checkStagedRelease(download.stagingPath)
             try Cancellation.current?.check()
             // Recorded before the rename: a failure after it refuses older versions all the same.
             try release.map(recordRelease)
@@ -197,6 +196,10 @@ struct RemoteDownload {
 
     /// The staging file.
     var stagingPath: String { staging }
+
+    /// The remote pack's signature block, once ``checkBeforeDownload(trustedKeys:credential:limits:)``
+    /// fetched it (checked against its own key, and against the trusted keys when there are any).
+    var signatureBlock: PackSignature? { block }
 
     /// Opens the staging file for `version`, with what an earlier download of the same
     /// version left in it, after checking that the file system holding `room` has space for
