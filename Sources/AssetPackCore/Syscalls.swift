@@ -73,6 +73,11 @@ private func system_pwrite(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: In
 private func system_lseek(_ fd: Int32, _ offset: off_t, _ whence: Int32) -> off_t { lseek(fd, offset, whence) }
 private func system_fsync(_ fd: Int32) -> Int32 { fsync(fd) }
 private func system_ftruncate(_ fd: Int32, _ size: off_t) -> Int32 { ftruncate(fd, size) }
+#if os(Linux)
+    /// glibc's `fallocate(2)` (the Glibc module does not export it: it needs `_GNU_SOURCE`).
+    @_silgen_name("fallocate")
+    private func system_fallocate(_ fd: Int32, _ mode: Int32, _ offset: off_t, _ length: off_t) -> Int32
+#endif
 private func system_fchmod(_ fd: Int32, _ mode: mode_t) -> Int32 { fchmod(fd, mode) }
 private func system_fstat(_ fd: Int32, _ st: inout CStat) -> Int32 { fstat(fd, &st) }
 private func system_flock(_ fd: Int32, _ operation: Int32) -> Int32 { flock(fd, operation) }
@@ -304,12 +309,24 @@ package struct FileDescriptor: RawRepresentable, Hashable, Sendable {
         _ = try retryingInterrupts { system_fsync(rawValue) }
     }
 
-    /// Sets the permission bits exactly, whatever the umask (`fchmod(2)`).
     /// Sets the file's size to `size` bytes (cutting or zero-extending it).
     package func truncate(to size: UInt64) throws(Errno) {
         _ = try retryingInterrupts { system_ftruncate(rawValue, off_t(size)) }
     }
 
+    /// Gives the disk blocks of `range` back, keeping the file's size: `fallocate(2)` with
+    /// `FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE` on Linux; elsewhere nothing happens (the bytes
+    /// stay on disk) and no error is thrown.
+    package func punchHole(_ range: Range<UInt64>) throws(Errno) {
+        #if os(Linux)
+            _ = try retryingInterrupts {
+                system_fallocate(
+                    rawValue, 0x02 | 0x01, off_t(range.lowerBound), off_t(range.upperBound - range.lowerBound))
+            }
+        #endif
+    }
+
+    /// Sets the permission bits exactly, whatever the umask (`fchmod(2)`).
     package func fchmod(_ permissions: mode_t) throws(Errno) {
         _ = try retryingInterrupts { system_fchmod(rawValue, permissions) }
     }

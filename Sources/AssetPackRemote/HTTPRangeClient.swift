@@ -1,5 +1,5 @@
 import AssetPackCore
-import CLibcurl
+internal import CLibcurl
 import Foundation
 
 /// Byte-range GETs of one remote file, pinned to one version of it (docs/REMOTE.md).

@@ -641,10 +641,8 @@ package final class RemoteMirror: @unchecked Sendable {
     /// Gives the range's disk blocks back (`fallocate(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE)`
     /// on Linux; elsewhere the bytes stay on disk, only forgotten).
     private func punchHole(_ range: Range<UInt64>) {
-        #if os(Linux)
-            _ = linuxFallocate(
-                fd.rawValue, 0x02 | 0x01, Int64(range.lowerBound), Int64(range.upperBound - range.lowerBound))
-        #endif
+        // A hole not punched only keeps bytes on disk: the range is forgotten all the same.
+        try? fd.punchHole(range)
     }
 
     // MARK: - Plan
@@ -768,9 +766,3 @@ private final class Counter: @unchecked Sendable {
         }
     }
 }
-
-#if os(Linux)
-    /// glibc's `fallocate(2)` (the Glibc module does not export it: it needs `_GNU_SOURCE`).
-    @_silgen_name("fallocate")
-    private func linuxFallocate(_ fd: Int32, _ mode: Int32, _ offset: Int64, _ length: Int64) -> Int32
-#endif

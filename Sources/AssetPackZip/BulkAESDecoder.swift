@@ -1,8 +1,5 @@
 import AssetPackCore
 import Foundation
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 /// Decodes one WinZip AES entry (AE-1 or AE-2) from its raw stored bytes, in bulk.
 ///

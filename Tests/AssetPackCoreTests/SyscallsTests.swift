@@ -42,6 +42,26 @@ import Testing
         #expect(three == [0xAB, 0xAB, 0xAB])
     }
 
+    #if os(Linux)
+        /// A punched hole reads as zeros and keeps the file's size (what the remote mirror's cache
+        /// relies on when it evicts).
+        @Test func punchedHolesReadAsZerosAndKeepTheSize() throws {
+            let dir = TemporaryDirectory()
+            let path = dir.appending("holes").path
+            let fd = try FileDescriptor.open(path, .readWrite, options: [.create], permissions: 0o600)
+            defer { try? fd.close() }
+            let bytes = [UInt8](repeating: 0x5A, count: 1 << 20)
+            try bytes.withUnsafeBytes { try fd.pwriteAll($0, at: 0) }
+            try fd.punchHole(256 << 10..<768 << 10)
+            #expect(try fd.status().size == 1 << 20)
+            var back = [UInt8](repeating: 1, count: 1 << 20)
+            #expect(try back.withUnsafeMutableBytes { try fd.preadFully(into: $0, at: 0) } == 1 << 20)
+            #expect(back[0..<(256 << 10)].allSatisfy { $0 == 0x5A })
+            #expect(back[(256 << 10)..<(768 << 10)].allSatisfy { $0 == 0 })
+            #expect(back[(768 << 10)...].allSatisfy { $0 == 0x5A })
+        }
+    #endif
+
     @Test func missingFileIsENOENT() {
         let dir = TemporaryDirectory()
         let path = dir.appending("missing").path
