@@ -80,14 +80,7 @@ import Testing
                 #expect(cat.status == 0 && same, "\(name): \(cat.stderr)")
             }
         }
-        let out = dir.appending("dot-out-\(UUID().uuidString)")
-        let extract = try CLI.run(["extract", zip, "--into", out.path], password: password)
-        #expect(extract.status == 0, "\(extract.stderr)")
-        for (path, bytes) in tree {
-            let written = FileManager.default.contents(atPath: out.path + "/" + path).map { [UInt8]($0) }
-            let same = written == bytes
-            #expect(same, "\(path): \(written?.count ?? -1) bytes written, \(bytes.count) expected")
-        }
+        let out = try Self.expectExtracts(zip, tree, in: dir, password: password)
         let one = try CLI.run(
             ["extract", zip, "./" + tree.keys.sorted()[0], "--into", out.path + "-one"], password: password)
         #expect(one.status == 0, "\(one.stderr)")
@@ -131,6 +124,21 @@ import Testing
         try Self.expectReadable(sfx.path, tree, in: dir, password: CLITests.password)
     }
 
+    /// `extract` of the whole zip writes exactly `tree`. - Returns: The folder it wrote into.
+    static func expectExtracts(
+        _ zip: String, _ tree: [String: [UInt8]], in dir: TemporaryDirectory, password: String?
+    ) throws -> URL {
+        let out = dir.appending("out-\(UUID().uuidString)")
+        let extract = try CLI.run(["extract", zip, "--into", out.path], password: password)
+        #expect(extract.status == 0, "\(extract.stderr)")
+        for (path, bytes) in tree {
+            let written = FileManager.default.contents(atPath: out.path + "/" + path).map { [UInt8]($0) }
+            let same = written == bytes
+            #expect(same, "\(path): \(written?.count ?? -1) bytes written, \(bytes.count) expected")
+        }
+        return out
+    }
+
     static func expectReadable(
         _ zip: String, _ tree: [String: [UInt8]], in dir: TemporaryDirectory, password: String? = nil
     ) throws {
@@ -143,14 +151,7 @@ import Testing
         }
         let verify = try CLI.run(["verify", zip], password: password)
         #expect(verify.status == 0, "\(verify.stderr)")
-        let out = dir.appending("sfx-out-\(UUID().uuidString)")
-        let extract = try CLI.run(["extract", zip, "--into", out.path], password: password)
-        #expect(extract.status == 0, "\(extract.stderr)")
-        for (path, bytes) in tree {
-            let written = FileManager.default.contents(atPath: out.path + "/" + path).map { [UInt8]($0) }
-            let same = written == bytes
-            #expect(same, "\(path): \(written?.count ?? -1) bytes written, \(bytes.count) expected")
-        }
+        _ = try Self.expectExtracts(zip, tree, in: dir, password: password)
     }
 
     /// `install --trust KEY` of a file that is no pack at all: exit 5 (untrusted), as `cat`,
