@@ -5,7 +5,11 @@ let package = Package(
     name: "AssetPack",
     platforms: [.macOS(.v13)],
     products: [
+        // What an app links to read its bundled packs: no HTTP client, no libcurl.
         .library(name: "AssetPack", targets: ["AssetPack"]),
+        // Packs read and installed from HTTP(S) URLs (range requests, delta updates): AssetPack
+        // plus libcurl, for the apps that download packs.
+        .library(name: "AssetPackRemote", targets: ["AssetPackRemote"]),
         .executable(name: "assetpack", targets: ["assetpack"]),
         // Build-tool plugin: packs a target's Assets/ folder into an encrypted pack resource during `swift build`.
         .plugin(name: "PackAssets", targets: ["PackAssets"]),
@@ -16,7 +20,7 @@ let package = Package(
     targets: [
         // C libraries, each imported by exactly one Swift module: libzip by AssetPackZip, libcrypto
         // (OpenSSL 3) by AssetPackCrypto, zlib and libdeflate by AssetPackCore, libcurl by
-        // AssetPackRemote.
+        // AssetPackHTTP.
         .systemLibrary(
             name: "CLibzip", pkgConfig: "libzip",
             providers: [.apt(["libzip-dev"]), .brew(["libzip"])]),
@@ -38,29 +42,37 @@ let package = Package(
         // The cryptographic primitives, over the system OpenSSL 3 (libcrypto): AES-256-GCM,
         // SHA-256, HMAC, HKDF, scrypt, PBKDF2, random bytes. See docs/ARCHITECTURE.md, "Crypto".
         .target(name: "AssetPackCrypto", dependencies: ["AssetPackCore", "CLibcrypto"]),
+        // What every pack format shares above the primitives: the format-driver protocol (the
+        // seam between formats and byte sources) and the signature block.
+        .target(name: "AssetPackFormat", dependencies: ["AssetPackCore", "AssetPackCrypto"]),
         // Zip backend over libzip.
         .target(
             name: "AssetPackZip",
-            dependencies: ["AssetPackCore", "AssetPackCrypto", "CLibzip"]),
+            dependencies: ["AssetPackCore", "AssetPackCrypto", "AssetPackFormat", "CLibzip"]),
         // Chunked AES-256-GCM container.
-        .target(name: "AssetPackContainer", dependencies: ["AssetPackCore", "AssetPackCrypto"]),
-        // Remote packs: range requests over HTTP (libcurl) into a sparse local mirror.
-        .target(
-            name: "AssetPackRemote", dependencies: ["AssetPackCore", "AssetPackZip", "AssetPackContainer", "CLibcurl"]),
-        // Public face: open (format sniffing), pack, install.
+        .target(name: "AssetPackContainer", dependencies: ["AssetPackCore", "AssetPackCrypto", "AssetPackFormat"]),
+        // Public face: the format registry, open, pack, install.
         .target(
             name: "AssetPack",
             dependencies: [
-                "AssetPackCore", "AssetPackZip", "AssetPackContainer", "AssetPackCrypto", "AssetPackRemote",
+                "AssetPackCore", "AssetPackCrypto", "AssetPackFormat", "AssetPackZip", "AssetPackContainer",
             ]),
+        // HTTP range requests (libcurl) into a sparse local mirror: a byte source any format reads,
+        // and the resumable, delta download of a pack. Knows no format.
+        .target(name: "AssetPackHTTP", dependencies: ["AssetPackCore", "CLibcurl"]),
+        // Remote packs' public face: open(url:), install(from:), updates.
+        .target(
+            name: "AssetPackRemote",
+            dependencies: ["AssetPack", "AssetPackCore", "AssetPackCrypto", "AssetPackFormat", "AssetPackHTTP"]),
         // `assetpack perf`: the zip-vs-container report. Not part of the AssetPack product: an app
         // never links it (as swift-nio keeps NIOPerformanceTester apart).
-        .target(name: "AssetPackPerf", dependencies: ["AssetPack"]),
+        .target(name: "AssetPackPerf", dependencies: ["AssetPack", "AssetPackRemote"]),
         // The CLI: parse, call the libraries, print.
         .executableTarget(
             name: "assetpack",
             dependencies: [
-                "AssetPack", "AssetPackPerf", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "AssetPack", "AssetPackRemote", "AssetPackPerf",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         // Runs `assetpack pack` over a target's asset folder at build time (see Plugins/PackAssets).
         .plugin(name: "PackAssets", capability: .buildTool(), dependencies: ["assetpack"]),
@@ -86,7 +98,7 @@ let package = Package(
         .executableTarget(name: "ZipAESBench", dependencies: ["AssetPack"], path: "Benchmarks/Sources/ZipAESBench"),
         // The HTTP client against a bare URLSession, for make bench-remote's transport comparison.
         .executableTarget(
-            name: "TransportBench", dependencies: ["AssetPackRemote"], path: "Benchmarks/Sources/TransportBench"),
+            name: "TransportBench", dependencies: ["AssetPackHTTP"], path: "Benchmarks/Sources/TransportBench"),
 
         // Shared test helpers: temporary trees, deterministic bytes, running the built CLI.
         .target(
@@ -101,8 +113,12 @@ let package = Package(
             name: "AssetPackContainerTests",
             dependencies: ["AssetPackContainer", "AssetPackCore", "AssetPackCrypto", "AssetPackTestSupport"],
             resources: [.copy("Vectors")]),
-        .testTarget(name: "AssetPackTests", dependencies: ["AssetPack", "AssetPackRemote", "AssetPackTestSupport"]),
+        .testTarget(name: "AssetPackTests", dependencies: ["AssetPack", "AssetPackTestSupport"]),
+        .testTarget(
+            name: "AssetPackRemoteTests",
+            dependencies: ["AssetPackRemote", "AssetPackHTTP", "AssetPackFormat", "AssetPackTestSupport"]),
         .testTarget(name: "AssetPackPerfTests", dependencies: ["AssetPackPerf", "AssetPackTestSupport"]),
-        .testTarget(name: "AssetPackCLITests", dependencies: ["AssetPack", "AssetPackPerf", "AssetPackTestSupport"]),
+        .testTarget(
+            name: "AssetPackCLITests", dependencies: ["AssetPack", "AssetPackRemote", "AssetPackPerf", "AssetPackTestSupport"]),
     ]
 )

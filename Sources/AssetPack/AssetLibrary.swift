@@ -121,33 +121,9 @@ public final class AssetLibrary: Sendable {
         bundled: URL, appID: String, credential: PackCredential?, limits: ReadLimits = .default,
         trustedKeys: [PublisherKey] = []
     ) async throws -> AssetLibrary {
-        try await offExecutor {
+        try await Cancellation.offExecutor {
             try openInstalling(
                 bundled: bundled, appID: appID, credential: credential, limits: limits, trustedKeys: trustedKeys)
-        }
-    }
-
-    /// Installs (or updates) the pack at `url` with `installer` and opens the installed copy:
-    /// the remote counterpart of `openInstalling(bundled:installer:as:credential:limits:)`. The
-    /// download resumes after an interruption, and an update of a signed pack downloads only the
-    /// entries that changed (<doc:RemotePacks>).
-    /// - Parameters:
-    ///   - url: The pack's `http://` or `https://` URL.
-    ///   - installer: The private directory and the publisher keys it requires.
-    ///   - name: The installed file's name (default: the URL's last path component).
-    ///   - credential: Password or raw key; also lets a container update download only what changed.
-    ///   - limits: Safety limits for damaged or hostile packs.
-    /// - Returns: The open library; its `installation` says what was installed.
-    /// - Throws: ``AssetPackError``, `.remote` for the server's failures.
-    public static func openInstalling(
-        from url: URL, installer: PrivateInstaller, as name: String? = nil, credential: PackCredential?,
-        limits: ReadLimits = .default
-    ) async throws -> AssetLibrary {
-        let installed = try await installer.install(from: url, as: name, credential: credential).installation
-        return try await offExecutor {
-            let reader = try AssetPacks.open(
-                installed.path.path, credential: credential, limits: limits, trustedKeys: installer.trustedKeys)
-            return AssetLibrary(reader: reader, url: installed.path, installation: installed)
         }
     }
 
@@ -232,7 +208,7 @@ public final class AssetLibrary: Sendable {
     /// - Throws: `AssetPackError` naming the entry, or `CancellationError` if the task was
     ///   cancelled before the read started.
     public func load(_ path: String) async throws -> Data {
-        try await Self.offExecutor { [reader] in Data(try reader.readTimed(path).bytes) }
+        try await Cancellation.offExecutor { [reader] in Data(try reader.readTimed(path).bytes) }
     }
 
     /// Reads a whole entry as bytes, verified, on a global Dispatch queue.
@@ -240,7 +216,7 @@ public final class AssetLibrary: Sendable {
     /// - Returns: The entry's bytes.
     /// - Throws: `AssetPackError` naming the entry, or `CancellationError`.
     public func loadBytes(_ path: String) async throws -> [UInt8] {
-        try await Self.offExecutor { [reader] in try reader.readTimed(path).bytes }
+        try await Cancellation.offExecutor { [reader] in try reader.readTimed(path).bytes }
     }
 
     /// Reads a whole entry, verified and timed, on a global Dispatch queue.
@@ -248,17 +224,6 @@ public final class AssetLibrary: Sendable {
     /// - Returns: The entry's bytes and its `EntryTiming`.
     /// - Throws: `AssetPackError` naming the entry, or `CancellationError`.
     public func loadTimed(_ path: String) async throws -> (bytes: [UInt8], timing: EntryTiming) {
-        try await Self.offExecutor { [reader] in try reader.readTimed(path) }
+        try await Cancellation.offExecutor { [reader] in try reader.readTimed(path) }
     }
-
-    private static func offExecutor<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await AssetPack.offExecutor(work)
-    }
-}
-
-/// Runs blocking work (file or network I/O, decryption, key derivation) on a global queue and
-/// resumes the caller with its result, so neither an actor nor the cooperative thread pool is
-/// blocked.
-func offExecutor<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-    try await Cancellation.offExecutor(work)
 }

@@ -2,52 +2,52 @@
 @_exported import AssetPackCore
 @_exported import AssetPackZip
 import AssetPackCrypto
+import AssetPackFormat
 import Foundation
 
-/// The public face of AssetPack: open a pack of either format, pack a directory.
+/// The public face of AssetPack: open a pack of any registered format, pack a directory.
 public enum AssetPacks {
-    /// Recognises a pack's format from its bytes (never from its file extension): a container
-    /// by its magic at offset 0; a zip by its first local header or, failing that, by its
-    /// end-of-central-directory record, so that a zip with a stub in front (a self-extractor,
-    /// `zip -A`) is a zip.
-    /// - Parameter path: The pack's path.
-    /// - Returns: `.container` or `.zip`.
-    /// - Throws: `.io` if the file cannot be read; `.invalidArgument` for a directory;
-    ///   `.unsupportedFormat` if it is neither.
-    public static func sniff(_ path: String) throws -> PackFormat {
-        let fd: FileDescriptor
-        do { fd = try .open(path, .readOnly) } catch { throw error.io("cannot open \(path)") }
-        defer { try? fd.close() }
-        if let status = try? fd.status(), status.kind == .directory {
-            throw AssetPackError(.invalidArgument, "\(path) is a directory")
+    /// Every pack format this build reads and writes: the one list that open, pack, install
+    /// and update iterate (docs/ARCHITECTURE.md, "The seam"). A pack's bytes are offered to
+    /// each in turn: the container first (an exact magic number), then the zip (whose end
+    /// record may follow a stub). A new format is a module with a ``PackFormatDriver`` and a
+    /// line here.
+    package static let formats: [any PackFormatDriver] = [
+        ContainerFormatDriver(),
+        ZipFormatDriver(),
+    ]
+
+    /// The registered driver of `format`.
+    /// - Throws: `.unsupportedFormat` when this build has no such format.
+    package static func driver(for format: PackFormat) throws -> any PackFormatDriver {
+        guard let driver = formats.first(where: { $0.format == format }) else {
+            throw AssetPackError(
+                .unsupportedFormat,
+                "unknown pack format \(format.rawValue) (this build has \(formats.map(\.format.rawValue).joined(separator: ", ")))"
+            )
         }
-        var head = [UInt8](repeating: 0, count: max(ContainerFormat.magic.count, 4))
-        let n: Int
-        do {
-            n = try head.withUnsafeMutableBytes { try fd.read(into: $0) }
-        } catch let error as Errno {
-            throw AssetPackError(.io, "cannot read \(path)", underlying: .errno(error.rawValue))
-        }
-        let prefix = Array(head[0..<n])
-        if prefix.starts(with: ContainerFormat.magic) { return .container }
-        if prefix.starts(with: [0x50, 0x4B, 0x03, 0x04]) || prefix.starts(with: [0x50, 0x4B, 0x05, 0x06]) {
-            return .zip
-        }
-        if hasZipEndRecord(fd) { return .zip }
-        throw AssetPackError(.unsupportedFormat, "\(path) is not an AssetPack container or a zip archive")
+        return driver
     }
 
-    /// Whether the file ends with a zip's end-of-central-directory record (its comment reaching
-    /// the end of the file exactly), wherever the zip's first entry starts.
-    private static func hasZipEndRecord(_ fd: FileDescriptor) -> Bool {
-        guard let size = try? fd.status().size else { return false }
-        let read = { (offset: UInt64, count: Int) throws -> [UInt8] in
-            try [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-                initialized = try fd.preadFully(into: UnsafeMutableRawBufferPointer(buffer), at: offset)
-                guard initialized == count else { throw AssetPackError(.integrityFailure, "short read") }
-            }
-        }
-        return (try? ZipStructure.directoryRange(fileSize: size, read: read)) != nil
+    /// The driver of the format `source` holds, from its bytes.
+    /// - Throws: `.unsupportedFormat` when no registered format recognises it; the source's own
+    ///   failures (`.io`, `.remote`).
+    package static func driver(of source: any ByteSource) throws -> any PackFormatDriver {
+        for driver in formats where try driver.recognizes(source) { return driver }
+        let known = formats.map(\.format.rawValue).joined(separator: " or ")
+        throw AssetPackError(.unsupportedFormat, "\(source.name) is not a pack of any known format (\(known))")
+    }
+
+    /// Recognises a pack's format from its bytes (never from its file extension): each
+    /// registered format looks (a container by its magic at offset 0; a zip by its first local
+    /// header or, failing that, by its end-of-central-directory record, so that a zip with a
+    /// stub in front, a self-extractor or `zip -A`, is a zip).
+    /// - Parameter path: The pack's path.
+    /// - Returns: The pack's format.
+    /// - Throws: `.io` if the file cannot be read; `.invalidArgument` for a directory;
+    ///   `.unsupportedFormat` if no format recognises it.
+    public static func sniff(_ path: String) throws -> PackFormat {
+        try driver(of: FileByteSource(path: path)).format
     }
 
     /// Opens a pack, choosing the backend from its bytes (``sniff(_:)``).
@@ -64,24 +64,30 @@ public enum AssetPacks {
     public static func open(
         _ path: String, credential: PackCredential?, limits: ReadLimits = .default, trustedKeys: [PublisherKey] = []
     ) throws -> any PackReader {
-        let format: PackFormat
-        do { format = try sniff(path) } catch let error as AssetPackError {
+        let source: FileByteSource
+        do { source = try FileByteSource(path: path) } catch let error as AssetPackError {
             throw error.untrustedIfUnreadable(trusting: trustedKeys)
         }
-        switch format {
-        case .zip:
-            return try ZipPackReader(path: path, credential: credential, limits: limits, trustedKeys: trustedKeys)
-        case .container:
-            return try ContainerPackReader(path: path, credential: credential, limits: limits, trustedKeys: trustedKeys)
+        return try open(source, credential: credential, limits: limits, trustedKeys: trustedKeys)
+    }
+
+    /// Opens the pack `source` holds (a local file, a remote mirror), with the format its
+    /// bytes say.
+    package static func open(
+        _ source: any ByteSource, credential: PackCredential?, limits: ReadLimits = .default,
+        trustedKeys: [PublisherKey] = []
+    ) throws -> any PackReader {
+        let driver: any PackFormatDriver
+        do { driver = try self.driver(of: source) } catch let error as AssetPackError {
+            throw error.untrustedIfUnreadable(trusting: trustedKeys)
         }
+        return try driver.open(source, credential: credential, limits: limits, trustedKeys: trustedKeys)
     }
 
     /// Whether the pack at `path` carries a publisher signature (checked or not).
     package static func isSigned(_ path: String) throws -> Bool {
-        switch try sniff(path) {
-        case .zip: try ZipSignature.isPresent(at: path)
-        case .container: try ContainerPackReader.isSigned(at: path)
-        }
+        let source = try FileByteSource(path: path)
+        return try driver(of: source).isSigned(source)
     }
 
     /// Checks the publisher signature of the pack at `path` without its password: the signature,
@@ -95,11 +101,19 @@ public enum AssetPacks {
     /// ``verifySignature(at:trustedKeys:)``, returning the verified block: its key and the release
     /// it states (expiry not checked: the caller knows the time).
     package static func verifiedBlock(at path: String, trustedKeys: [PublisherKey]) throws -> PackSignature {
+        let source: FileByteSource
+        do { source = try FileByteSource(path: path) } catch let error as AssetPackError {
+            throw error.untrustedIfUnreadable(trusting: trustedKeys)
+        }
+        return try verifiedBlock(source, trustedKeys: trustedKeys)
+    }
+
+    /// ``verifiedBlock(at:trustedKeys:)`` for the pack `source` holds (a remote one is fetched whole).
+    package static func verifiedBlock(_ source: any ByteSource, trustedKeys: [PublisherKey]) throws -> PackSignature {
         do {
-            switch try sniff(path) {
-            case .zip: return try ZipSignature.verifiedBlock(at: path, trusted: trustedKeys)
-            case .container: return try ContainerPackReader.verifiedBlock(at: path, trusted: trustedKeys)
-            }
+            // Every byte is read: a remote source fetches the whole pack at once, and keeps it.
+            try source.retain(0..<source.size)
+            return try driver(of: source).verifiedBlock(source, trusted: trustedKeys)
         } catch let error as AssetPackError {
             throw error.untrustedIfUnreadable(trusting: trustedKeys)
         }
@@ -148,15 +162,16 @@ public enum AssetPacks {
             // so bytes someone changed in it (with the password) are never signed afresh.
             options.fresh = true
         }
-        let writer: any PackWriter =
-            switch options.format {
-            case .zip: ZipPackWriter()
-            case .container: ContainerPackWriter()
-            }
+        let writer = try driver(for: options.format).makeWriter()
         let report = try writer.write(files, to: output.path, options: options)
         let size = (try? FileSystem.stat(output.path).size) ?? 0
         return PackSummary(
             files: files, packSize: size, seconds: watch.elapsed, skipped: skipped, reused: report.reused,
             packed: report.packed)
     }
+}
+
+extension PackFormat {
+    /// Every format this build reads and writes (``AssetPacks/formats``), in registry order.
+    package static var allCases: [PackFormat] { AssetPacks.formats.map(\.format) }
 }

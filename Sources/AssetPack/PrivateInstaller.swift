@@ -1,6 +1,6 @@
 import AssetPackCore
-import AssetPackZip
 import AssetPackCrypto
+import AssetPackFormat
 import Foundation
 
 /// Copies a bundled pack into a private directory, atomically and idempotently.
@@ -42,6 +42,13 @@ public struct PrivateInstaller: Sendable {
         public var sha256: String
         /// The trusted key whose signature the installer checked, when it was given trusted keys.
         public var publisher: PublisherKey?
+
+        package init(path: URL, copied: Bool, sha256: String, publisher: PublisherKey?) {
+            self.path = path
+            self.copied = copied
+            self.sha256 = sha256
+            self.publisher = publisher
+        }
     }
 
     /// Creates an installer for an explicit directory.
@@ -103,7 +110,7 @@ public struct PrivateInstaller: Sendable {
 
     /// Checks `name`, makes the directory private and runs `body(name)` holding the directory's
     /// lock, after removing what a crashed install left.
-    func locked<T>(name: String, _ body: (String) throws -> T) throws -> T {
+    package func locked<T>(name: String, _ body: (String) throws -> T) throws -> T {
         guard !name.isEmpty, !name.hasPrefix("."), !name.contains("/") else {
             throw AssetPackError(.invalidArgument, "installed name '\(name)' must be a plain file name")
         }
@@ -219,36 +226,22 @@ public struct PrivateInstaller: Sendable {
     /// - Returns: Lowercase hex.
     /// - Throws: `.io` if the file cannot be read.
     static func fingerprint(of path: String) throws -> String {
-        let fd: FileDescriptor
-        do { fd = try .open(path, .readOnly) } catch { throw error.io("cannot open \(path)") }
-        defer { try? fd.close() }
-        let size: UInt64
-        do { size = try fd.status().size } catch { throw error.io("cannot stat \(path)") }
-        func fill(_ buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int {
-            do { return try fd.preadFully(into: buffer, at: offset) } catch { throw error.io("cannot read \(path)") }
-        }
-        let read = { (offset: UInt64, count: Int) throws -> [UInt8] in
-            try [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-                initialized = try fill(UnsafeMutableRawBufferPointer(buffer), at: offset)
-                guard initialized == count else {
-                    throw AssetPackError(.integrityFailure, "\(path) is shorter than it was")
-                }
-            }
-        }
+        let source = try FileByteSource(path: path)
+        let size = source.size
         let hasher = SHA256Hasher()
         withUnsafeBytes(of: size.littleEndian) { hasher.update($0) }
-        let window = 64 << 10
-        hasher.update(try read(0, Int(min(size, UInt64(window)))))
-        hasher.update(try read(size - min(size, UInt64(window)), Int(min(size, UInt64(window)))))
-        if let directory = try? ZipStructure.directoryRange(fileSize: size, read: read),
-            directory.offset < size, directory.size <= size - directory.offset
-        {
-            var at = directory.offset
-            let end = directory.offset + directory.size
-            while at < end {
-                let count = Int(min(end - at, 1 << 20))
-                hasher.update(try read(at, count))
-                at += UInt64(count)
+        let window = UInt64(64 << 10)
+        hasher.update(try source.bytes(at: 0, count: Int(min(size, window))))
+        hasher.update(try source.bytes(at: size - min(size, window), count: Int(min(size, window))))
+        // What else tells this pack from another of its format (a zip's central directory).
+        if let driver = try? AssetPacks.driver(of: source) {
+            for span in driver.identifyingSpans(source) {
+                var at = span.lowerBound
+                while at < span.upperBound {
+                    let count = Int(min(span.upperBound - at, 1 << 20))
+                    hasher.update(try source.bytes(at: at, count: count))
+                    at += UInt64(count)
+                }
             }
         }
         return hex(hasher.finalize())
@@ -271,7 +264,7 @@ func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {
 extension PrivateInstaller {
     /// `stat` of a file that must be a regular file (following links): the source or the installed pack.
     /// - Throws: `.io` if it cannot be read, `.invalidArgument` if it is not a regular file.
-    static func regularFile(_ path: String) throws -> FileStatus {
+    package static func regularFile(_ path: String) throws -> FileStatus {
         let status: FileStatus
         do { status = try FileSystem.stat(path) } catch { throw error.io("cannot read \(path)") }
         guard status.kind == .regular else { throw AssetPackError(.invalidArgument, "\(path) is not a file") }
@@ -302,23 +295,35 @@ struct FileLock {
 }
 
 /// What an install recorded, in a small file beside the pack.
-struct InstallRecord: Codable, Equatable {
-    var sha256: String
-    var size: UInt64
-    var sourceSize: UInt64
-    var sourceModified: Int64
+package struct InstallRecord: Codable, Equatable {
+    package var sha256: String
+    package var size: UInt64
+    package var sourceSize: UInt64
+    package var sourceModified: Int64
     /// `PrivateInstaller.fingerprint(of:)` of the source; `nil` in records from before it existed.
-    var sourceFingerprint: String?
+    package var sourceFingerprint: String?
     /// The text of the trusted key whose signature was checked at install, if any.
-    var publisher: String?
+    package var publisher: String?
 
-    static func load(_ url: URL) -> InstallRecord? {
+    package init(
+        sha256: String, size: UInt64, sourceSize: UInt64, sourceModified: Int64, sourceFingerprint: String?,
+        publisher: String?
+    ) {
+        self.sha256 = sha256
+        self.size = size
+        self.sourceSize = sourceSize
+        self.sourceModified = sourceModified
+        self.sourceFingerprint = sourceFingerprint
+        self.publisher = publisher
+    }
+
+    package static func load(_ url: URL) -> InstallRecord? {
         guard let data = try? Data(contentsOf: url) else { return nil }
         return try? JSONDecoder().decode(InstallRecord.self, from: data)
     }
 
     /// Writes atomically: temporary file, fsync, rename, fsync the directory.
-    func save(_ url: URL) throws {
+    package func save(_ url: URL) throws {
         let data = try JSONEncoder().encode(self)
         try AtomicFile.write(url.path, mode: 0o600, exactMode: true) { fd in
             try data.withUnsafeBytes { try FileOutput.writeAll(fd, $0, path: url.path) }

@@ -1,8 +1,6 @@
-import AssetPackContainer
 import AssetPackCore
 import AssetPackCrypto
-import AssetPackRemote
-import AssetPackZip
+import AssetPackFormat
 import Foundation
 
 /// What an installer remembers of the signed releases it installed, in `.assetpack.releases` in
@@ -63,7 +61,7 @@ extension PrivateInstaller {
     /// versioned release of its publisher was installed. `allowRollback` lifts the version checks,
     /// never the expiry. Runs only with trusted keys: without them a signature proves nothing.
     /// - Throws: `.untrusted`; `.integrityFailure` for a damaged record.
-    func checkRelease(_ block: PackSignature) throws {
+    package func checkRelease(_ block: PackSignature) throws {
         let release = block.release
         try release.checkNotExpired(now: clock())
         guard !allowRollback else { return }
@@ -100,7 +98,7 @@ extension PrivateInstaller {
     /// Records that the release `block` states was installed: the version of its name and
     /// publisher becomes this one when higher, or when `allowRollback` installed an older one.
     /// Unversioned and legacy releases are not recorded.
-    func recordRelease(_ block: PackSignature) throws {
+    package func recordRelease(_ block: PackSignature) throws {
         guard let name = block.release.name, block.release.version > 0 else { return }
         let publisher = block.publisher.text
         // A damaged record refuses the install rather than being overwritten with this one line.
@@ -122,7 +120,7 @@ extension PrivateInstaller {
     /// checked as ``checkRelease(_:)`` checks it.
     /// - Returns: The block, to record; `nil` without trusted keys.
     /// - Throws: `.untrusted` (expired, rollback, or no signature), `.io`.
-    func checkStagedRelease(_ path: String) throws -> PackSignature? {
+    package func checkStagedRelease(_ path: String) throws -> PackSignature? {
         guard !trustedKeys.isEmpty else { return nil }
         guard let block = try Self.signatureBlock(at: path) else {
             throw AssetPackError(.untrusted, "the pack is not signed, and trusted keys were given")
@@ -134,17 +132,15 @@ extension PrivateInstaller {
     /// With trusted keys: refuses an installed pack whose signature expired (what an install that
     /// finds the pack current would otherwise vouch for).
     /// - Throws: `.untrusted` naming the expiry.
-    func checkInstalledNotExpired(_ path: String) throws {
+    package func checkInstalledNotExpired(_ path: String) throws {
         guard !trustedKeys.isEmpty, let block = try? Self.signatureBlock(at: path) else { return }
         try block.release.checkNotExpired(now: clock())
     }
 
     /// The signature block of the local pack at `path`, checked against its own key (intact, not
     /// trusted); `nil` for an unsigned pack.
-    static func signatureBlock(at path: String) throws -> PackSignature? {
-        switch try AssetPacks.sniff(path) {
-        case .zip: try ZipSignature.signedSpans(at: path)?.block
-        case .container: try ContainerPackReader.signatureBlock(at: path)
-        }
+    package static func signatureBlock(at path: String) throws -> PackSignature? {
+        let source = try FileByteSource(path: path)
+        return try AssetPacks.driver(of: source).signatureBlock(source, limits: .default)
     }
 }

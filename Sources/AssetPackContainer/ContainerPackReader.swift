@@ -1,5 +1,6 @@
 import AssetPackCore
 import AssetPackCrypto
+import AssetPackFormat
 import Dispatch
 import Foundation
 import Synchronization
@@ -8,8 +9,8 @@ import Synchronization
 ///
 /// Opening derives the key once (the header's KDF, or none for a raw key), checks the key
 /// commitment and decrypts the index. Reads then cost one HKDF-Expand per entry plus AES-GCM
-/// per chunk. The reader holds one file descriptor, reads with `pread` and has no mutable
-/// state, so it is safe to use from many threads at once.
+/// per chunk. The reader reads its pack through a ``ByteSource`` (a local file, a remote
+/// mirror) and has no mutable state, so it is safe to use from many threads at once.
 public final class ContainerPackReader: PackReader {
     /// Always `.container`.
     public var format: PackFormat { .container }
@@ -21,10 +22,8 @@ public final class ContainerPackReader: PackReader {
     public let publisher: PublisherKey?
     /// What the verified signature states about the release, when the reader was given trusted keys.
     public let release: PackRelease?
-    /// Runs before each chunk is read from the file (a remote reader waits there for it).
-    package let readHook = ReadHook()
-
-    private let fd: FileDescriptor
+    /// Where the pack's bytes come from.
+    package let source: any ByteSource
     /// Every entry's record, in index order (what an incremental re-pack reuses).
     let records: [ContainerEntry]
     private let index: EntryIndex<Int>
@@ -55,20 +54,32 @@ public final class ContainerPackReader: PackReader {
     ///   when it does not open the pack, `.limitExceeded` for hostile KDF parameters (before
     ///   running the KDF) or sizes, `.unsupportedFormat` for a non-container file or a newer
     ///   version, `.integrityFailure` for a corrupt or truncated pack, `.io` for file errors.
-    public init(
+    public convenience init(
         path: String, credential: PackCredential?, limits: ReadLimits = .default, trustedKeys: [PublisherKey] = []
     ) throws {
+        let source: FileByteSource
+        do { source = try FileByteSource(path: path) } catch let error as AssetPackError {
+            throw error.untrustedIfUnreadable(trusting: trustedKeys)
+        }
+        try self.init(source: source, credential: credential, limits: limits, trustedKeys: trustedKeys)
+    }
+
+    /// Opens the container held by `source` (see ``init(path:credential:limits:trustedKeys:)``).
+    /// The header, index and signature block are read (and a remote source keeps them) before
+    /// the key derivation.
+    package init(
+        source: any ByteSource, credential: PackCredential?, limits: ReadLimits = .default,
+        trustedKeys: [PublisherKey] = []
+    ) throws {
         let watch = Stopwatch()
-        let fd: FileDescriptor
-        do { fd = try .open(path, .readOnly) } catch { throw error.io("cannot open \(path)") }
+        self.source = source
         do {
             let (header, keys, records, block) = try Self.load(
-                fd: fd, credential: credential, limits: limits, trusted: trustedKeys)
+                source, credential: credential, limits: limits, trusted: trustedKeys)
             let entries = records.map(\.info)
             guard let index = EntryIndex(positionsOf: entries.map(\.path)) else {
                 throw AssetPackError(.integrityFailure, "container index is corrupt (equivalent paths)")
             }
-            self.fd = fd
             self.keys = keys
             self.header = header
             self.records = records
@@ -98,31 +109,23 @@ public final class ContainerPackReader: PackReader {
                 self.release = nil
             }
         } catch {
-            try? fd.close()
             throw (error as? AssetPackError)?.untrustedIfUnreadable(trusting: trustedKeys) ?? error
         }
         openSeconds = watch.elapsed
     }
 
-    deinit { try? fd.close() }
-
     private static func load(
-        fd: FileDescriptor, credential: PackCredential?, limits: ReadLimits, trusted: [PublisherKey]
+        _ source: any ByteSource, credential: PackCredential?, limits: ReadLimits, trusted: [PublisherKey]
     ) throws -> (ContainerHeader, ContainerKeys, [ContainerEntry], PackSignature?) {
-        let fileSize: UInt64
-        do {
-            fileSize = try fd.status().size
-        } catch {
-            throw AssetPackError(.io, "cannot stat pack", underlying: .errno(error.rawValue))
-        }
+        let fileSize = source.size
         let magic = ContainerFormat.magic
-        guard fileSize >= UInt64(magic.count), try preadArray(fd, count: magic.count, at: 0) == magic else {
+        guard fileSize >= UInt64(magic.count), try preadArray(source, count: magic.count, at: 0) == magic else {
             throw AssetPackError(.unsupportedFormat, "not an AssetPack container")
         }
         guard fileSize >= UInt64(ContainerFormat.headerSize) else {
             throw AssetPackError(.integrityFailure, "container is truncated")
         }
-        let headerBytes = try preadArray(fd, count: ContainerFormat.headerSize, at: 0)
+        let headerBytes = try preadArray(source, count: ContainerFormat.headerSize, at: 0)
         let header = try headerBytes.withUnsafeBytes { try ContainerHeader.parse($0) }
         let tag = UInt64(ContainerFormat.tagSize)
         let (end, overflow) = header.indexOffset.addingReportingOverflow(header.indexLength)
@@ -137,17 +140,25 @@ public final class ContainerPackReader: PackReader {
             throw AssetPackError(
                 .limitExceeded, "index of \(header.indexLength) bytes exceeds the limit \(limits.maxIndexSize)")
         }
-        var sealed = try preadArray(fd, count: Int(header.indexLength), at: header.indexOffset)
+        let trailer = try trailerLength(header, fileSize: fileSize)
+        // The signature block after the index is bounded too (before a server is asked for it).
+        guard UInt64(trailer) <= limits.maxIndexSize else {
+            throw AssetPackError(
+                .limitExceeded,
+                "the container's index and signature (from offset \(header.indexOffset)) exceed the index limit")
+        }
+        // The index and signature block, kept for the reader's life (fetched at once from a server).
+        try source.retain(header.indexOffset..<fileSize)
+        var sealed = try preadArray(source, count: Int(header.indexLength), at: header.indexOffset)
         let block =
             trusted.isEmpty
             ? nil
             : try checkSignature(
-                fd: fd, header: header, headerBytes: headerBytes, sealedIndex: sealed, fileSize: fileSize,
-                trusted: trusted)
+                source, header: header, headerBytes: headerBytes, sealedIndex: sealed, trusted: trusted)
         try block?.release.checkNotExpired(now: Date())
         if isSigned && trusted.isEmpty {
             // Read as an unsigned pack; the block's structure must still fill the rest of the file.
-            let trailer = try preadArray(fd, count: try trailerLength(header, fileSize: fileSize), at: end)
+            let trailer = try preadArray(source, count: trailer, at: end)
             _ = try trailer.withUnsafeBytes { try PackSignature.parse($0, kind: .container, trusted: []) }
         }
         guard let credential else {
@@ -182,6 +193,7 @@ public final class ContainerPackReader: PackReader {
     /// what a block for as many chunks as the data region can hold (each is at least its tag).
     private static func trailerLength(_ header: ContainerHeader, fileSize: UInt64) throws -> Int {
         let end = header.indexOffset + header.indexLength
+        guard end <= fileSize else { throw AssetPackError(.integrityFailure, "container is truncated") }
         let maxChunks = (header.indexOffset - UInt64(ContainerFormat.headerSize)) / UInt64(ContainerFormat.tagSize)
         guard fileSize - end <= UInt64(PackSignature.maximumSize(items: Int(min(maxChunks, UInt64(Int32.max))))) else {
             throw AssetPackError(.integrityFailure, "container's signature block is longer than its chunks allow")
@@ -194,16 +206,16 @@ public final class ContainerPackReader: PackReader {
     /// signed ones. The chunks are checked as they are read (their count, once the index is open).
     /// - Throws: `.untrusted`; `.integrityFailure` for a malformed block.
     private static func checkSignature(
-        fd: FileDescriptor, header: ContainerHeader, headerBytes: [UInt8], sealedIndex: [UInt8], fileSize: UInt64,
+        _ source: any ByteSource, header: ContainerHeader, headerBytes: [UInt8], sealedIndex: [UInt8],
         trusted: [PublisherKey]
     ) throws -> PackSignature {
         guard header.version == ContainerFormat.signedVersion else {
             throw AssetPackError(.untrusted, "the pack is not signed, and trusted keys were given")
         }
         let end = header.indexOffset + header.indexLength
-        let trailer = try preadArray(fd, count: try trailerLength(header, fileSize: fileSize), at: end)
+        let trailer = try preadArray(source, count: try trailerLength(header, fileSize: source.size), at: end)
         let block = try trailer.withUnsafeBytes { try PackSignature.parse($0, kind: .container, trusted: trusted) }
-        try block.checkSize(fileSize)
+        try block.checkSize(source.size)
         let hasher = SHA256Hasher()
         hasher.update(headerBytes)
         hasher.update(sealedIndex)
@@ -213,58 +225,38 @@ public final class ContainerPackReader: PackReader {
         return block
     }
 
-    /// Opens the container at `path` for a whole-file check: its descriptor (the caller closes
-    /// it) and size, which is at least a header's.
-    private static func openWhole(_ path: String) throws -> (FileDescriptor, UInt64) {
-        let fd: FileDescriptor
-        do { fd = try .open(path, .readOnly) } catch { throw error.io("cannot open \(path)") }
-        let fileSize: UInt64
-        do { fileSize = try fd.status().size } catch {
-            try? fd.close()
-            throw error.io("cannot stat \(path)")
-        }
-        guard fileSize >= UInt64(ContainerFormat.headerSize) else {
-            try? fd.close()
+    /// The header of the container in `source`, which is at least a header long.
+    private static func header(of source: any ByteSource) throws -> (bytes: [UInt8], header: ContainerHeader) {
+        guard source.size >= UInt64(ContainerFormat.headerSize) else {
             throw AssetPackError(.integrityFailure, "container is truncated")
         }
-        return (fd, fileSize)
+        let bytes = try preadArray(source, count: ContainerFormat.headerSize, at: 0)
+        return (bytes, try bytes.withUnsafeBytes { try ContainerHeader.parse($0) })
     }
 
-    /// Whether the container at `path` is a signed one (version 3; the signature is not checked).
-    package static func isSigned(at path: String) throws -> Bool {
-        let fd: FileDescriptor
-        do { fd = try .open(path, .readOnly) } catch { throw error.io("cannot open \(path)") }
-        defer { try? fd.close() }
-        let header = try preadArray(fd, count: ContainerFormat.headerSize, at: 0)
-        return try header.withUnsafeBytes { try ContainerHeader.parse($0) }.version == ContainerFormat.signedVersion
+    /// Whether the container in `source` is a signed one (version 3; the signature is not checked).
+    package static func isSigned(_ source: any ByteSource) throws -> Bool {
+        try header(of: source).header.version == ContainerFormat.signedVersion
     }
 
-    /// Checks the signature of the container at `path` without a password: the block, the header
-    /// and index, and the data region as one stream (what an installer can check; a reader
-    /// checks each chunk as it reads it).
-    /// - Returns: The key that signed it.
+    /// Checks the signature of the container in `source` without a password: the block, the
+    /// header and index, and the data region as one stream (what an installer can check; a
+    /// reader checks each chunk as it reads it).
+    /// - Returns: The verified block (its key and release).
     /// - Throws: `.untrusted`, `.integrityFailure`, `.unsupportedFormat`, `.io`.
-    package static func verifySignature(at path: String, trusted: [PublisherKey]) throws -> PublisherKey {
-        try verifiedBlock(at: path, trusted: trusted).publisher
-    }
-
-    /// ``verifySignature(at:trusted:)``, returning the verified block (its key and release).
-    package static func verifiedBlock(at path: String, trusted: [PublisherKey]) throws -> PackSignature {
-        let (fd, fileSize) = try openWhole(path)
-        defer { try? fd.close() }
-        let headerBytes = try preadArray(fd, count: ContainerFormat.headerSize, at: 0)
-        let header = try headerBytes.withUnsafeBytes { try ContainerHeader.parse($0) }
+    package static func verifiedBlock(_ source: any ByteSource, trusted: [PublisherKey]) throws -> PackSignature {
+        let (headerBytes, header) = try header(of: source)
         let (end, overflow) = header.indexOffset.addingReportingOverflow(header.indexLength)
-        guard header.indexOffset >= UInt64(ContainerFormat.headerSize), !overflow, end <= fileSize,
+        guard header.indexOffset >= UInt64(ContainerFormat.headerSize), !overflow, end <= source.size,
             header.indexLength <= ReadLimits.default.maxIndexSize
         else {
             throw AssetPackError(.integrityFailure, "container is truncated or damaged")
         }
-        let sealed = try preadArray(fd, count: Int(header.indexLength), at: header.indexOffset)
+        let sealed = try preadArray(source, count: Int(header.indexLength), at: header.indexOffset)
         let block = try checkSignature(
-            fd: fd, header: header, headerBytes: headerBytes, sealedIndex: sealed, fileSize: fileSize, trusted: trusted)
+            source, header: header, headerBytes: headerBytes, sealedIndex: sealed, trusted: trusted)
         let data = UInt64(ContainerFormat.headerSize)..<header.indexOffset
-        guard try SHA256Hasher.digest(of: fd, data, path: path) == block.dataDigest else {
+        guard try SHA256Hasher.digest(of: source, data) == block.dataDigest else {
             throw AssetPackError(.untrusted, "the pack's chunks are not the ones its publisher signed")
         }
         return block
@@ -291,22 +283,37 @@ public final class ContainerPackReader: PackReader {
     /// the CPU time each part took.
     /// - Throws: `.entryNotFound`, `.integrityFailure` (tag, inflate or CRC), `.io`.
     public func readTimed(_ path: String) throws -> (bytes: [UInt8], timing: EntryTiming) {
+        let e = try find(path)
+        var timing = EntryTiming(path: path)
+        let bytes = try [UInt8](unsafeUninitializedCapacity: Int(e.info.size)) { buf, initialized in
+            adviseHugePages(UnsafeMutableRawBufferPointer(buf))
+            timing = try read(path, into: UnsafeMutableRawBufferPointer(buf))
+            initialized = Int(e.info.size)
+        }
+        return (bytes, timing)
+    }
+
+    /// Reads a whole entry into `buffer` as ``readTimed(_:)`` does (chunks decrypted in
+    /// parallel in place, CRC-checked).
+    @discardableResult
+    public func read(_ path: String, into buffer: UnsafeMutableRawBufferPointer) throws -> EntryTiming {
         let whole = Stopwatch()
         var t = EntryTiming(path: path)
         t.decoder = "container"
         let e = try Stopwatch.time(&t.lookup) { try find(path) }
         t.path = e.info.path
-        let key = Stopwatch.time(&t.keyDerivation) { keys.entryKey(e) }
         let n = Int(e.info.size)
+        guard buffer.count >= n else {
+            throw AssetPackError(
+                .invalidArgument, "the buffer holds \(buffer.count) bytes; the entry has \(n)", path: e.info.path)
+        }
+        let key = Stopwatch.time(&t.keyDerivation) { keys.entryKey(e) }
         let crcs = UnsafeMutableBufferPointer<UInt32>.allocate(capacity: e.chunkCount)
         defer { crcs.deallocate() }
         let phase = Stopwatch()
-        var cpu = (decrypt: 0.0, crc: 0.0)
-        let bytes = try [UInt8](unsafeUninitializedCapacity: n) { buf, initialized in
-            adviseHugePages(UnsafeMutableRawBufferPointer(buf))
-            cpu = try decode(
-                e, key, 0..<e.chunkCount, into: UnsafeMutableRawBufferPointer(buf), base: 0, crcs: crcs.baseAddress)
-            initialized = n
+        let out = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<n])
+        let cpu = try source.access(entrySpan(e), largestRead: largestRead) {
+            try decode(e, key, 0..<e.chunkCount, into: out, base: 0, crcs: crcs.baseAddress)
         }
         let wall = phase.elapsed
         let share = cpu.decrypt + cpu.crc > 0 ? cpu.decrypt / (cpu.decrypt + cpu.crc) : 1
@@ -325,7 +332,7 @@ public final class ContainerPackReader: PackReader {
         t.bytesIn = e.info.storedSize
         t.bytesOut = UInt64(n)
         t.total = whole.elapsed
-        return (bytes, t)
+        return t
     }
 
     /// Streams an entry in pieces of up to one chunk, decrypting a few chunks at a time in
@@ -349,6 +356,7 @@ public final class ContainerPackReader: PackReader {
         defer { crcs.deallocate() }
         var crc: UInt32 = 0
         var first = 0
+        try source.access(entrySpan(e), largestRead: largestRead) {
         while first < e.chunkCount {
             let last = min(first + group, e.chunkCount)
             let base = UInt64(first) << chunkShift
@@ -369,6 +377,7 @@ public final class ContainerPackReader: PackReader {
             }
             first = last
         }
+        }
         // The index always records a CRC; a missing one is as wrong as a different one.
         try CRC32.check(crc, expected: e.info.crc32 ?? ~crc, path: e.info.path, authenticated: true)
         t.crcChecked = true
@@ -378,24 +387,19 @@ public final class ContainerPackReader: PackReader {
         return t
     }
 
-    /// Reads `count` bytes of an entry starting at `offset`, decrypting only the chunks the
-    /// range touches. Each chunk is authenticated by its AES-GCM tag; the entry's CRC-32
+    /// Reads the entry's bytes `[offset, offset + buffer.count)`, decrypting only the chunks
+    /// the range touches. Each chunk is authenticated by its AES-GCM tag; the entry's CRC-32
     /// (which covers the whole entry) is not checked.
     /// - Throws: `.entryNotFound`, `.invalidArgument` when the range is outside the entry,
     ///   `.integrityFailure`, `.io`.
-    public func readRange(_ path: String, offset: UInt64, count: Int) throws -> [UInt8] {
+    public func readRange(_ path: String, offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws {
         let e = try find(path)
-        guard count >= 0, offset <= e.info.size, UInt64(count) <= e.info.size - offset else {
-            throw AssetPackError(
-                .invalidArgument, "range \(offset)+\(count) is outside the entry (\(e.info.size) bytes)",
-                path: e.info.path)
-        }
-        if count == 0 { return [] }
+        try e.info.checkRange(offset: offset, count: buffer.count)
+        if buffer.isEmpty { return }
         let key = keys.entryKey(e)
-        let first = Int(offset >> chunkShift), last = Int((offset + UInt64(count) - 1) >> chunkShift)
-        return try [UInt8](unsafeUninitializedCapacity: count) { buf, initialized in
-            _ = try decode(e, key, first..<last + 1, into: UnsafeMutableRawBufferPointer(buf), base: offset, crcs: nil)
-            initialized = count
+        let first = Int(offset >> chunkShift), last = Int((offset + UInt64(buffer.count) - 1) >> chunkShift)
+        _ = try source.access(storedChunks(e, first...last), largestRead: largestRead) {
+            try decode(e, key, first..<last + 1, into: buffer, base: offset, crcs: nil)
         }
     }
 
@@ -413,6 +417,16 @@ public final class ContainerPackReader: PackReader {
         return first.offset..<last.offset + UInt64(last.length)
     }
 
+    /// The entry's sealed chunks in the pack, or `nil` when there is no such entry.
+    package func storedSpan(_ path: String) -> Range<UInt64>? {
+        index.lookup(path).map { entrySpan(records[$0]) }
+    }
+
+    /// Every stored byte of `e`: its sealed chunks, tags included.
+    private func entrySpan(_ e: ContainerEntry) -> Range<UInt64> {
+        e.chunkCount == 0 ? e.offset..<e.offset : storedChunks(e, 0...(e.chunkCount - 1))
+    }
+
     // MARK: - Chunks
 
     static let cores = ProcessInfo.processInfo.activeProcessorCount
@@ -428,7 +442,7 @@ public final class ContainerPackReader: PackReader {
     private func decode(
         _ e: ContainerEntry, _ key: [UInt8], _ range: Range<Int>,
         into out: UnsafeMutableRawBufferPointer, base: UInt64, crcs: UnsafeMutablePointer<UInt32>?
-    ) throws -> (Double, Double) {
+    ) throws -> (decrypt: Double, crc: Double) {
         let maxPlain = min(1 << chunkShift, Int(e.info.size))
         let parallel = range.count >= 4 && out.count >= 256 << 10
         let tasks = parallel ? min(range.count, Self.cores * 4) : 1
@@ -506,10 +520,8 @@ public final class ContainerPackReader: PackReader {
             entry: e.keyID == nil ? e.id : 0, chunk: UInt32(c), final: c == e.chunkCount - 1, deflated: deflated)
         let ciphertext = deflated ? UnsafeMutableRawBufferPointer(rebasing: scratch[0..<payload]) : dest
         let tag = UnsafeMutableRawBufferPointer(rebasing: scratch[(scratch.count - tagSize)...])
-        if try !readHook.read(into: ciphertext, at: offset) { try readExactly(fd, ciphertext, at: offset) }
-        if try !readHook.read(into: tag, at: offset + UInt64(payload)) {
-            try readExactly(fd, tag, at: offset + UInt64(payload))
-        }
+        try readExactly(source, ciphertext, at: offset)
+        try readExactly(source, tag, at: offset + UInt64(payload))
         if let hasher, let (block, firstChunk) = signed {
             hasher.reset()
             hasher.update(UnsafeRawBufferPointer(ciphertext))
@@ -562,7 +574,7 @@ extension ContainerPackReader {
                 c += 1
             }
             let bytes = UnsafeMutableRawBufferPointer(rebasing: piece[0..<Int(end - begin)])
-            try readExactly(fd, bytes, at: e.offset + begin)
+            try readExactly(source, bytes, at: e.offset + begin)
             for k in first..<c {
                 let (start, length) = bounds(k)
                 let payload = length - tagSize
@@ -612,17 +624,18 @@ private struct UncheckedSendable<T>: @unchecked Sendable {
     init(_ value: T) { self.value = value }
 }
 
-/// Fills `buffer` from `fd` at `offset`; end of file first is an integrity failure (truncation).
-func readExactly(_ fd: FileDescriptor, _ buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws {
-    let n: Int
-    do { n = try fd.preadFully(into: buffer, at: offset) } catch { throw error.io("cannot read pack") }
-    if n < buffer.count { throw AssetPackError(.integrityFailure, "container is truncated") }
+/// Fills `buffer` from `source` at `offset`; the end of the pack first is an integrity failure
+/// (truncation).
+func readExactly(_ source: any ByteSource, _ buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws {
+    if try source.read(into: buffer, at: offset) < buffer.count {
+        throw AssetPackError(.integrityFailure, "container is truncated")
+    }
 }
 
 /// Reads exactly `count` bytes at `offset`.
-func preadArray(_ fd: FileDescriptor, count: Int, at offset: UInt64) throws -> [UInt8] {
+func preadArray(_ source: any ByteSource, count: Int, at offset: UInt64) throws -> [UInt8] {
     try [UInt8](unsafeUninitializedCapacity: count) { buf, n in
-        try readExactly(fd, UnsafeMutableRawBufferPointer(buf), at: offset)
+        try readExactly(source, UnsafeMutableRawBufferPointer(buf), at: offset)
         n = count
     }
 }
@@ -634,7 +647,7 @@ extension ContainerPackReader {
     /// key id, size, plaintext SHA-256 and chunk layout. An entry with a key id of its own is
     /// one an incremental re-pack copied byte for byte, and AES-GCM under one key and nonce
     /// is deterministic. `nil` for version 1 (no key ids).
-    package var storedIdentities: (keys: [UInt8], entries: [(identity: [UInt8], span: Range<UInt64>)])? {
+    package var storedIdentities: StoredIdentities? {
         guard header.version >= 2 else { return nil }
         // Cipher suite, KDF, chunk size, KDF parameters and salt: the bytes between the version
         // and the index's offset and length. Not the latter: an update that changes one entry's
@@ -649,9 +662,9 @@ extension ContainerPackReader {
             for c in 0..<e.chunkCount {
                 withUnsafeBytes(of: UInt64(storedChunk(e, c).length).littleEndian) { identity += $0 }
             }
-            return (identity, storedChunks(e, 0...(e.chunkCount - 1)))
+            return (identity, entrySpan(e))
         }
-        return (keys, entries)
+        return StoredIdentities(keys: keys, entries: entries)
     }
 
     /// Every sealed chunk's bytes in the file, in the order a signature lists them.
@@ -659,36 +672,28 @@ extension ContainerPackReader {
         records.flatMap { e in (0..<e.chunkCount).map { storedChunks(e, $0...$0) } }
     }
 
-    /// The signature block of the container at `path`, checked against its own key (intact,
-    /// not trusted); `nil` for an unsigned container. Its items describe ``chunkSpans``.
-    /// - Throws: `.untrusted` or `.integrityFailure` for a damaged block, `.io`.
-    package static func signatureBlock(at path: String) throws -> PackSignature? {
-        let (fd, fileSize) = try openWhole(path)
-        defer { try? fd.close() }
-        let header = try preadArray(fd, count: ContainerFormat.headerSize, at: 0).withUnsafeBytes {
-            try ContainerHeader.parse($0)
-        }
+    /// The signature block of the container in `source`, checked against its own key (intact,
+    /// not trusted); `nil` for an unsigned container. Its items describe ``chunkSpans``. Reads
+    /// (and a remote source keeps) only the header, index and block.
+    /// - Throws: `.untrusted` or `.integrityFailure` for a damaged block, `.limitExceeded`, `.io`.
+    package static func signatureBlock(_ source: any ByteSource, limits: ReadLimits = .default) throws
+        -> PackSignature?
+    {
+        let header = try header(of: source).header
         guard header.version == ContainerFormat.signedVersion else { return nil }
         let (end, overflow) = header.indexOffset.addingReportingOverflow(header.indexLength)
-        guard !overflow, end <= fileSize else { throw AssetPackError(.integrityFailure, "container is truncated") }
-        let trailer = try preadArray(fd, count: try trailerLength(header, fileSize: fileSize), at: end)
+        guard !overflow, end <= source.size else { throw AssetPackError(.integrityFailure, "container is truncated") }
+        let length = try trailerLength(header, fileSize: source.size)
+        guard UInt64(length) <= limits.maxIndexSize, header.indexLength <= limits.maxIndexSize else {
+            throw AssetPackError(
+                .limitExceeded,
+                "the container's index and signature (from offset \(header.indexOffset)) exceed the index limit")
+        }
+        try source.retain(header.indexOffset..<source.size)
+        let trailer = try preadArray(source, count: length, at: end)
         return try trailer.withUnsafeBytes { raw in
             let publisher = try PackSignature.parse(raw, kind: .container, trusted: []).publisher
             return try PackSignature.parse(raw, kind: .container, trusted: [publisher])
         }
-    }
-}
-
-extension ContainerPackReader: StoredLayout {
-    package func storedSpan(_ path: String) -> Range<UInt64>? {
-        guard let e = try? find(path) else { return nil }
-        return storedChunks(e, 0...(e.chunkCount - 1))
-    }
-
-    package func storedSpan(_ path: String, offset: UInt64, count: Int) -> Range<UInt64>? {
-        guard let e = try? find(path) else { return nil }
-        guard count > 0, offset < e.info.size else { return storedChunk(e, 0).offset..<storedChunk(e, 0).offset }
-        let end = min(e.info.size, offset + UInt64(count))
-        return storedChunks(e, Int(offset >> chunkShift)...Int((end - 1) >> chunkShift))
     }
 }

@@ -1,9 +1,23 @@
-/// The on-disk format of a pack, recognised from its magic bytes.
-public enum PackFormat: String, Sendable, CaseIterable, Codable {
+/// The on-disk format of a pack, recognised from its bytes.
+///
+/// A name, not a closed list: each format module declares its own (the two built-in ones are
+/// here so that `PackOptions` can default to one), and the format registry
+/// (`AssetPacks.formats`) says which this build reads and writes (docs/ARCHITECTURE.md, "The seam").
+public struct PackFormat: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    /// The format's name, as `assetpack --format` takes it.
+    public let rawValue: String
+    /// The format named `rawValue` (whether this build has it is the registry's to say).
+    public init(rawValue: String) { self.rawValue = rawValue }
     /// A zip archive (optionally WinZip AES or ZipCrypto encrypted).
-    case zip
+    public static let zip = PackFormat(rawValue: "zip")
     /// AssetPack's chunked AES-256-GCM container.
-    case container
+    public static let container = PackFormat(rawValue: "container")
+    public var description: String { rawValue }
+    public init(from decoder: any Decoder) throws { rawValue = try decoder.singleValueContainer().decode(String.self) }
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
 }
 
 /// How an entry's bytes are compressed inside the pack.

@@ -47,6 +47,31 @@ public protocol PackReader: AnyObject, Sendable {
     /// - Throws: `AssetPackError`, or whatever `body` throws.
     @discardableResult
     func stream(_ path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> EntryTiming
+
+    /// Reads a whole entry into a buffer the caller owns, verified, with its timing record.
+    ///
+    /// What the buffer holds is the entry's bytes only if this returns without throwing.
+    /// - Parameters:
+    ///   - path: The entry path.
+    ///   - buffer: At least the entry's size (``EntryInfo/size``); the bytes go to its start.
+    /// - Returns: The timing record (`bytesOut` is the entry's size).
+    /// - Throws: As ``readTimed(_:)``; `.invalidArgument` when `buffer` is too small.
+    @discardableResult
+    func read(_ path: String, into buffer: UnsafeMutableRawBufferPointer) throws -> EntryTiming
+
+    /// Reads the entry's bytes `[offset, offset + buffer.count)` into a buffer the caller owns.
+    ///
+    /// What each format checks for a range, and what it costs, is its own: a container
+    /// decrypts and authenticates only the chunks the range covers; a zip reads a stored,
+    /// unencrypted entry's range directly and decodes any other entry from its start, checked
+    /// whole (docs/FORMAT.md, "Range reads").
+    /// - Parameters:
+    ///   - path: The entry path.
+    ///   - offset: The first byte of the entry to read.
+    ///   - buffer: Where the bytes go; its size is the range's length.
+    /// - Throws: `.entryNotFound`, `.invalidArgument` when the range is outside the entry,
+    ///   `.integrityFailure`, `.untrusted`, `.io`, `.remote`.
+    func readRange(_ path: String, offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws
 }
 
 extension PackReader {
@@ -67,6 +92,19 @@ extension PackReader {
     /// - Throws: `AssetPackError`.
     public func readData(_ path: String) throws -> Data {
         Data(try readTimed(path).bytes)
+    }
+
+    /// Reads the entry's bytes `[offset, offset + count)` (see ``readRange(_:offset:into:)``).
+    /// - Returns: The `count` bytes.
+    /// - Throws: As ``readRange(_:offset:into:)``.
+    public func readRange(_ path: String, offset: UInt64, count: Int) throws -> [UInt8] {
+        guard count >= 0 else {
+            throw AssetPackError(.invalidArgument, "a range cannot have a negative length (\(count))", path: path)
+        }
+        return try [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            try readRange(path, offset: offset, into: UnsafeMutableRawBufferPointer(buffer))
+            initialized = count
+        }
     }
 
     /// Whether the pack has an entry at `path` (normalised first).
@@ -119,43 +157,6 @@ extension EntryIndex where Value == Int {
     }
 }
 
-/// Where a reader's entries lie in its pack file: what a remote reader fetches before it lets
-/// the local reader read (docs/REMOTE.md).
-package protocol StoredLayout: PackReader {
-    /// The file bytes a whole read of `path` touches, or `nil` when there is no such entry.
-    func storedSpan(_ path: String) -> Range<UInt64>?
-    /// The file bytes a read of the entry's bytes `[offset, offset + count)` touches (a
-    /// container reads only the chunks it covers), or `nil` when there is no such entry.
-    func storedSpan(_ path: String, offset: UInt64, count: Int) -> Range<UInt64>?
-}
-
-/// Called before a reader reads pack bytes from its file: a remote reader makes it wait until
-/// those bytes have arrived, or hands them over from memory (docs/REMOTE.md, "Streaming
-/// reads"). Unset, it costs one load.
-package final class ReadHook: @unchecked Sendable {
-    /// Either fills the buffer with the pack's bytes at the offset and returns `true`, or
-    /// returns `false` once the file holds them.
-    package typealias Body = @Sendable (UnsafeMutableRawBufferPointer, UInt64) throws -> Bool
-
-    private let lock = NSLock()
-    private var body: Body?
-
-    package init() {}
-
-    /// Sets (or clears) what runs before each read.
-    package func set(_ body: Body?) { lock.withLock { self.body = body } }
-
-    /// Whether a hook is set.
-    package var isSet: Bool { lock.withLock { body != nil } }
-
-    /// Runs the hook for the `buffer.count` bytes at `offset`.
-    /// - Returns: Whether the hook filled `buffer` (the reader then does not read the file).
-    package func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Bool {
-        guard let body = lock.withLock({ body }) else { return false }
-        return try body(buffer, offset)
-    }
-}
-
 /// The first error thrown by any of several threads.
 package final class FirstError: @unchecked Sendable {
     private let lock = NSLock()
@@ -171,4 +172,14 @@ package final class FirstError: @unchecked Sendable {
 
     /// Throws the recorded error, if any.
     package func rethrow() throws { if let first = lock.withLock({ first }) { throw first } }
+}
+
+extension EntryInfo {
+    /// Refuses a range read outside the entry.
+    /// - Throws: `.invalidArgument` naming the range and the entry's size.
+    package func checkRange(offset: UInt64, count: Int) throws {
+        guard count >= 0, offset <= size, UInt64(count) <= size - offset else {
+            throw AssetPackError(.invalidArgument, "range \(offset)+\(count) is outside the entry (\(size) bytes)", path: path)
+        }
+    }
 }

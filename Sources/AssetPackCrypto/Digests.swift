@@ -57,10 +57,16 @@ package final class SHA256Hasher {
 }
 
 extension SHA256Hasher {
-    /// The SHA-256 of bytes `[range)` of `fd`, read in 1 MiB pieces with `pread` (a signed
-    /// pack's data region, hashed as one stream).
+    /// The SHA-256 of bytes `[range)` of `fd` (a writer's own output, hashed to be signed).
     /// - Throws: `.integrityFailure` when the file ends first, `.io` naming `path`.
     package static func digest(of fd: FileDescriptor, _ range: Range<UInt64>, path: String) throws -> [UInt8] {
+        try digest(of: FileByteSource(borrowing: fd, name: path, size: range.upperBound), range)
+    }
+
+    /// The SHA-256 of bytes `[range)` of `source`, read in 1 MiB pieces (a signed pack's data
+    /// region hashed as one stream, or a span of an installed pack).
+    /// - Throws: `.integrityFailure` when the pack ends first, and what the source throws.
+    package static func digest(of source: any ByteSource, _ range: Range<UInt64>) throws -> [UInt8] {
         let buffer = UnsafeMutableRawBufferPointer.allocate(
             byteCount: Int(min(1 << 20, max(1, range.count))), alignment: 64)
         defer { buffer.deallocate() }
@@ -69,11 +75,9 @@ extension SHA256Hasher {
         while at < range.upperBound {
             let piece = UnsafeMutableRawBufferPointer(
                 rebasing: buffer[0..<Int(min(UInt64(buffer.count), range.upperBound - at))])
-            let n: Int
-            do { n = try fd.preadFully(into: piece, at: at) } catch { throw error.io("cannot read \(path)") }
-            guard n == piece.count else { throw AssetPackError(.integrityFailure, "\(path) is truncated") }
+            try source.readExactly(into: piece, at: at)
             hasher.update(UnsafeRawBufferPointer(piece))
-            at += UInt64(n)
+            at += UInt64(piece.count)
         }
         return hasher.finalize()
     }
@@ -107,3 +111,4 @@ package func secureRandomBytes(_ count: Int) -> [UInt8] {
     guard RAND_bytes(&out, Int32(count)) == 1 else { fatalError("RAND_bytes failed: the system has no entropy source") }
     return out
 }
+

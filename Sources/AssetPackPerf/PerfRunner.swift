@@ -1,4 +1,5 @@
 import AssetPack
+import AssetPackRemote
 import Foundation
 
 /// What `PerfRunner` measures and how.
@@ -112,9 +113,9 @@ public enum PerfRunner {
                 let remote = !url.isFileURL
                 let signed = try !configuration.trustedKeys.isEmpty && (remote || AssetPacks.isSigned(url.path))
                 let watch = Stopwatch()
+                let source = try AssetPacks.source(location: remote ? url.absoluteString : url.path)
                 let reader = try AssetPacks.open(
-                    location: remote ? url.absoluteString : url.path, credential: configuration.credential,
-                    trustedKeys: signed ? configuration.trustedKeys : [])
+                    source, credential: configuration.credential, trustedKeys: signed ? configuration.trustedKeys : [])
                 let openWall = watch.elapsed
                 let base = reader.format.rawValue + (signed ? "-signed" : "") + (remote ? "-remote" : "")
                 var label = base
@@ -124,7 +125,10 @@ public enum PerfRunner {
                     n += 1
                 }
                 labels.insert(label)
-                subjects.append(subject(label, reader, url, packSeconds: nil, installSeconds: nil, openWall: openWall))
+                subjects.append(
+                    subject(
+                        label, reader, url, size: source.size, packSeconds: nil, installSeconds: nil,
+                        openWall: openWall))
                 if reader.format == .zip && configuration.compareLibzipDecoder && !remote {
                     subjects.append(
                         try libzipSubject(
@@ -410,10 +414,10 @@ public enum PerfRunner {
     }
 
     private static func subject(
-        _ label: String, _ reader: any PackReader, _ url: URL, packSeconds: Double?, installSeconds: Double?,
+        _ label: String, _ reader: any PackReader, _ url: URL, size: UInt64? = nil, packSeconds: Double?, installSeconds: Double?,
         openWall: Double
     ) -> Subject {
-        let size = AssetPacks.remoteSize(of: reader) ?? (try? FileSystem.stat(url.path).size) ?? 0
+        let size = size ?? (try? FileSystem.stat(url.path).size) ?? 0
         let pack = PerfPack(
             format: reader.format, path: url.isFileURL ? url.path : url.absoluteString, sizeBytes: size,
             entryCount: reader.entries.count,

@@ -79,16 +79,30 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
         path: String, credential: PackCredential?, limits: ReadLimits = .default, decoder: Decoder = .automatic,
         trustedKeys: [PublisherKey] = []
     ) throws {
+        let source: FileByteSource
+        do { source = try FileByteSource(path: path) } catch let error as AssetPackError {
+            throw error.untrustedIfUnreadable(trusting: trustedKeys)
+        }
+        try self.init(source: source, credential: credential, limits: limits, decoder: decoder, trustedKeys: trustedKeys)
+    }
+
+    /// Opens the zip held by `source` (see ``init(path:credential:limits:decoder:trustedKeys:)``).
+    /// The end records and central directory (and, with trusted keys, the signature entry) are
+    /// read first, and a remote source keeps them.
+    package convenience init(
+        source: any ByteSource, credential: PackCredential?, limits: ReadLimits = .default,
+        decoder: Decoder = .automatic, trustedKeys: [PublisherKey] = []
+    ) throws {
         do {
             try self.init(
-                opening: path, credential: credential, limits: limits, decoder: decoder, trustedKeys: trustedKeys)
+                opening: source, credential: credential, limits: limits, decoder: decoder, trustedKeys: trustedKeys)
         } catch let error as AssetPackError {
             throw error.untrustedIfUnreadable(trusting: trustedKeys)
         }
     }
 
     private init(
-        opening path: String, credential: PackCredential?, limits: ReadLimits, decoder: Decoder,
+        opening source: any ByteSource, credential: PackCredential?, limits: ReadLimits, decoder: Decoder,
         trustedKeys: [PublisherKey]
     ) throws {
         self.decoder = decoder
@@ -99,11 +113,12 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
         case .key: throw AssetPackError(.invalidArgument, "zip packs are opened with a password, not a raw key")
         }
         self.limits = limits
-        let pool = try ZipHandlePool(path: path)
+        let pool = ZipHandlePool(source: source)
         self.pool = pool
+        let fileSize = source.size
+        try ZipStructure.retainDirectory(of: source, limits: limits)
         // Our own structure checks first: they name damage precisely, and refuse overlapping
         // entries that libzip would read happily.
-        let fileSize = try pool.fileSize()
         let structure = try ZipStructure(fileSize: fileSize, limits: limits, signed: !trustedKeys.isEmpty) {
             try pool.read(at: $0, count: $1)
         }
@@ -190,6 +205,10 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
     /// Reads a whole entry into memory, verified, with its timing record.
     /// - Throws: `AssetPackError` naming the entry.
     public func readTimed(_ path: String) throws -> (bytes: [UInt8], timing: EntryTiming) {
+        try accessing(path) { try readWhole(path) }
+    }
+
+    private func readWhole(_ path: String) throws -> (bytes: [UInt8], timing: EntryTiming) {
         var timing = EntryTiming(path: path)
         let watch = Stopwatch()
         let (entry, dataStart) = try find(path, &timing)
@@ -226,6 +245,10 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
     /// - Throws: `AssetPackError` naming the entry, or what `body` throws.
     @discardableResult
     public func stream(_ path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> EntryTiming {
+        try accessing(path) { try streamWhole(path, body) }
+    }
+
+    private func streamWhole(_ path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> EntryTiming {
         var timing = EntryTiming(path: path)
         let watch = Stopwatch()
         let (entry, dataStart) = try find(path, &timing)
@@ -476,25 +499,69 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
     }
 }
 
-extension ZipPackReader: StoredLayout {
-    /// Runs before the reader's own reads of pack bytes (WinZip AES entries, span checks); not
-    /// before libzip's.
-    package var readHook: ReadHook { pool.hook }
-
-    /// Whether reading `path` reads the file only through ``readHook`` (the bulk AES decoder and
-    /// the span checks), not through libzip.
-    package func readsThroughHook(_ path: String) -> Bool {
-        guard decoder == .automatic, let found = index.lookup(path) else { return false }
-        return WinZipAESKeyStrength(libzipMethod: table[found].encryptionMethod) != nil
+extension ZipPackReader {
+    /// Runs `read`, a read of `path`'s bytes, while the source makes them available (a remote
+    /// source fetches the entry's span meanwhile). Every decoder reads an entry front to back.
+    private func accessing<T>(_ path: String, _ read: () throws -> T) throws -> T {
+        guard let span = storedSpan(path) else { return try read() }  // which throws `.entryNotFound`
+        return try pool.source.access(span, largestRead: BulkAESDecoder.defaultChunkSize, read)
     }
 
-    /// The entry's span: its local header, data and any descriptor, up to the next entry.
+    /// The entry's span in the pack: its local header, data and any descriptor, up to the next
+    /// entry; `nil` when there is no such entry.
     package func storedSpan(_ path: String) -> Range<UInt64>? {
         guard let found = index.lookup(path) else { return nil }
         let record = structure.records[Int(table[found].index)]
         return record.localHeaderOffset..<record.end
     }
 
-    /// A zip entry is read from its start (its decoders stream), so any part needs the whole span.
-    package func storedSpan(_ path: String, offset: UInt64, count: Int) -> Range<UInt64>? { storedSpan(path) }
+    /// Reads a whole entry into `buffer`, verified: streamed into it, so what it holds counts
+    /// only once this returns.
+    @discardableResult
+    public func read(_ path: String, into buffer: UnsafeMutableRawBufferPointer) throws -> EntryTiming {
+        if let info = entry(path), UInt64(buffer.count) < info.size {
+            throw AssetPackError(
+                .invalidArgument, "the buffer holds \(buffer.count) bytes; the entry has \(info.size)", path: info.path)
+        }
+        var at = 0
+        return try stream(path) { piece in
+            guard at + piece.count <= buffer.count else {
+                throw AssetPackError(.integrityFailure, "entry holds more data than its declared size", path: path)
+            }
+            UnsafeMutableRawBufferPointer(rebasing: buffer[at..<at + piece.count]).copyMemory(from: piece)
+            at += piece.count
+        }
+    }
+
+    /// Reads the entry's bytes `[offset, offset + buffer.count)`. A stored, unencrypted entry
+    /// read without trusted keys is read there directly (nothing but the whole entry's CRC-32
+    /// covers its bytes, which a range cannot check); every other entry is decoded from its
+    /// start, verified whole (MAC, CRC, signed digest) and cut, since a zip entry is one stream.
+    public func readRange(_ path: String, offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws {
+        guard let found = index.lookup(path) else { throw AssetPackError(.entryNotFound, "no such entry", path: path) }
+        let entry = table[found]
+        try entry.info.checkRange(offset: offset, count: buffer.count)
+        if buffer.isEmpty { return }
+        if entry.info.compression == .store, entry.info.encryption == .none, signature == nil {
+            var timing = EntryTiming(path: path)
+            let (_, dataStart) = try find(path, &timing)
+            let at = dataStart + offset
+            try pool.source.access(at..<at + UInt64(buffer.count), largestRead: buffer.count) {
+                guard try pool.read(into: buffer, at: at) == buffer.count else {
+                    throw AssetPackError(.integrityFailure, "zip is truncated", path: entry.info.path)
+                }
+            }
+            return
+        }
+        var skipped: UInt64 = 0
+        let end = offset + UInt64(buffer.count)
+        try stream(path) { piece in
+            let pieceEnd = skipped + UInt64(piece.count)
+            defer { skipped = pieceEnd }
+            let from = max(skipped, offset), to = min(pieceEnd, end)
+            guard from < to else { return }
+            UnsafeMutableRawBufferPointer(rebasing: buffer[Int(from - offset)..<Int(to - offset)])
+                .copyMemory(from: UnsafeRawBufferPointer(rebasing: piece[Int(from - skipped)..<Int(to - skipped)]))
+        }
+    }
 }

@@ -150,74 +150,63 @@ package enum ZipSignature {
         }
     }
 
-    /// Whether the zip at `path` ends with a signature entry (not checked).
-    package static func isPresent(at path: String) throws -> Bool {
-        try withFile(path) { _, size, read in
-            try ZipStructure(fileSize: size, limits: .default, read: read).records.last?.name == nameBytes
-        }
+    /// Whether the zip in `source` ends with a signature entry (not checked).
+    package static func isPresent(_ source: any ByteSource) throws -> Bool {
+        try ZipStructure(fileSize: source.size, limits: .default, read: ZipStructure.reader(source)).records.last?
+            .name == nameBytes
     }
 
-    /// Checks the signature of the zip at `path` without a password: the block, the central
+    /// Checks the signature of the zip in `source` without a password: the block, the central
     /// directory and the end records, and every entry span as one stream (what an installer can
     /// check; a reader checks each entry's span as it reads it).
-    /// - Returns: The key that signed it.
+    /// - Returns: The verified block (its key and release).
     /// - Throws: `.untrusted`, `.integrityFailure`, `.unsupportedFormat`, `.io`.
-    package static func verifySignature(at path: String, trusted: [PublisherKey]) throws -> PublisherKey {
-        try verifiedBlock(at: path, trusted: trusted).publisher
-    }
-
-    /// ``verifySignature(at:trusted:)``, returning the verified block (its key and release).
-    package static func verifiedBlock(at path: String, trusted: [PublisherKey]) throws -> PackSignature {
-        try withFile(path) { fd, size, read in
-            let structure = try ZipStructure(fileSize: size, limits: .default, signed: true, read: read)
-            let block = try verify(structure, fileSize: size, trusted: trusted, read: read)
-            let entries = 0..<structure.records.last!.localHeaderOffset
-            guard try SHA256Hasher.digest(of: fd, entries, path: path) == block.dataDigest else {
-                throw AssetPackError(.untrusted, "the pack's entries are not the ones its publisher signed")
-            }
-            return block
+    package static func verifiedBlock(_ source: any ByteSource, trusted: [PublisherKey]) throws -> PackSignature {
+        let read = ZipStructure.reader(source)
+        let structure = try ZipStructure(fileSize: source.size, limits: .default, signed: true, read: read)
+        let block = try verify(structure, fileSize: source.size, trusted: trusted, read: read)
+        let entries = 0..<structure.records.last!.localHeaderOffset
+        guard try SHA256Hasher.digest(of: source, entries) == block.dataDigest else {
+            throw AssetPackError(.untrusted, "the pack's entries are not the ones its publisher signed")
         }
+        return block
     }
 
-    /// The signature block of the zip at `path`, checked against its own key (so it is intact,
-    /// not trusted), and the span each item describes; `nil` for an unsigned zip. A delta
-    /// download compares these digests with the spans of the installed pack (docs/REMOTE.md).
-    /// - Throws: `.untrusted` or `.integrityFailure` for a damaged block, `.io`.
-    package static func signedSpans(at path: String) throws -> (block: PackSignature, spans: [Range<UInt64>])? {
-        try withFile(path) { _, size, read in
-            let structure = try ZipStructure(fileSize: size, limits: .default, signed: true, read: read)
-            guard let last = structure.records.last, last.name == nameBytes else { return nil }
-            let headerLength = 30 + nameBytes.count
-            guard PackSignature.isPossibleSize(last.compressedSize, items: structure.records.count - 1) else {
-                throw AssetPackError(.integrityFailure, "the signature entry's size is not a signature block's")
-            }
-            let length = Int(last.compressedSize)
-            guard last.localHeaderOffset + UInt64(headerLength + length) <= size else {
-                throw AssetPackError(.integrityFailure, "the signature entry runs past the end of the zip")
-            }
-            let raw = try read(last.localHeaderOffset + UInt64(headerLength), length)
-            let publisher = try raw.withUnsafeBytes { try PackSignature.parse($0, kind: .zip, trusted: []) }.publisher
-            let block = try verify(structure, fileSize: size, trusted: [publisher], read: read)
-            return (block, structure.records.dropLast().map { $0.localHeaderOffset..<$0.end })
+    /// The signature block of the zip in `source`, checked against its own key (so it is intact,
+    /// not trusted); `nil` for an unsigned zip. Reads (and a remote source keeps) only the
+    /// directory, the end records and the signature entry. Its items describe ``spans(_:)``.
+    /// - Throws: `.untrusted` or `.integrityFailure` for a damaged block, `.limitExceeded`, `.io`.
+    package static func signatureBlock(_ source: any ByteSource, limits: ReadLimits = .default) throws
+        -> PackSignature?
+    {
+        try ZipStructure.retainDirectory(of: source, limits: limits)
+        let size = source.size
+        let read = ZipStructure.reader(source)
+        let structure = try ZipStructure(fileSize: size, limits: limits, signed: true, read: read)
+        // The signature entry is the last one before the directory; only it is read (an
+        // unsigned zip's last entry may be large, and is not needed to know it is unsigned).
+        guard let last = structure.records.last, last.name == nameBytes,
+            mayBeSignature(last, records: structure.records.count)
+        else { return nil }
+        let headerLength = 30 + nameBytes.count
+        guard PackSignature.isPossibleSize(last.compressedSize, items: structure.records.count - 1) else {
+            throw AssetPackError(.integrityFailure, "the signature entry's size is not a signature block's")
         }
-    }
-
-    /// Every entry's span of the zip at `path` (the signature entry excepted), in directory order.
-    package static func spans(at path: String) throws -> [Range<UInt64>] {
-        try withFile(path) { _, size, read in
-            try ZipStructure(fileSize: size, limits: .default, read: read).records
-                .filter { $0.name != nameBytes }.map { $0.localHeaderOffset..<$0.end }
+        let length = Int(last.compressedSize)
+        guard last.localHeaderOffset + UInt64(headerLength + length) <= size else {
+            throw AssetPackError(.integrityFailure, "the signature entry runs past the end of the zip")
         }
+        try source.retain(last.localHeaderOffset..<structure.directoryOffset)
+        let raw = try read(last.localHeaderOffset + UInt64(headerLength), length)
+        let publisher = try raw.withUnsafeBytes { try PackSignature.parse($0, kind: .zip, trusted: []) }.publisher
+        return try verify(structure, fileSize: size, trusted: [publisher], read: read)
     }
 
-    /// Runs `body` with the zip at `path` open: its descriptor, size and an exact reader.
-    private static func withFile<T>(
-        _ path: String, _ body: (FileDescriptor, UInt64, (UInt64, Int) throws -> [UInt8]) throws -> T
-    ) throws -> T {
-        let fd: FileDescriptor
-        do { fd = try .open(path, .readOnly) } catch { throw error.io("cannot open \(path)") }
-        defer { try? fd.close() }
-        return try body(fd, try fileSize(fd, path: path), reader(fd, path: path))
+    /// Every entry's span in `source` (the signature entry excepted), in directory order: what a
+    /// signature's items describe.
+    package static func spans(_ source: any ByteSource) throws -> [Range<UInt64>] {
+        try ZipStructure(fileSize: source.size, limits: .default, read: ZipStructure.reader(source)).records
+            .filter { $0.name != nameBytes }.map { $0.localHeaderOffset..<$0.end }
     }
 
     private static func fileSize(_ fd: FileDescriptor, path: String) throws -> UInt64 {

@@ -207,7 +207,7 @@ package struct ZipStructure: Sendable {
     private static func findEnd(fileSize: UInt64, read: (UInt64, Int) throws -> [UInt8]) throws -> End {
         // A file that starts like a zip and has no end record was cut short; anything else is no zip.
         func missingEnd() throws -> AssetPackError {
-            guard fileSize >= 4, [[0x50, 0x4B, 3, 4], [0x50, 0x4B, 5, 6]].contains(try read(0, 4)) else {
+            guard fileSize >= 4, startMagics.contains(try read(0, 4)) else {
                 return damaged("not a zip archive or AssetPack container", .unsupportedFormat)
             }
             return damaged("no end of central directory record (truncated or damaged zip)")
@@ -246,6 +246,9 @@ package struct ZipStructure: Sendable {
         }
         throw try missingEnd()
     }
+
+    /// What a zip starts with: a local header, or the end record of an empty zip.
+    static let startMagics: [[UInt8]] = [[0x50, 0x4B, 3, 4], [0x50, 0x4B, 5, 6]]
 
     private static func isZip64Locator(_ bytes: [UInt8]) -> Bool { bytes == [0x50, 0x4B, 6, 7] }
 

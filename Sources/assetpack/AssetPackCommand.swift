@@ -161,6 +161,14 @@ func pad(_ text: String, _ width: Int, right: Bool = false) -> String {
     TerminalText.pad(text, width, right: right)
 }
 
-extension PackFormat: ExpressibleByArgument {}
+/// `--format NAME`: the formats of the registry (`AssetPacks.formats`), nothing else.
+extension PackFormat: ExpressibleByArgument {
+    public init?(argument: String) {
+        guard let driver = AssetPacks.formats.first(where: { $0.format.rawValue == argument }) else { return nil }
+        self = driver.format
+    }
+
+    public static var allValueStrings: [String] { AssetPacks.formats.map(\.format.rawValue) }
+}
 extension PackEncryption: ExpressibleByArgument {}
 extension CompressionPolicy: ExpressibleByArgument {}

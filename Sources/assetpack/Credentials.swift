@@ -1,5 +1,6 @@
 import ArgumentParser
 import AssetPack
+import AssetPackRemote
 import Foundation
 
 /// Where the password or key comes from. There is deliberately no flag that takes the
@@ -73,22 +74,38 @@ struct CredentialOptions: ParsableArguments {
     /// With `trust`, the pack must be signed by one of those keys (exit 5 otherwise); a URL is
     /// read within `network`'s deadlines and bound.
     func open(_ path: String, forData: Bool, trust: TrustOptions, network: NetworkOptions) throws -> any PackReader {
+        try openPack(path, forData: forData, trust: trust, network: network).reader
+    }
+
+    /// ``open(_:forData:trust:network:)``, with the pack's byte source (to check the whole pack
+    /// afterwards without reading it again).
+    func openPack(_ path: String, forData: Bool, trust: TrustOptions, network: NetworkOptions) throws -> (
+        reader: any PackReader, source: any ByteSource
+    ) {
         let keys = try trust.keys()
+        let limits = try network.limits()
+        let source: any ByteSource
+        do {
+            source = try AssetPacks.source(location: path, limits: limits, transfer: try network.transfer())
+        } catch let error as AssetPackError {
+            throw error.untrustedIfUnreadable(trusting: keys)
+        }
+        func open(_ credential: PackCredential?) throws -> any PackReader {
+            try AssetPacks.open(source, credential: credential, limits: limits, trustedKeys: keys)
+        }
         if AssetPacks.isRemote(path) {
             // One open of a remote pack: ask for a password up front only on a terminal.
-            let credential = try given() ?? (isatty(STDIN_FILENO) == 1 ? try resolve(needed: true) : nil)
-            return try AssetPacks.open(
-                location: path, credential: credential, limits: try network.limits(), trustedKeys: keys,
-                transfer: try network.transfer())
+            return (try open(try given() ?? (isatty(STDIN_FILENO) == 1 ? try resolve(needed: true) : nil)), source)
         }
-        if let credential = try given() { return try AssetPacks.open(path, credential: credential, trustedKeys: keys) }
-        if try AssetPacks.sniff(path) == .container {
-            return try AssetPacks.open(path, credential: try resolve(needed: true), trustedKeys: keys)
+        if let credential = try given() { return (try open(credential), source) }
+        let plain: any PackReader
+        do { plain = try open(nil) } catch let error as AssetPackError where error.code == .missingPassword {
+            // A format that needs its credential to open at all (the container).
+            return (try open(try resolve(needed: true)), source)
         }
-        let plain = try AssetPacks.open(path, credential: nil, trustedKeys: keys)
         let encrypted = plain.entries.contains { $0.encryption != .none }
-        guard forData && encrypted && isatty(STDIN_FILENO) == 1 else { return plain }
-        return try AssetPacks.open(path, credential: try resolve(needed: true), trustedKeys: keys)
+        guard forData && encrypted && isatty(STDIN_FILENO) == 1 else { return (plain, source) }
+        return (try open(try resolve(needed: true)), source)
     }
 
     static func readKey(_ path: String) throws -> [UInt8] {

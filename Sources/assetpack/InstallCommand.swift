@@ -1,5 +1,6 @@
 import ArgumentParser
 import AssetPack
+import AssetPackRemote
 import Foundation
 
 extension AssetPackCommand {

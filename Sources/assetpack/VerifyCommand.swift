@@ -1,5 +1,6 @@
 import ArgumentParser
 import AssetPack
+import AssetPackRemote
 import Foundation
 
 extension AssetPackCommand {
@@ -31,7 +32,7 @@ extension AssetPackCommand {
 
         func run() throws {
             try reporting {
-                let reader = try credentials.open(pack, forData: true, trust: trust, network: network)
+                let (reader, source) = try credentials.openPack(pack, forData: true, trust: trust, network: network)
                 var results: [VerifyDocument.Entry] = []
                 var firstFailure: AssetPackError?
                 let table = !json && !quiet.quiet
@@ -80,7 +81,7 @@ extension AssetPackCommand {
                 // With --trust, every stored byte too, as an installer checks it: also the bytes no
                 // entry read returns (the zip's .assetpack/manifest, say).
                 if reader.publisher != nil {
-                    _ = try AssetPacks.verifySignature(of: reader, at: pack, trustedKeys: trust.keys())
+                    _ = try AssetPacks.verifiedBlock(source, trustedKeys: trust.keys())
                 }
             }
         }

@@ -35,7 +35,7 @@ import Testing
                 #expect(try reader.readRange(name, offset: 0, count: data.count) == data)
             }
             // And the whole file as one stream (what install and verify check).
-            _ = try ContainerPackReader.verifySignature(at: path, trusted: keys)
+            _ = try ContainerPackReader.verifiedBlock(FileByteSource(path: path), trusted: keys).publisher
             return nil
         } catch let error as AssetPackError {
             return error.code
@@ -48,7 +48,7 @@ import Testing
     @Test func signedPackReadsWithTrustAndWithout() throws {
         let scratch = Scratch()
         let path = try scratch.pack(Self.files, signingKey: Self.publisher)
-        #expect(try ContainerPackReader.isSigned(at: path))
+        #expect(try ContainerPackReader.isSigned(FileByteSource(path: path)))
         let reader = try ContainerPackReader(path: path, credential: testKey, trustedKeys: Self.trusted)
         #expect(reader.header.version == 3 && reader.publisher == Self.publisher.verifyingKey)
         #expect(Self.outcome(path) == nil)
@@ -59,14 +59,14 @@ import Testing
         #expect(plain.publisher == nil)
         for (name, data) in Self.files { #expect(try plain.read(name) == data) }
         // The installer's check, without the password.
-        #expect(try ContainerPackReader.verifySignature(at: path, trusted: Self.trusted) == Self.publisher.verifyingKey)
+        #expect(try ContainerPackReader.verifiedBlock(FileByteSource(path: path), trusted: Self.trusted).publisher == Self.publisher.verifyingKey)
     }
 
     @Test func unsignedAndOtherKeysAreRefused() throws {
         let scratch = Scratch()
         let unsigned = try scratch.pack(Self.files, name: "u.apack")
         #expect(Self.outcome(unsigned) == .untrusted)
-        expectError(.untrusted) { _ = try ContainerPackReader.verifySignature(at: unsigned, trusted: Self.trusted) }
+        expectError(.untrusted) { _ = try ContainerPackReader.verifiedBlock(FileByteSource(path: unsigned), trusted: Self.trusted).publisher }
         let signed = try scratch.pack(Self.files, name: "s.apack", signingKey: Self.other)
         #expect(Self.outcome(signed) == .untrusted)
         // Refused before the password is even asked for.
@@ -104,7 +104,7 @@ import Testing
             expectError(.untrusted) { try read() }
         }
         #expect(try careful.read("a.txt") == Self.files[0].1, "other entries still read")
-        expectError(.untrusted) { _ = try ContainerPackReader.verifySignature(at: attacked, trusted: Self.trusted) }
+        expectError(.untrusted) { _ = try ContainerPackReader.verifiedBlock(FileByteSource(path: attacked), trusted: Self.trusted).publisher }
     }
 
     /// Pack B of the same publisher and key holds the same names with other bytes: its chunks,
@@ -190,7 +190,7 @@ import Testing
         #expect(Self.outcome(path, files: changed) == .untrusted)
         // And unsigned when re-packed without a key.
         _ = try scratch.pack(changed)
-        #expect(try !ContainerPackReader.isSigned(at: path))
+        #expect(try !ContainerPackReader.isSigned(FileByteSource(path: path)))
         #expect(Self.outcome(path, trusting: [Self.other.verifyingKey], files: changed) == .untrusted)
     }
 }

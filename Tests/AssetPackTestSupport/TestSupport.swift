@@ -588,7 +588,8 @@ public struct PackCombination: Sendable, CustomStringConvertible {
     public var description: String {
         switch format {
         case .zip: "zip/\(encryption.rawValue)/\(compression.rawValue)"
-        case .container: "container/\(chunkSize >> 10)KiB/\(compression.rawValue)"
+        // The container's, and any other format's.
+        default: "\(format.rawValue)/\(chunkSize >> 10)KiB/\(compression.rawValue)"
         }
     }
 }

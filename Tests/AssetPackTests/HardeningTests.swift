@@ -23,7 +23,7 @@ import Testing
         case .zip:
             options.credential = .password("pw")
             try ZipPackWriter().write(files, to: path, options: options)
-        case .container:
+        default:
             options.credential = .key(Array(repeating: 7, count: 32))
             try ContainerPackWriter().write(files, to: path, options: options)
         }

@@ -2,7 +2,7 @@
 // (`HTTPRangeClient` over libcurl) or with a bare Foundation `URLSession` data task, so that
 // hyperfine can set both against `curl -r` (make bench-remote; docs/REMOTE.md, "Transport").
 // Usage: TransportBench URL COUNT client|urlsession
-import AssetPackRemote
+import AssetPackHTTP
 import Foundation
 
 #if canImport(FoundationNetworking)

@@ -587,7 +587,7 @@ package final class RemoteMirror: @unchecked Sendable {
     }
 
     /// Fills `buffer` from the mirror file at `offset`.
-    private func readFile(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws {
+    func readFile(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws {
         let got: Int
         do { got = try fd.preadFully(into: buffer, at: offset) } catch { throw error.io("cannot read \(path)") }
         guard got == buffer.count else { throw AssetPackError(.integrityFailure, "the remote pack is truncated") }

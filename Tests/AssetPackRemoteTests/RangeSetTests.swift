@@ -1,3 +1,4 @@
+import AssetPackHTTP
 import AssetPackCore
 import AssetPackRemote
 import AssetPackTestSupport

@@ -1,4 +1,6 @@
-import AssetPackRemote
+@_exported import AssetPack
+import AssetPackCore
+import AssetPackHTTP
 import Foundation
 
 extension AssetPacks {
@@ -26,11 +28,30 @@ extension AssetPacks {
         url: URL, credential: PackCredential?, limits: ReadLimits = .default, trustedKeys: [PublisherKey] = [],
         transfer: TransferLimits = .default
     ) async throws -> any PackReader {
-        try await offExecutor {
-            try RemotePackReader(
-                url: url, credential: credential, limits: limits, trustedKeys: trustedKeys,
-                options: .init(transfer: transfer))
+        try await Cancellation.offExecutor { try openRemote(url, credential: credential, limits: limits, trustedKeys: trustedKeys, transfer: transfer) }
+    }
+
+    /// Opens the pack at `url` (blocking): its mirror is the byte source of the format its
+    /// bytes say, read exactly as a local file is.
+    package static func openRemote(
+        _ url: URL, credential: PackCredential?, limits: ReadLimits = .default, trustedKeys: [PublisherKey] = [],
+        transfer: TransferLimits = .default, options: RemoteMirror.Options? = nil
+    ) throws -> any PackReader {
+        let source = try RemoteSource(url: url, options: options ?? .init(transfer: transfer), limits: limits)
+        return try open(source, credential: credential, limits: limits, trustedKeys: trustedKeys)
+    }
+
+    /// The byte source of a local path or, for `http://` and `https://`, of a remote pack (one
+    /// request: its first bytes, size and version). Open it with ``open(_:credential:limits:trustedKeys:)``;
+    /// keep it to check the whole pack's signature afterwards without fetching it again.
+    package static func source(
+        location: String, limits: ReadLimits = .default, transfer: TransferLimits = .default
+    ) throws -> any ByteSource {
+        guard URL.isRemotePack(location) else { return try FileByteSource(path: location) }
+        guard let url = URL(string: location) else {
+            throw AssetPackError(.invalidArgument, "\(location) is not a valid URL")
         }
+        return try RemoteSource(url: url, options: .init(transfer: transfer), limits: limits)
     }
 
     /// Whether `location` names a remote pack (`http://` or `https://`).
@@ -41,30 +62,12 @@ extension AssetPacks {
         location: String, credential: PackCredential?, limits: ReadLimits = .default,
         trustedKeys: [PublisherKey] = [], transfer: TransferLimits = .default
     ) throws -> any PackReader {
-        guard URL.isRemotePack(location) else {
-            return try open(location, credential: credential, limits: limits, trustedKeys: trustedKeys)
+        let source: any ByteSource
+        do { source = try self.source(location: location, limits: limits, transfer: transfer) } catch let error
+            as AssetPackError
+        {
+            throw error.untrustedIfUnreadable(trusting: trustedKeys)
         }
-        guard let url = URL(string: location) else {
-            throw AssetPackError(.invalidArgument, "\(location) is not a valid URL")
-        }
-        return try RemotePackReader(
-            url: url, credential: credential, limits: limits, trustedKeys: trustedKeys,
-            options: .init(transfer: transfer))
-    }
-
-    /// A remote pack's size (`nil` for a local pack).
-    package static func remoteSize(of reader: any PackReader) -> UInt64? { (reader as? RemotePackReader)?.mirror.size }
-
-    /// The whole-file signature check of an open pack: for a remote one, after fetching every byte.
-    package static func verifySignature(of reader: any PackReader, at location: String, trustedKeys: [PublisherKey])
-        throws -> PublisherKey
-    {
-        guard let remote = reader as? RemotePackReader else {
-            return try verifySignature(at: location, trustedKeys: trustedKeys)
-        }
-        // The whole file, none of it evicted while the check reads it.
-        remote.mirror.pin(0..<remote.mirror.size)
-        try remote.mirror.ensure([0..<remote.mirror.size])
-        return try verifySignature(at: remote.mirror.path, trustedKeys: trustedKeys)
+        return try open(source, credential: credential, limits: limits, trustedKeys: trustedKeys)
     }
 }

@@ -1,5 +1,5 @@
 import AssetPackCore
-import AssetPackRemote
+
 import Foundation
 
 extension RemoteDownload {
@@ -8,7 +8,7 @@ extension RemoteDownload {
     /// (docs/REMOTE.md, "Servers without Range").
     /// - Throws: `.remote`: a failing server, or one that ignores `Range` and sends neither
     ///   `ETag` nor `Last-Modified` (an installed version could not be told from a new one).
-    static func probe(_ client: HTTPRangeClient) throws -> (version: HTTPRangeClient.Version, whole: Bool) {
+    package static func probe(_ client: HTTPRangeClient) throws -> (version: HTTPRangeClient.Version, whole: Bool) {
         do {
             try client.fetch(0..<1) { _, _ in }
         } catch let error as AssetPackError {
@@ -33,7 +33,7 @@ extension RemoteDownload {
     /// recorded as complete, so that ``verify(trustedKeys:credential:)`` and
     /// ``commit(to:)`` check and install it as they do a ranged download. No resume: a download
     /// that fails is deleted, and the next install starts over.
-    static func whole(
+    package static func whole(
         client: HTTPRangeClient, version: HTTPRangeClient.Version, staging: String, options: RemoteMirror.Options,
         limit: UInt64, room: String, progress: (@Sendable (UInt64, UInt64) -> Void)?
     ) throws -> RemoteDownload {

@@ -1,4 +1,5 @@
 import AssetPack
+import AssetPackHTTP
 import AssetPackRemote
 import AssetPackTestSupport
 import Foundation

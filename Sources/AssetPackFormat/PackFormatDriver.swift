@@ -1,0 +1,76 @@
+import AssetPackCore
+import AssetPackCrypto
+
+/// One pack format, implemented once against a ``ByteSource`` (a local file, a remote mirror)
+/// and registered in one list, `AssetPacks.formats`, that open, pack, install and update
+/// iterate. Nothing outside a format's module knows its layout: what an installer, an updater
+/// or a delta download needs of a pack, it asks here (docs/ARCHITECTURE.md, "The seam").
+package protocol PackFormatDriver: Sendable {
+    /// The format this driver reads and writes.
+    var format: PackFormat { get }
+
+    /// Whether `source` holds a pack of this format, from its bytes (never its name). Reads as
+    /// little as it can: a magic number, an end record.
+    /// - Throws: Only the source's own failures (`.io`, `.remote`); a pack of another format is `false`.
+    func recognizes(_ source: any ByteSource) throws -> Bool
+
+    /// Opens a reader on `source`: structure checked, keys derived, signature verified against
+    /// `trustedKeys` when there are any.
+    /// - Throws: `AssetPackError` as the format's reader documents.
+    func open(_ source: any ByteSource, credential: PackCredential?, limits: ReadLimits, trustedKeys: [PublisherKey])
+        throws -> any PackReader
+
+    /// A writer of this format.
+    func makeWriter() -> any PackWriter
+
+    /// Whether the pack carries a publisher signature (not checked).
+    func isSigned(_ source: any ByteSource) throws -> Bool
+
+    /// The pack's signature block, checked against its own key (intact, not trusted), or `nil`
+    /// for an unsigned pack. Reads only the structure (what a download checks before the bulk
+    /// of the pack): a remote source keeps it, within `limits`.
+    func signatureBlock(_ source: any ByteSource, limits: ReadLimits) throws -> PackSignature?
+
+    /// Checks the whole pack's signature without its password: block, structure and every
+    /// stored byte (what an installer checks).
+    /// - Returns: The verified block.
+    /// - Throws: `.untrusted` when it is unsigned, signed by a key not in `trusted`, or altered.
+    func verifiedBlock(_ source: any ByteSource, trusted: [PublisherKey]) throws -> PackSignature
+
+    /// The spans a signature's items describe, in item order, or `nil` when they cannot be
+    /// known without what is missing (a container's index needs its credential). A delta
+    /// download copies an installed pack's span whose SHA-256 is a signed item.
+    func signedSpans(_ source: any ByteSource, credential: PackCredential?, limits: ReadLimits) throws
+        -> [Range<UInt64>]?
+
+    /// What identifies stored bytes of an unsigned pack across versions without hashing them
+    /// (a container's key ids), or `nil` when the format has none (docs/REMOTE.md, "Delta").
+    func storedIdentities(_ source: any ByteSource, credential: PackCredential?, limits: ReadLimits) throws
+        -> StoredIdentities?
+
+    /// The spans, besides its first and last 64 KiB, that tell this pack from any other pack
+    /// of the same size (a zip's central directory); read by the installer's fingerprint.
+    func identifyingSpans(_ source: any ByteSource) -> [Range<UInt64>]
+}
+
+/// Stored bytes of a pack that an identity names: equal identities under equal `keys` mean
+/// equal bytes (docs/REMOTE.md, "Delta updates of unsigned containers").
+package struct StoredIdentities: Sendable {
+    /// What must match between two packs for their identities to be comparable at all.
+    package var keys: [UInt8]
+    /// Each identity and the stored bytes it names.
+    package var entries: [(identity: [UInt8], span: Range<UInt64>)]
+
+    package init(keys: [UInt8], entries: [(identity: [UInt8], span: Range<UInt64>)]) {
+        self.keys = keys
+        self.entries = entries
+    }
+}
+
+extension PackFormatDriver {
+    package func storedIdentities(_ source: any ByteSource, credential: PackCredential?, limits: ReadLimits) throws
+        -> StoredIdentities?
+    { nil }
+
+    package func identifyingSpans(_ source: any ByteSource) -> [Range<UInt64>] { [] }
+}

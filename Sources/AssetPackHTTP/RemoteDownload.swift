@@ -1,0 +1,204 @@
+import AssetPackCore
+import Foundation
+
+/// One download of a remote pack into a staging file, with its progress recorded beside it:
+/// resumable, and a delta when spans of an installed pack are copied in first. What to copy is
+/// the pack formats' to say; this owns how (docs/REMOTE.md, "Installing").
+package struct RemoteDownload {
+    /// What `.<name>.download.json` holds.
+    struct State: Codable {
+        var url: String
+        var version: HTTPRangeClient.Version
+        var present: RangeSet
+    }
+
+    /// Bytes copied from the installed pack.
+    package var reused: UInt64 = 0
+    /// Bytes an earlier, interrupted download had fetched.
+    package var resumed: UInt64 = 0
+    private var client: HTTPRangeClient?
+    private var version: HTTPRangeClient.Version?
+    private var staging = ""
+    private var statePath = ""
+    private var options = RemoteMirror.Options()
+    /// The staging file as a sparse mirror of the remote pack (a ``ByteSource``).
+    package private(set) var mirror: RemoteMirror?
+
+    /// Nothing downloaded (an install that was current).
+    package init() {}
+
+    /// The staging file.
+    package var stagingPath: String { staging }
+
+    /// Opens the staging file for `version`, with what an earlier download of the same
+    /// version left in it, after checking that the file system holding `room` has space for
+    /// the rest (before the file is created or grows).
+    /// - Throws: `.io`, naming both sizes when there is no room.
+    package init(
+        client: HTTPRangeClient, version: HTTPRangeClient.Version, staging: String, options: RemoteMirror.Options,
+        room: String
+    ) throws {
+        self.client = client
+        self.version = version
+        self.staging = staging
+        self.statePath = staging + ".json"
+        var options = options
+        options.cacheLimit = .max
+        self.options = options
+        var present = RangeSet()
+        if let data = FileManager.default.contents(atPath: statePath),
+            let state = try? JSONDecoder().decode(State.self, from: data),
+            state.url == client.url.absoluteString, state.version.isSame(as: version),
+            (try? FileSystem.stat(staging))?.size == version.size
+        {
+            present = state.present
+            resumed = present.total
+        } else {
+            try? FileSystem.unlink(staging)
+            try? FileSystem.unlink(statePath)
+        }
+        do {
+            try Self.checkRoom(needed: version.size - present.total, in: room)
+        } catch {
+            discard()
+            throw error
+        }
+        do {
+            mirror = try RemoteMirror(
+                client: client, path: staging, size: version.size, options: options, present: present)
+        } catch {
+            // A file system that cannot hold the size (EFBIG) leaves the file it created.
+            discard()
+            throw error
+        }
+    }
+
+    /// Deletes the staging file and its state.
+    package func discard() {
+        try? FileSystem.unlink(staging)
+        try? FileSystem.unlink(statePath)
+    }
+
+    /// Drops everything fetched or copied, to download the whole file.
+    package mutating func restart() throws {
+        guard let client, let version else { return }
+        mirror = nil
+        try? FileSystem.unlink(staging)
+        try? FileSystem.unlink(statePath)
+        reused = 0
+        resumed = 0
+        mirror = try RemoteMirror(client: client, path: staging, size: version.size, options: options)
+    }
+
+    /// Refuses a download the file system at `directory` has no room for (what is still to be
+    /// downloaded, against the bytes an unprivileged process may write).
+    /// - Throws: `.io` naming both sizes.
+    package static func checkRoom(needed: UInt64, in directory: String) throws {
+        let available: UInt64
+        do { available = try FileSystem.availableBytes(directory) } catch { throw error.io("cannot stat \(directory)") }
+        guard needed <= available else {
+            throw AssetPackError(
+                .io,
+                "not enough space in \(directory): the pack needs \(needed) more bytes, \(available) are free")
+        }
+    }
+
+    /// Copies each wanted span (keyed by what identifies its bytes) whose key names a span of
+    /// the same length in `previous` (an installed pack), then records the progress.
+    /// - Returns: Bytes copied.
+    @discardableResult
+    package mutating func copy(
+        _ wanted: [(key: [UInt8], span: Range<UInt64>)], from available: [[UInt8]: Range<UInt64>],
+        of previous: any ByteSource
+    ) throws -> UInt64 {
+        guard let mirror else { return 0 }
+        var copied: UInt64 = 0
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        for (key, span) in wanted where !mirror.held.contains(span) {
+            guard let source = available[key], source.count == span.count else { continue }
+            var done: UInt64 = 0
+            while done < UInt64(source.count) {
+                try Cancellation.current?.check()
+                let n = Int(min(UInt64(buffer.count), UInt64(source.count) - done))
+                try buffer.withUnsafeMutableBytes { raw in
+                    let piece = UnsafeMutableRawBufferPointer(rebasing: raw[0..<n])
+                    try previous.readExactly(into: piece, at: source.lowerBound + done)
+                    try mirror.adopt(UnsafeRawBufferPointer(piece), at: span.lowerBound + done)
+                }
+                done += UInt64(n)
+            }
+            copied += UInt64(span.count)
+        }
+        try mirror.sync()
+        reused += copied
+        try save()
+        return copied
+    }
+
+    /// Downloads what the staging file still lacks, in batches, recording the progress after
+    /// each.
+    package mutating func fetchRest(progress: (@Sendable (UInt64, UInt64) -> Void)?) throws {
+        guard let mirror else { return }
+        let total = mirror.size
+        let done = ProgressCounter(mirror.held.total)
+        progress?(done.value, total)
+        let missing = mirror.held.missing(in: 0..<total)
+        var batch: [Range<UInt64>] = []
+        var batchBytes: UInt64 = 0
+        func flush() throws {
+            guard !batch.isEmpty else { return }
+            try mirror.ensure(batch) { bytes in progress?(done.add(bytes), total) }
+            try mirror.sync()
+            try save()
+            batch = []
+            batchBytes = 0
+        }
+        for range in RemoteMirror.plan(missing, gap: 0, maxRequest: options.maxRequest) {
+            batch.append(range)
+            batchBytes += range.upperBound - range.lowerBound
+            if batchBytes >= options.saveInterval { try flush() }
+        }
+        try flush()
+    }
+
+    /// Whether every byte is there.
+    package var isComplete: Bool { mirror.map { $0.held.contains(0..<$0.size) } ?? false }
+
+    /// Makes the staging file the installed pack: mode 0600, synced, renamed, directory synced.
+    package func commit(to destination: String) throws {
+        guard let mirror else { return }
+        try mirror.sync()
+        do {
+            try FileSystem.chmod(staging, 0o600)
+            try FileSystem.rename(staging, to: destination)
+        } catch { throw error.io("cannot install \(destination)") }
+        try? FileSystem.unlink(statePath)
+        let folder = AtomicFile.folder(of: destination)
+        if let fd = try? FileDescriptor.open(folder, .readOnly) {
+            try? fd.fsync()
+            try? fd.close()
+        }
+    }
+
+    private func save() throws {
+        guard let client, let version, let mirror else { return }
+        let state = State(url: client.url.absoluteString, version: version, present: mirror.held)
+        let data = try JSONEncoder().encode(state)
+        try AtomicFile.write(statePath, mode: 0o600, exactMode: true) { fd in
+            try data.withUnsafeBytes { try FileOutput.writeAll(fd, $0, path: statePath) }
+        }
+    }
+}
+
+private final class ProgressCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var done: UInt64
+    init(_ start: UInt64) { done = start }
+    var value: UInt64 { lock.withLock { done } }
+    func add(_ bytes: UInt64) -> UInt64 {
+        lock.withLock {
+            done += bytes
+            return done
+        }
+    }
+}

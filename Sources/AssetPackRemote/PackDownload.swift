@@ -1,0 +1,167 @@
+import AssetPack
+import AssetPackCore
+import AssetPackCrypto
+import AssetPackFormat
+import AssetPackHTTP
+import Foundation
+
+/// A ``RemoteDownload`` of a pack, with what its format says about it: checked before the bulk
+/// download (structure, signature block, a way to check an unsigned pack), filled as a delta
+/// from the installed pack where the format can name identical spans, and verified whole
+/// before it is installed. The format is asked through its driver; nothing here knows a layout.
+struct PackDownload {
+    var download: RemoteDownload
+    /// The remote pack's format, once its structure was read.
+    private var driver: (any PackFormatDriver)?
+    /// The pack's signature block (checked against its own key), and the server's `.sha256` text.
+    private(set) var signatureBlock: PackSignature?
+    private var sidecar: String?
+    private let url: String
+
+    init(_ download: RemoteDownload, url: String) {
+        self.download = download
+        self.url = url
+    }
+
+    var reused: UInt64 { download.reused }
+    var resumed: UInt64 { download.resumed }
+    var stagingPath: String { download.stagingPath }
+
+    /// What is checked before the bulk download: the pack's structure is fetched (within
+    /// `limits`); a signed pack's block must be intact and, with `trustedKeys`, by one of them;
+    /// an unsigned pack must be checkable once downloaded: by `credential` (every entry read
+    /// back) or by a `.sha256` file the server publishes.
+    /// - Throws: `.untrusted` (not signed, or not by a trusted key, or not a pack at all when
+    ///   keys are trusted), `.missingPassword` (an unsigned pack nothing could check),
+    ///   `.limitExceeded`, `.integrityFailure`, `.unsupportedFormat`, `.remote`.
+    mutating func checkBeforeDownload(
+        trustedKeys: [PublisherKey], credential: PackCredential?, limits: ReadLimits, client: HTTPRangeClient
+    ) throws {
+        guard let mirror = download.mirror else { return }
+        do {
+            let driver = try AssetPacks.driver(of: mirror)
+            self.driver = driver
+            signatureBlock = try driver.signatureBlock(mirror, limits: limits)
+        } catch let error as AssetPackError {
+            throw error.untrustedIfUnreadable(trusting: trustedKeys)
+        }
+        sidecar = try client.sidecar(suffix: ".sha256")
+        if let block = signatureBlock {
+            // Not a trust decision: a pack whose signed size is not the server's would fail its
+            // own signature once downloaded.
+            if let signed = block.release.size, signed != mirror.size {
+                throw AssetPackError(
+                    .integrityFailure,
+                    "\(url): the server claims \(mirror.size) bytes; the pack's signature says \(signed)")
+            }
+            if !trustedKeys.isEmpty && !trustedKeys.contains(block.publisher) {
+                throw AssetPackError(
+                    .untrusted, "\(url) is signed by key \(block.publisher.fingerprint), which is not a trusted key")
+            }
+            return
+        }
+        if !trustedKeys.isEmpty {
+            throw AssetPackError(.untrusted, "\(url) is not signed, and trusted keys were given")
+        }
+        if credential == nil && sidecar == nil {
+            throw AssetPackError(
+                .missingPassword,
+                "\(url) is not signed: an unsigned pack from a URL is installed only if it can be checked once downloaded. Give its password or key (every entry is read back), publish \(url).sha256, or sign the pack"
+            )
+        }
+    }
+
+    /// Fills the staging file: spans reused from `previous` where the format names them
+    /// identical, the rest downloaded in batches, the progress saved after each.
+    mutating func assemble(
+        previous: String?, credential: PackCredential?, limits: ReadLimits,
+        progress: (@Sendable (UInt64, UInt64) -> Void)?
+    ) throws {
+        if let previous {
+            // An installed pack that cannot be read is simply not reused.
+            _ = try? reuse(from: previous, credential: credential, limits: limits)
+        }
+        try download.fetchRest(progress: progress)
+    }
+
+    /// Copies every span of `previous` that is identical to one of the remote pack: by the
+    /// signed SHA-256 of each span a signature lists, or (unsigned) by the format's stored
+    /// identities. Both packs must be of one format.
+    private mutating func reuse(from previous: String, credential: PackCredential?, limits: ReadLimits) throws {
+        guard let driver, let mirror = download.mirror else { return }
+        let installed = try FileByteSource(path: previous)
+        guard try driver.recognizes(installed) else { return }
+        if let block = signatureBlock {
+            guard let wanted = try driver.signedSpans(mirror, credential: credential, limits: limits),
+                wanted.count == block.itemCount,
+                let available = try driver.signedSpans(installed, credential: credential, limits: limits)
+            else { return }
+            var byDigest: [[UInt8]: Range<UInt64>] = [:]
+            for span in available {
+                try Cancellation.current?.check()
+                byDigest[try SHA256Hasher.digest(of: installed, span)] = span
+            }
+            let keyed = wanted.enumerated().map { i, span in (key: Array(block.items[32 * i..<32 * i + 32]), span: span) }
+            try download.copy(keyed, from: byDigest, of: installed)
+            return
+        }
+        guard let theirs = try driver.storedIdentities(mirror, credential: credential, limits: limits),
+            let ours = try driver.storedIdentities(installed, credential: credential, limits: limits),
+            theirs.keys == ours.keys
+        else { return }
+        // The copies are read back (decrypted and CRC-checked) by `verify`, like every entry of
+        // an unsigned pack.
+        let byIdentity = Dictionary(ours.entries.map { ($0.identity, $0.span) }, uniquingKeysWith: { a, _ in a })
+        try download.copy(theirs.entries.map { (key: $0.identity, span: $0.span) }, from: byIdentity, of: installed)
+    }
+
+    /// Checks the assembled file: the server's `.sha256`, when there is one; a signed pack's
+    /// signature on every byte (against `trustedKeys`, or its own key: the assembled bytes must
+    /// be the ones the block describes); an unsigned pack's every entry, read back with
+    /// `credential` (chunk tags or MACs, CRC-32s). Bytes of two versions fail one of these.
+    /// - Returns: Its SHA-256 (hex) and the key that signed it.
+    func verify(trustedKeys: [PublisherKey], credential: PackCredential?) throws -> (String, PublisherKey?) {
+        guard download.isComplete else { throw AssetPackError(.integrityFailure, "the download is incomplete") }
+        let staging = download.stagingPath
+        let digest = try PrivateInstaller.sha256(of: staging)
+        if let sidecar {
+            let published = sidecar.split(whereSeparator: \.isWhitespace).first.map { $0.lowercased() }
+            guard published == digest else {
+                throw AssetPackError(
+                    .integrityFailure,
+                    "the downloaded pack's SHA-256 is \(digest), not the \(published ?? "(empty)") the server publishes"
+                )
+            }
+        }
+        var publisher: PublisherKey?
+        if let block = signatureBlock {
+            // Without trusted keys not a trust decision: proves the assembled bytes are the ones
+            // the block describes.
+            publisher = try AssetPacks.verifySignature(
+                at: staging, trustedKeys: trustedKeys.isEmpty ? [block.publisher] : trustedKeys)
+        } else if let credential {
+            try readBack(credential: credential)
+        }
+        return (digest, trustedKeys.isEmpty ? nil : publisher)
+    }
+
+    /// Reads every entry of the unsigned download with its credential: each container chunk's
+    /// tag and each zip entry's MAC and CRC-32 are checked, so a file assembled from two
+    /// versions (a pack replaced on the server under the same validators) is refused.
+    private func readBack(credential: PackCredential) throws {
+        do {
+            let reader = try AssetPacks.open(download.stagingPath, credential: credential)
+            for entry in reader.entries {
+                try Cancellation.current?.check()
+                try reader.stream(entry.path) { _ in }
+            }
+        } catch let error as AssetPackError
+            where error.code != .missingPassword && error.code != .wrongPassword && error.code != .io
+        {
+            throw AssetPackError(
+                .integrityFailure,
+                "the pack downloaded from \(url) does not read back (\(error.description)): it changed on the server during the download, or is damaged",
+                path: error.path)
+        }
+    }
+}

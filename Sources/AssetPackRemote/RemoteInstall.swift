@@ -1,0 +1,170 @@
+import AssetPack
+import AssetPackCore
+import AssetPackHTTP
+import Foundation
+
+extension PrivateInstaller {
+    /// The outcome of an install from a URL.
+    public struct RemoteInstallation: Sendable, Equatable {
+        /// The install itself, as for a local pack.
+        public var installation: Installation
+        /// Body bytes downloaded by this call (retries included).
+        public var downloaded: UInt64
+        /// Bytes copied from the previously installed pack instead of downloaded.
+        public var reused: UInt64
+        /// Bytes an earlier, interrupted install had already downloaded.
+        public var resumed: UInt64
+        /// HTTP requests made.
+        public var requests: Int
+    }
+
+    /// Downloads the pack at `url` into the directory under `name` (default: the URL's last
+    /// path component): atomically, verified, 0700/0600, resumable, and as a delta when an older
+    /// version is installed under the same name (docs/REMOTE.md, "Installing").
+    ///
+    /// - Before anything is written, the size the server claims is checked against
+    ///   `limits.maxPackSize` and the free space of the directory's file system; then the pack's
+    ///   structure (the container's index and signature, the zip's directory and signature
+    ///   entry) is fetched, and a signed pack's signature is checked (against `trustedKeys`, when
+    ///   given) before the bulk of it is downloaded. An unsigned pack is installed only if it can
+    ///   be checked after the download: with its `credential` (every entry is read back) or a
+    ///   `<url>.sha256` file on the server. So no install ever holds bytes of two versions.
+    /// - The download goes to `.<name>.download` beside the installed pack, with its progress in
+    ///   `.<name>.download.json`: an install cut by the network (or a crash or a kill) goes on
+    ///   where it stopped, if the server's file is still the same version (`ETag`,
+    ///   `Last-Modified` and size), and starts over otherwise. Any other failure (a check, a
+    ///   limit, a full disk, cancellation) removes the download.
+    /// - When the remote pack is signed and a pack is installed under `name`, every entry span
+    ///   (zip) or chunk (container; this needs `credential`) whose SHA-256 equals the signed
+    ///   digest of a span of the installed pack is copied from it instead of downloaded. An
+    ///   unsigned container (with `credential`) reuses entries whose keys, key id, size,
+    ///   plaintext digest and chunk layout match; an unsigned zip is downloaded whole.
+    /// - Every request keeps `transfer`'s deadline and minimum rate.
+    /// - Cancelling the task stops the download within about a second, removes what it wrote,
+    ///   and throws `CancellationError`.
+    /// - Installing the same version again makes one request and copies nothing.
+    /// - From a server that ignores `Range`, the whole file comes in one GET (no more than
+    ///   its `Content-Length`, within a limit), verified the same way; no resume, no reuse.
+    /// - Parameters:
+    ///   - url: The pack's `http://` or `https://` URL.
+    ///   - name: The installed file's name.
+    ///   - credential: The pack's password or key: checks an unsigned pack, and lets a
+    ///     container update download only what changed.
+    ///   - limits: `maxPackSize` bounds the download (and the structure's sizes are checked
+    ///     against the index limits).
+    ///   - transfer: Every request's deadlines and minimum rate.
+    ///   - progress: Called with bytes done (downloaded or reused) and the pack's size.
+    /// - Throws: ``AssetPackError``: `.remote` (server failures, deadlines), `.untrusted`,
+    ///   `.missingPassword` (an unsigned pack that nothing could check), `.limitExceeded`,
+    ///   `.integrityFailure` (the assembled file is not the remote one), `.io` (including no
+    ///   room for the pack); `CancellationError`.
+    @discardableResult
+    public func install(
+        from url: URL, as name: String? = nil, credential: PackCredential? = nil, limits: ReadLimits = .default,
+        transfer: TransferLimits = .default, progress: (@Sendable (_ done: UInt64, _ total: UInt64) -> Void)? = nil
+    ) async throws -> RemoteInstallation {
+        var options = RemoteMirror.Options()
+        options.transfer = transfer
+        return try await Cancellation.offExecutor { [options] in
+            try installRemote(
+                url, as: name, credential: credential, limits: limits, options: options, progress: progress)
+        }
+    }
+
+    /// ``install(from:as:credential:limits:transfer:progress:)``, blocking.
+    @discardableResult
+    package func installRemote(
+        _ url: URL, as name: String? = nil, credential: PackCredential? = nil, limits: ReadLimits = .default,
+        options: RemoteMirror.Options = RemoteMirror.Options(),
+        progress: (@Sendable (_ done: UInt64, _ total: UInt64) -> Void)? = nil
+    ) throws -> RemoteInstallation {
+        try locked(name: name ?? url.lastPathComponent) { name in
+            try installRemote(
+                url, locked: name, credential: credential, limits: limits, options: options, progress: progress)
+        }
+    }
+
+    private func installRemote(
+        _ url: URL, locked name: String, credential: PackCredential?, limits: ReadLimits,
+        options: RemoteMirror.Options, progress: (@Sendable (_ done: UInt64, _ total: UInt64) -> Void)?
+    ) throws -> RemoteInstallation {
+
+        // A FIFO or device under the name is refused as a local install refuses it, before any download.
+        try AtomicFile.checkTarget(directory.appendingPathComponent(name).path)
+        let client = try HTTPRangeClient(url: url, retry: options.retry, limits: options.transfer)
+        let (version, whole) = try RemoteDownload.probe(client)
+        try limits.checkPackSize(version.size, of: url.absoluteString)
+        let fingerprint = "remote \(url.absoluteString) \(version.fingerprint)"
+
+        let destination = directory.appendingPathComponent(name)
+        let manifestURL = directory.appendingPathComponent(".\(name).install")
+        let recorded = InstallRecord.load(manifestURL)
+        let installed = try? Self.regularFile(destination.path)
+        let recordedPublisher = recorded?.publisher.flatMap { try? PublisherKey(text: $0) }
+        let trustedBefore = trustedKeys.isEmpty || recordedPublisher.map(trustedKeys.contains) == true
+        func summary(_ installation: Installation, _ download: PackDownload) -> RemoteInstallation {
+            let transferred = client.transferred
+            return RemoteInstallation(
+                installation: installation, downloaded: transferred.bytes, reused: download.reused,
+                resumed: download.resumed, requests: transferred.requests)
+        }
+        if let recorded, let installed, installed.size == recorded.size, trustedBefore,
+            recorded.sourceFingerprint == fingerprint
+        {
+            // A server frozen on this pack: once its signature expired, "current" is no answer.
+            try checkInstalledNotExpired(destination.path)
+            let publisher = trustedKeys.isEmpty ? nil : recordedPublisher
+            return summary(
+                Installation(path: destination, copied: false, sha256: recorded.sha256, publisher: publisher),
+                PackDownload(RemoteDownload(), url: url.absoluteString))
+        }
+
+        let staging = directory.appendingPathComponent(".\(name).download").path
+        var download = PackDownload(RemoteDownload(), url: url.absoluteString)
+        // A whole-file download holds every byte: nothing to reuse.
+        let previous = installed == nil || whole ? nil : destination.path
+        var checked: (String, PublisherKey?)
+        do {
+            download.download =
+                try whole
+                ? RemoteDownload.whole(
+                    client: client, version: version, staging: staging, options: options, limit: limits.maxPackSize,
+                    room: directory.path, progress: progress)
+                : RemoteDownload(
+                    client: client, version: version, staging: staging, options: options, room: directory.path)
+            try download.checkBeforeDownload(
+                trustedKeys: trustedKeys, credential: credential, limits: limits, client: client)
+            // Trusting keys: the signature block's release (expiry, rollback), before the bulk
+            // download; its key and signed size were checked with the structure.
+            if !trustedKeys.isEmpty, let block = download.signatureBlock { try checkRelease(block) }
+            try download.assemble(previous: previous, credential: credential, limits: limits, progress: progress)
+            do {
+                checked = try download.verify(trustedKeys: trustedKeys, credential: credential)
+            } catch let error as AssetPackError where download.reused > 0 && error.code == .integrityFailure {
+                // A reused span that was not what the remote holds: download everything once.
+                try download.download.restart()
+                try download.assemble(previous: nil, credential: credential, limits: limits, progress: progress)
+                checked = try download.verify(trustedKeys: trustedKeys, credential: credential)
+            }
+            // The release that counts is that of the bytes just verified: a full download after
+            // a failed delta may have fetched another version under the same validators.
+            let release = try checkStagedRelease(download.stagingPath)
+            try Cancellation.current?.check()
+            // Recorded before the rename: a failure after it refuses older versions all the same.
+            try release.map(recordRelease)
+            try download.download.commit(to: destination.path)
+        } catch {
+            // Only a download cut by the network is kept, for the next install to resume;
+            // after any other failure nothing stays behind.
+            if (error as? AssetPackError)?.code != .remote { download.download.discard() }
+            throw error
+        }
+        let (digest, publisher) = checked
+        try InstallRecord(
+            sha256: digest, size: version.size, sourceSize: version.size, sourceModified: 0,
+            sourceFingerprint: fingerprint, publisher: publisher?.text
+        ).save(manifestURL)
+        return summary(Installation(path: destination, copied: true, sha256: digest, publisher: publisher), download)
+    }
+}
+

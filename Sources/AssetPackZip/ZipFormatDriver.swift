@@ -1,0 +1,45 @@
+import AssetPackCore
+import AssetPackCrypto
+import AssetPackFormat
+
+/// The zip format, registered in `AssetPacks.formats` (docs/ARCHITECTURE.md, "The seam").
+package struct ZipFormatDriver: PackFormatDriver {
+    package init() {}
+
+    package var format: PackFormat { .zip }
+
+    package func recognizes(_ source: any ByteSource) throws -> Bool { try ZipStructure.recognizes(source) }
+
+    package func open(
+        _ source: any ByteSource, credential: PackCredential?, limits: ReadLimits, trustedKeys: [PublisherKey]
+    ) throws -> any PackReader {
+        try ZipPackReader(source: source, credential: credential, limits: limits, trustedKeys: trustedKeys)
+    }
+
+    package func makeWriter() -> any PackWriter { ZipPackWriter() }
+
+    package func isSigned(_ source: any ByteSource) throws -> Bool { try ZipSignature.isPresent(source) }
+
+    package func signatureBlock(_ source: any ByteSource, limits: ReadLimits) throws -> PackSignature? {
+        try ZipSignature.signatureBlock(source, limits: limits)
+    }
+
+    package func verifiedBlock(_ source: any ByteSource, trusted: [PublisherKey]) throws -> PackSignature {
+        try ZipSignature.verifiedBlock(source, trusted: trusted)
+    }
+
+    /// Every entry's span: the directory says where they are, no password needed.
+    package func signedSpans(_ source: any ByteSource, credential: PackCredential?, limits: ReadLimits) throws
+        -> [Range<UInt64>]?
+    {
+        try ZipSignature.spans(source)
+    }
+
+    /// The central directory: every entry's name, sizes and CRC-32.
+    package func identifyingSpans(_ source: any ByteSource) -> [Range<UInt64>] {
+        guard let directory = try? ZipStructure.directoryRange(fileSize: source.size, read: ZipStructure.reader(source)),
+            directory.offset < source.size, directory.size <= source.size - directory.offset
+        else { return [] }
+        return [directory.offset..<directory.offset + directory.size]
+    }
+}
