@@ -53,6 +53,44 @@ import Testing
         #expect(try reader.readData("a/b/c/d/deep.txt") == Data("deep\n".utf8))
     }
 
+    /// Ranges and caller buffers on the protocol: every entry of every kind (stored and
+    /// deflated, encrypted or not, zip and container), at the start, middle and end, and empty.
+    @Test(arguments: PackFormat.allCases, [PackEncryption.aes256, .none])
+    func rangesAndCallerBuffersReadTheSameBytes(format: PackFormat, encryption: PackEncryption) throws {
+        guard format == .zip || encryption == .aes256 else { return }  // a container is always encrypted
+        let dir = TemporaryDirectory()
+        var tree = sampleTree()
+        tree["big/random.bin"] = testBytes(300_000, seed: 5)  // stored (incompressible)
+        tree["big/text.txt"] = Array(String(repeating: "range read ", count: 30_000).utf8)  // deflated
+        let source = try dir.write(tree, under: "src")
+        var options = PackOptions()
+        options.format = format
+        options.zip.encryption = encryption
+        options.credential = encryption == .none ? nil : .password(Self.password)
+        let output = dir.appending("pack.\(format.rawValue)")
+        try AssetPacks.pack(source: source, to: output, options: options)
+        let reader = try AssetPacks.open(output.path, credential: options.credential)
+        for entry in reader.entries {
+            let expected = try #require(tree[entry.path])
+            var whole = [UInt8](repeating: 0xEE, count: expected.count + 3)
+            let timing = try whole.withUnsafeMutableBytes { try reader.read(entry.path, into: $0) }
+            #expect(Array(whole[..<expected.count]) == expected && whole.suffix(3) == [0xEE, 0xEE, 0xEE], "\(entry.path)")
+            #expect(timing.bytesOut == UInt64(expected.count))
+            let n = expected.count
+            for (offset, count) in [(0, min(n, 7)), (n / 3, min(n - n / 3, 70_001)), (max(0, n - 5), min(n, 5)), (n, 0)] {
+                #expect(
+                    try reader.readRange(entry.path, offset: UInt64(offset), count: count)
+                        == Array(expected[offset..<offset + count]), "\(entry.path) \(offset)+\(count)")
+            }
+            #expect(throws: AssetPackError.self) { try reader.readRange(entry.path, offset: UInt64(n), count: 1) }
+        }
+        var small = [UInt8](repeating: 0, count: 10)
+        let error = #expect(throws: AssetPackError.self) {
+            try small.withUnsafeMutableBytes { _ = try reader.read("big/random.bin", into: $0) }
+        }
+        #expect(error?.code == .invalidArgument)
+    }
+
     @Test(arguments: PackFormat.allCases)
     func wrongPasswordIsReportedAsSuch(format: PackFormat) throws {
         let dir = TemporaryDirectory()
