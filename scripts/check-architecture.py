@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Checks docs/ARCHITECTURE.md and the sources against Package.swift (run by `make lint`).
+
+- Every module a file under Sources/<Target>/ imports is a direct dependency of <Target>
+  (SwiftPM lets a target import its dependencies' dependencies; the architecture does not).
+- Each C module (C*) has exactly one importing target, and it imports it `internal`.
+- No format switch or format-type downcast outside the formats' own modules (the seam).
+- Every Swift target of Sources/ has a row in ARCHITECTURE.md's module table, and the row's
+  "May import" column names exactly its dependencies.
+"""
+import json, os, re, subprocess, sys
+
+root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+package = json.loads(subprocess.run(["swift", "package", "dump-package"], cwd=root, check=True,
+                                    capture_output=True, text=True).stdout)
+targets = {}
+for t in package["targets"]:
+    deps = set()
+    for d in t.get("dependencies", []):
+        for kind in ("byName", "target", "product"):
+            if kind in d:
+                deps.add(d[kind][0])
+    targets[t["name"]] = (t.get("type"), t.get("path"), deps)
+
+problems = []
+owned = {n for n, (kind, _, _) in targets.items()}
+c_importers = {}
+import_re = re.compile(r"^\s*(?:@_exported\s+|internal\s+|package\s+|public\s+)?import\s+(\w+)", re.M)
+for name, (kind, path, deps) in targets.items():
+    if kind not in ("regular", "executable") or path is not None and not path.startswith("Sources"):
+        continue
+    folder = os.path.join(root, path or os.path.join("Sources", name))
+    for dirpath, _, files in os.walk(folder):
+        for f in files:
+            if not f.endswith(".swift"):
+                continue
+            text = open(os.path.join(dirpath, f), encoding="utf-8").read()
+            rel = os.path.relpath(os.path.join(dirpath, f), root)
+            for m in import_re.finditer(text):
+                module = m.group(1)
+                if module in owned and module != name and module not in deps:
+                    problems.append(f"{rel}: imports {module}, which is not a dependency of {name} in Package.swift")
+                if module in owned and targets[module][0] == "system-target":
+                    c_importers.setdefault(module, set()).add(name)
+                    if not m.group(0).lstrip().startswith("internal import"):
+                        problems.append(f"{rel}: imports the C module {module} without `internal`")
+            if name not in ("AssetPackZip", "AssetPackContainer"):
+                for pattern in (r"switch\s+[\w.]*format\b", r"case\s+\.(zip|container)\s*:",
+                                r"(as\?|as!|is)\s+(ZipPackReader|ContainerPackReader)\b"):
+                    for m in re.finditer(pattern, text):
+                        line = text[:m.start()].count("\n") + 1
+                        problems.append(f"{rel}:{line}: format dispatch outside the registry ({m.group(0)})")
+for module, importers in c_importers.items():
+    if len(importers) > 1:
+        problems.append(f"{module} is imported by {sorted(importers)}; a C module has one importer")
+
+doc = open(os.path.join(root, "docs", "ARCHITECTURE.md"), encoding="utf-8").read()
+rows = {}
+for line in doc.splitlines():
+    m = re.match(r"^\| `(\w+)` \| .* \| (.*) \|$", line)
+    if m:
+        rows[m.group(1)] = m.group(2)
+short = {"AssetPackCore": "Core", "AssetPackCrypto": "Crypto", "AssetPackFormat": "Format", "AssetPackZip": "Zip",
+         "AssetPackContainer": "Container", "AssetPackHTTP": "HTTP", "AssetPackRemote": "Remote",
+         "AssetPackPerf": "Perf", "AssetPack": "AssetPack", "ArgumentParser": "ArgumentParser"}
+for name, (kind, path, deps) in targets.items():
+    if kind not in ("regular", "executable") or not (path is None or path.startswith("Sources")):
+        continue
+    if name not in rows:
+        problems.append(f"docs/ARCHITECTURE.md: no row for the module {name}")
+        continue
+    listed = set(re.findall(r"`?(\w+)`?", rows[name])) - {"Foundation"}
+    expected = {short.get(d, d) for d in deps}
+    if listed != expected:
+        problems.append(f"docs/ARCHITECTURE.md: {name} may import {sorted(listed)}; Package.swift says {sorted(expected)}")
+
+for p in problems:
+    print("architecture:", p, file=sys.stderr)
+sys.exit(1 if problems else 0)
