@@ -56,11 +56,12 @@ let package = Package(
         // `assetpack perf`: the zip-vs-container report. Not part of the AssetPack product: an app
         // never links it (as swift-nio keeps NIOPerformanceTester apart).
         .target(name: "AssetPackPerf", dependencies: ["AssetPack"]),
-        // The CLI: parse, call the libraries, print.
+        // The CLI: parse, call the libraries, print. Crypto for `keygen` (PublisherSigningKey.generate).
         .executableTarget(
             name: "assetpack",
             dependencies: [
-                "AssetPack", "AssetPackPerf", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "AssetPack", "AssetPackPerf", "AssetPackCrypto",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         // Runs `assetpack pack` over a target's asset folder at build time (see Plugins/PackAssets).
         .plugin(name: "PackAssets", capability: .buildTool(), dependencies: ["assetpack"]),

@@ -146,7 +146,7 @@ package struct ContainerPackWriter: PackWriter {
                     release.size = end + UInt64(PackSignature.size(items: chunkDigests.count / 32, release: release))
                 }
                 let block = PackSignature(
-                    kind: .container, publisher: key.verifyingKey,
+                    kind: .container, publisher: key.publicKey,
                     headDigest: SHA256Hasher.digest(headerBytes + indexRegion),
                     dataDigest: try SHA256Hasher.digest(
                         of: fd, UInt64(ContainerFormat.headerSize)..<pos, path: output),
