@@ -38,12 +38,14 @@ let package = Package(
         // The cryptographic primitives, over the system OpenSSL 3 (libcrypto): AES-256-GCM,
         // SHA-256, HMAC, HKDF, scrypt, PBKDF2, random bytes. See docs/ARCHITECTURE.md, "Crypto".
         .target(name: "AssetPackCrypto", dependencies: ["AssetPackCore", "CLibcrypto"]),
+        // What every pack format shares above the primitives: the signature block; later the format-driver protocol.
+        .target(name: "AssetPackFormat", dependencies: ["AssetPackCore", "AssetPackCrypto"]),
         // Zip backend over libzip.
         .target(
             name: "AssetPackZip",
-            dependencies: ["AssetPackCore", "AssetPackCrypto", "CLibzip"]),
+            dependencies: ["AssetPackCore", "AssetPackCrypto", "AssetPackFormat", "CLibzip"]),
         // Chunked AES-256-GCM container.
-        .target(name: "AssetPackContainer", dependencies: ["AssetPackCore", "AssetPackCrypto"]),
+        .target(name: "AssetPackContainer", dependencies: ["AssetPackCore", "AssetPackCrypto", "AssetPackFormat"]),
         // Remote packs: range requests over HTTP (libcurl) into a sparse local mirror.
         .target(
             name: "AssetPackRemote", dependencies: ["AssetPackCore", "AssetPackZip", "AssetPackContainer", "CLibcurl"]),
@@ -51,7 +53,8 @@ let package = Package(
         .target(
             name: "AssetPack",
             dependencies: [
-                "AssetPackCore", "AssetPackZip", "AssetPackContainer", "AssetPackCrypto", "AssetPackRemote",
+                "AssetPackCore", "AssetPackZip", "AssetPackContainer", "AssetPackCrypto", "AssetPackFormat",
+                "AssetPackRemote",
             ]),
         // `assetpack perf`: the zip-vs-container report. Not part of the AssetPack product: an app
         // never links it (as swift-nio keeps NIOPerformanceTester apart).
@@ -77,7 +80,7 @@ let package = Package(
             name: "FuzzContainerIndex", dependencies: ["AssetPackContainer", "FuzzSupport"],
             path: "Fuzz/FuzzContainerIndex"),
         .executableTarget(
-            name: "FuzzSignature", dependencies: ["AssetPackZip", "AssetPackCrypto", "FuzzSupport"],
+            name: "FuzzSignature", dependencies: ["AssetPackZip", "AssetPackFormat", "FuzzSupport"],
             path: "Fuzz/FuzzSignature"),
 
         // Release-mode benchmarks of the two backends (swift run -c release ContainerBench / ZipAESBench).
@@ -96,11 +99,15 @@ let package = Package(
         .testTarget(name: "AssetPackCoreTests", dependencies: ["AssetPackCore", "AssetPackTestSupport"]),
         .testTarget(name: "AssetPackCryptoTests", dependencies: ["AssetPackCrypto", "AssetPackTestSupport"]),
         .testTarget(
+            name: "AssetPackFormatTests", dependencies: ["AssetPackFormat", "AssetPackCrypto", "AssetPackTestSupport"]),
+        .testTarget(
             name: "AssetPackZipTests",
             dependencies: ["AssetPackZip", "AssetPackCore", "AssetPackCrypto", "CLibzip", "AssetPackTestSupport"]),
         .testTarget(
             name: "AssetPackContainerTests",
-            dependencies: ["AssetPackContainer", "AssetPackCore", "AssetPackCrypto", "AssetPackTestSupport"],
+            dependencies: [
+                "AssetPackContainer", "AssetPackCore", "AssetPackCrypto", "AssetPackFormat", "AssetPackTestSupport",
+            ],
             resources: [.copy("Vectors")]),
         .testTarget(name: "AssetPackTests", dependencies: ["AssetPack", "AssetPackRemote", "AssetPackTestSupport"]),
         .testTarget(name: "AssetPackPerfTests", dependencies: ["AssetPackPerf", "AssetPackTestSupport"]),

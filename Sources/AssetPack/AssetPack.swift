@@ -2,6 +2,7 @@
 @_exported import AssetPackCore
 @_exported import AssetPackZip
 import AssetPackCrypto
+import AssetPackFormat
 import Foundation
 
 /// The public face of AssetPack: open a pack of either format, pack a directory.

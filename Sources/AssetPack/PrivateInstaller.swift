@@ -1,6 +1,7 @@
 import AssetPackCore
 import AssetPackZip
 import AssetPackCrypto
+import AssetPackFormat
 import Foundation
 
 /// Copies a bundled pack into a private directory, atomically and idempotently.

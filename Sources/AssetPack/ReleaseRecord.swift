@@ -1,6 +1,6 @@
 import AssetPackContainer
 import AssetPackCore
-import AssetPackCrypto
+import AssetPackFormat
 import AssetPackRemote
 import AssetPackZip
 import Foundation

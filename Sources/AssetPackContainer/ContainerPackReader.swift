@@ -1,5 +1,6 @@
 import AssetPackCore
 import AssetPackCrypto
+import AssetPackFormat
 import Dispatch
 import Foundation
 import Synchronization

@@ -1,5 +1,6 @@
 import AssetPackCore
 import AssetPackCrypto
+import AssetPackFormat
 import Foundation
 
 /// Writes AssetPack container packs (chunked AES-256-GCM, format version 2, or 3 when signed; see `docs/FORMAT.md`).

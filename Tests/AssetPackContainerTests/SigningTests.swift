@@ -1,5 +1,6 @@
 import AssetPackCore
 import AssetPackCrypto
+import AssetPackFormat
 import AssetPackTestSupport
 import Foundation
 import Testing
