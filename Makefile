@@ -76,6 +76,7 @@ fmt:
 	$(SWIFT) format --in-place --recursive --configuration .swift-format $(SWIFT_SOURCES)
 
 lint:
+	python3 scripts/check-architecture.py
 	$(SWIFT) format lint --strict --recursive --configuration .swift-format $(SWIFT_SOURCES)
 
 clean:

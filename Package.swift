@@ -67,11 +67,11 @@ let package = Package(
         // `assetpack perf`: the zip-vs-container report. Not part of the AssetPack product: an app
         // never links it (as swift-nio keeps NIOPerformanceTester apart).
         .target(name: "AssetPackPerf", dependencies: ["AssetPack", "AssetPackRemote"]),
-        // The CLI: parse, call the libraries, print.
+        // The CLI: parse, call the libraries, print. Crypto for `keygen` (PublisherSigningKey.generate).
         .executableTarget(
             name: "assetpack",
             dependencies: [
-                "AssetPack", "AssetPackRemote", "AssetPackPerf",
+                "AssetPack", "AssetPackRemote", "AssetPackPerf", "AssetPackCrypto",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         // Runs `assetpack pack` over a target's asset folder at build time (see Plugins/PackAssets).
@@ -88,7 +88,7 @@ let package = Package(
             name: "FuzzContainerIndex", dependencies: ["AssetPackContainer", "FuzzSupport"],
             path: "Fuzz/FuzzContainerIndex"),
         .executableTarget(
-            name: "FuzzSignature", dependencies: ["AssetPackZip", "AssetPackCrypto", "FuzzSupport"],
+            name: "FuzzSignature", dependencies: ["AssetPackZip", "AssetPackFormat", "FuzzSupport"],
             path: "Fuzz/FuzzSignature"),
 
         // Release-mode benchmarks of the two backends (swift run -c release ContainerBench / ZipAESBench).
@@ -107,11 +107,15 @@ let package = Package(
         .testTarget(name: "AssetPackCoreTests", dependencies: ["AssetPackCore", "AssetPackTestSupport"]),
         .testTarget(name: "AssetPackCryptoTests", dependencies: ["AssetPackCrypto", "AssetPackTestSupport"]),
         .testTarget(
+            name: "AssetPackFormatTests", dependencies: ["AssetPackFormat", "AssetPackCrypto", "AssetPackTestSupport"]),
+        .testTarget(
             name: "AssetPackZipTests",
             dependencies: ["AssetPackZip", "AssetPackCore", "AssetPackCrypto", "CLibzip", "AssetPackTestSupport"]),
         .testTarget(
             name: "AssetPackContainerTests",
-            dependencies: ["AssetPackContainer", "AssetPackCore", "AssetPackCrypto", "AssetPackTestSupport"],
+            dependencies: [
+                "AssetPackContainer", "AssetPackCore", "AssetPackCrypto", "AssetPackFormat", "AssetPackTestSupport",
+            ],
             resources: [.copy("Vectors")]),
         .testTarget(name: "AssetPackTests", dependencies: ["AssetPack", "AssetPackTestSupport"]),
         .testTarget(
@@ -119,6 +123,7 @@ let package = Package(
             dependencies: ["AssetPackRemote", "AssetPackHTTP", "AssetPackFormat", "AssetPackTestSupport"]),
         .testTarget(name: "AssetPackPerfTests", dependencies: ["AssetPackPerf", "AssetPackTestSupport"]),
         .testTarget(
-            name: "AssetPackCLITests", dependencies: ["AssetPack", "AssetPackRemote", "AssetPackPerf", "AssetPackTestSupport"]),
+            name: "AssetPackCLITests",
+            dependencies: ["AssetPack", "AssetPackRemote", "AssetPackPerf", "AssetPackTestSupport"]),
     ]
 )

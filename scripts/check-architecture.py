@@ -69,7 +69,7 @@ for name, (kind, path, deps) in targets.items():
     if name not in rows:
         problems.append(f"docs/ARCHITECTURE.md: no row for the module {name}")
         continue
-    listed = set(re.findall(r"`?(\w+)`?", rows[name])) - {"Foundation"}
+    listed = set(re.findall(r"`?(\w+)`?", re.sub(r"\([^)]*\)", "", rows[name]))) - {"Foundation"}
     expected = {short.get(d, d) for d in deps}
     if listed != expected:
         problems.append(f"docs/ARCHITECTURE.md: {name} may import {sorted(listed)}; Package.swift says {sorted(expected)}")

@@ -2,7 +2,7 @@
 // signed zip's signature checks (end records, signature entry, directory digest) on arbitrary
 // bytes. Built by `make fuzz`.
 import AssetPackCore
-import AssetPackCrypto
+import AssetPackFormat
 import AssetPackZip
 import FuzzSupport
 

@@ -34,8 +34,8 @@ public enum AssetPacks {
     ///   failures (`.io`, `.remote`).
     package static func driver(of source: any ByteSource) throws -> any PackFormatDriver {
         for driver in formats where try driver.recognizes(source) { return driver }
-        let known = formats.map(\.format.rawValue).joined(separator: " or ")
-        throw AssetPackError(.unsupportedFormat, "\(source.name) is not a pack of any known format (\(known))")
+        throw AssetPackError(
+            .unsupportedFormat, "\(source.name) is not \(formats.map(\.noun).joined(separator: " or "))")
     }
 
     /// Recognises a pack's format from its bytes (never from its file extension): each

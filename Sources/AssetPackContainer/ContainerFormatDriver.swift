@@ -8,6 +8,8 @@ package struct ContainerFormatDriver: PackFormatDriver {
 
     package var format: PackFormat { .container }
 
+    package var noun: String { "an AssetPack container" }
+
     package func recognizes(_ source: any ByteSource) throws -> Bool {
         try source.prefix(at: 0, count: ContainerFormat.magic.count) == ContainerFormat.magic
     }

@@ -357,26 +357,26 @@ public final class ContainerPackReader: PackReader {
         var crc: UInt32 = 0
         var first = 0
         try source.access(entrySpan(e), largestRead: largestRead) {
-        while first < e.chunkCount {
-            let last = min(first + group, e.chunkCount)
-            let base = UInt64(first) << chunkShift
-            let bytes = Int(min(e.info.size - base, UInt64(last - first) << chunkShift))
-            let out = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<bytes])
-            let phase = Stopwatch()
-            let cpu = try decode(e, key, first..<last, into: out, base: base, crcs: crcs.baseAddress)
-            let wall = phase.elapsed
-            let share = cpu.0 + cpu.1 > 0 ? cpu.0 / (cpu.0 + cpu.1) : 1
-            t.decrypt += wall * share
-            t.crc += wall * (1 - share)
-            var at = 0
-            for c in first..<last {
-                let len = plainLength(e, c)
-                crc = CRC32.combine(crc, crcs[c - first], secondLength: len)
-                if len > 0 { try body(UnsafeRawBufferPointer(rebasing: out[at..<at + len])) }
-                at += len
+            while first < e.chunkCount {
+                let last = min(first + group, e.chunkCount)
+                let base = UInt64(first) << chunkShift
+                let bytes = Int(min(e.info.size - base, UInt64(last - first) << chunkShift))
+                let out = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<bytes])
+                let phase = Stopwatch()
+                let cpu = try decode(e, key, first..<last, into: out, base: base, crcs: crcs.baseAddress)
+                let wall = phase.elapsed
+                let share = cpu.0 + cpu.1 > 0 ? cpu.0 / (cpu.0 + cpu.1) : 1
+                t.decrypt += wall * share
+                t.crc += wall * (1 - share)
+                var at = 0
+                for c in first..<last {
+                    let len = plainLength(e, c)
+                    crc = CRC32.combine(crc, crcs[c - first], secondLength: len)
+                    if len > 0 { try body(UnsafeRawBufferPointer(rebasing: out[at..<at + len])) }
+                    at += len
+                }
+                first = last
             }
-            first = last
-        }
         }
         // The index always records a CRC; a missing one is as wrong as a different one.
         try CRC32.check(crc, expected: e.info.crc32 ?? ~crc, path: e.info.path, authenticated: true)

@@ -1,5 +1,6 @@
 import AssetPackCore
 import AssetPackCrypto
+import AssetPackFormat
 import Foundation
 
 /// Writes AssetPack container packs (chunked AES-256-GCM, format version 2, or 3 when signed; see `docs/FORMAT.md`).
@@ -146,7 +147,7 @@ package struct ContainerPackWriter: PackWriter {
                     release.size = end + UInt64(PackSignature.size(items: chunkDigests.count / 32, release: release))
                 }
                 let block = PackSignature(
-                    kind: .container, publisher: key.verifyingKey,
+                    kind: .container, publisher: key.publicKey,
                     headDigest: SHA256Hasher.digest(headerBytes + indexRegion),
                     dataDigest: try SHA256Hasher.digest(
                         of: fd, UInt64(ContainerFormat.headerSize)..<pos, path: output),

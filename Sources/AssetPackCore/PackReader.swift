@@ -179,7 +179,8 @@ extension EntryInfo {
     /// - Throws: `.invalidArgument` naming the range and the entry's size.
     package func checkRange(offset: UInt64, count: Int) throws {
         guard count >= 0, offset <= size, UInt64(count) <= size - offset else {
-            throw AssetPackError(.invalidArgument, "range \(offset)+\(count) is outside the entry (\(size) bytes)", path: path)
+            throw AssetPackError(
+                .invalidArgument, "range \(offset)+\(count) is outside the entry (\(size) bytes)", path: path)
         }
     }
 }

@@ -2,8 +2,9 @@ import Foundation
 
 // The key vocabulary of publisher-signed packs: the two key types, their one-line text forms and
 // their files. Parsing and formatting live here; what needs OpenSSL (generating a key, deriving
-// the public key, signing, verifying) lives in AssetPackCrypto and, for apps, in the AssetPack
-// module (`PublisherSigningKey.publicKey`).
+// the public key, signing, verifying) is a set of extensions on these same types in
+// AssetPackCrypto, and loading a signing key file, which derives its public key, is in the
+// AssetPack module (docs/ARCHITECTURE.md, "Publisher keys").
 
 /// A publisher's public key: the Ed25519 key an app trusts packs to be signed with.
 ///
@@ -117,6 +118,8 @@ public struct PublisherKey: Sendable, Hashable, CustomStringConvertible {
 ///
 /// The seed is kept in memory of its own, wiped when the last copy of the key is released, and
 /// never printed: `description` and `dump` show no key bytes.
+///
+/// Load one with `load(from:)`.
 public struct PublisherSigningKey: Sendable, CustomStringConvertible, CustomReflectable {
     /// How the key file's line starts.
     package static let textPrefix = "assetpack-ed25519-key:"
@@ -125,13 +128,21 @@ public struct PublisherSigningKey: Sendable, CustomStringConvertible, CustomRefl
 
     private let storage: SecretBytes
 
-    /// The key with this 32-byte seed (copied; the caller wipes its own copy).
+    /// The public key that verifies this key's signatures: what apps that accept packs signed
+    /// with this key hold. Derived from the seed once, when the key is made.
+    public let publicKey: PublisherKey
+
+    /// The key with this 32-byte seed (copied; the caller wipes its own copy) and the public key
+    /// derived from it. Core cannot derive a public key (that is OpenSSL's, in AssetPackCrypto):
+    /// every other module makes keys through AssetPackCrypto's `init(seed:)` and `generate()`,
+    /// which derive `publicKey` and call this.
     /// - Throws: `.invalidArgument` unless `seed` is 32 bytes.
-    package init(seed: UnsafeRawBufferPointer) throws {
+    package init(seed: UnsafeRawBufferPointer, derivedPublicKey publicKey: PublisherKey) throws {
         guard seed.count == Self.seedSize else {
             throw AssetPackError(.invalidArgument, "an Ed25519 private key is 32 bytes, not \(seed.count)")
         }
         storage = SecretBytes(copying: seed)
+        self.publicKey = publicKey
     }
 
     /// Calls `body` with the 32-byte seed, in place: nothing is copied.
@@ -139,18 +150,19 @@ public struct PublisherSigningKey: Sendable, CustomStringConvertible, CustomRefl
         try body(UnsafeRawBufferPointer(storage.bytes))
     }
 
-    /// Reads a private key file (`NAME.key` from `assetpack keygen`).
+    /// Reads a private key file (`NAME.key` from `assetpack keygen`) and calls `body` with its
+    /// 32-byte seed, wiped when `body` returns; `load(from:)` (AssetPack) makes the key from it.
     /// - Parameter url: The file.
     /// - Throws: ``AssetPackError`` with code `invalidArgument` naming the file when it does not
     ///   hold a private signing key (the message never repeats the file's content), `io` when it
-    ///   cannot be read.
-    public static func load(from url: URL) throws -> PublisherSigningKey {
+    ///   cannot be read; what `body` throws.
+    package static func readSeed<R>(from url: URL, _ body: (UnsafeRawBufferPointer) throws -> R) throws -> R {
         let path = url.path
         return try KeyText.readKeyFile(path, what: "signing key file") { content in
             var decoded = KeyText.decode(content, prefix: textPrefix, size: seedSize)
             defer { decoded.wipe() }
             switch decoded {
-            case .key(let seed): return try seed.withUnsafeBytes { try PublisherSigningKey(seed: $0) }
+            case .key(let seed): return try seed.withUnsafeBytes { try body($0) }
             case .otherPrefix(PublisherKey.textPrefix):
                 throw AssetPackError(
                     .invalidArgument, "\(path) holds a public key, not a private signing key (give the .key file)")

@@ -479,8 +479,8 @@ package func adviseHugePages(alignedRegion region: UnsafeMutableRawBufferPointer
 }
 
 /// Overwrites `buffer` with zeros in a way the compiler may not drop as a dead store, for secrets
-/// about to be freed: `explicit_bzero` (glibc), `memset_s` (Darwin). Core cannot reach OpenSSL's
-/// `OPENSSL_cleanse`, which AssetPackCrypto uses for the same purpose.
+/// about to be freed: `explicit_bzero` (glibc), `memset_s` (Darwin). The one memory wiper: key
+/// seeds, derived keys and keystream scratch in every module go through it.
 package func wipeMemory(_ buffer: UnsafeMutableRawBufferPointer) {
     guard let base = buffer.baseAddress, buffer.count > 0 else { return }
     #if canImport(Darwin)

@@ -111,4 +111,3 @@ package func secureRandomBytes(_ count: Int) -> [UInt8] {
     guard RAND_bytes(&out, Int32(count)) == 1 else { fatalError("RAND_bytes failed: the system has no entropy source") }
     return out
 }
-

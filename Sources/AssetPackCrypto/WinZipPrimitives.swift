@@ -86,9 +86,3 @@ package func constantTimeEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBuffer
     precondition(a.count >= count && b.count >= count)
     return count == 0 || CRYPTO_memcmp(a.baseAddress, b.baseAddress, count) == 0
 }
-
-/// Overwrites `buffer` with zeros in a way the compiler cannot drop (OPENSSL_cleanse).
-package func cleanse(_ buffer: UnsafeMutableRawBufferPointer) {
-    guard let base = buffer.baseAddress else { return }
-    OPENSSL_cleanse(base, buffer.count)
-}

@@ -8,6 +8,8 @@ import AssetPackCrypto
 package protocol PackFormatDriver: Sendable {
     /// The format this driver reads and writes.
     var format: PackFormat { get }
+    /// What a pack of this format is called in messages ("a zip archive").
+    var noun: String { get }
 
     /// Whether `source` holds a pack of this format, from its bytes (never its name). Reads as
     /// little as it can: a magic number, an end record.

@@ -414,7 +414,8 @@ public enum PerfRunner {
     }
 
     private static func subject(
-        _ label: String, _ reader: any PackReader, _ url: URL, size: UInt64? = nil, packSeconds: Double?, installSeconds: Double?,
+        _ label: String, _ reader: any PackReader, _ url: URL, size: UInt64? = nil, packSeconds: Double?,
+        installSeconds: Double?,
         openWall: Double
     ) -> Subject {
         let size = size ?? (try? FileSystem.stat(url.path).size) ?? 0

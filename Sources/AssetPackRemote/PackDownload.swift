@@ -101,7 +101,8 @@ struct PackDownload {
                 try Cancellation.current?.check()
                 byDigest[try SHA256Hasher.digest(of: installed, span)] = span
             }
-            let keyed = wanted.enumerated().map { i, span in (key: Array(block.items[32 * i..<32 * i + 32]), span: span) }
+            let keyed = wanted.enumerated().map { i, span in (key: Array(block.items[32 * i..<32 * i + 32]), span: span)
+            }
             try download.copy(keyed, from: byDigest, of: installed)
             return
         }

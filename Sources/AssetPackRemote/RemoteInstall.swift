@@ -167,4 +167,3 @@ extension PrivateInstaller {
         return summary(Installation(path: destination, copied: true, sha256: digest, publisher: publisher), download)
     }
 }
-

@@ -28,7 +28,9 @@ extension AssetPacks {
         url: URL, credential: PackCredential?, limits: ReadLimits = .default, trustedKeys: [PublisherKey] = [],
         transfer: TransferLimits = .default
     ) async throws -> any PackReader {
-        try await Cancellation.offExecutor { try openRemote(url, credential: credential, limits: limits, trustedKeys: trustedKeys, transfer: transfer) }
+        try await Cancellation.offExecutor {
+            try openRemote(url, credential: credential, limits: limits, trustedKeys: trustedKeys, transfer: transfer)
+        }
     }
 
     /// Opens the pack at `url` (blocking): its mirror is the byte source of the format its

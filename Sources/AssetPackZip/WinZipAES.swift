@@ -47,7 +47,7 @@ package enum WinZipAESKeyStrength: UInt8, Sendable, CaseIterable {
 /// Constants of the WinZip AES format (AE-1/AE-2).
 package enum WinZipAES {
     /// PBKDF2-HMAC-SHA1(password, salt, 1000) → encryption key ‖ MAC key ‖ 2-byte verifier, the
-    /// derivation both the reader and the writer run. The caller cleanses the result.
+    /// derivation both the reader and the writer run. The caller wipes the result (`wipeMemory`).
     /// - Throws: `.unsupportedFormat` if OpenSSL refuses (it does not for these parameters).
     package static func derive(password: [UInt8], salt: [UInt8], strength: WinZipAESKeyStrength) throws -> [UInt8] {
         do {
@@ -97,7 +97,7 @@ package struct WinZipAESDecryptor {
         }
         let keyLength = strength.keyLength
         var derived = try WinZipAES.derive(password: password, salt: salt, strength: strength)
-        defer { derived.withUnsafeMutableBytes { cleanse($0) } }
+        defer { derived.withUnsafeMutableBytes { wipeMemory($0) } }
         let check = derived.withUnsafeBytes { d in
             verifier.withUnsafeBytes {
                 constantTimeEqual(UnsafeRawBufferPointer(rebasing: d[(2 * keyLength)...]), $0, count: 2)
@@ -156,7 +156,7 @@ package final class WinZipAESKeystream {
     }
 
     deinit {
-        cleanse(UnsafeMutableRawBufferPointer(start: keystream, count: Self.batchBytes))
+        wipeMemory(UnsafeMutableRawBufferPointer(start: keystream, count: Self.batchBytes))
         keystream.deallocate()
     }
 

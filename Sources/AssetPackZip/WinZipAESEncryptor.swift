@@ -23,7 +23,7 @@ struct WinZipAESEntryKeys {
         precondition(salt.count == strength.saltLength)
         let n = strength.keyLength
         var derived = try WinZipAES.derive(password: password, salt: salt, strength: strength)
-        defer { derived.withUnsafeMutableBytes { cleanse($0) } }
+        defer { derived.withUnsafeMutableBytes { wipeMemory($0) } }
         self.salt = salt
         encryptionKey = Array(derived[0..<n])
         macKey = Array(derived[n..<(2 * n)])
@@ -55,7 +55,7 @@ final class WinZipAESCounterKeystream {
     }
 
     deinit {
-        cleanse(scratch)
+        wipeMemory(scratch)
         scratch.deallocate()
     }
 

@@ -8,6 +8,8 @@ package struct ZipFormatDriver: PackFormatDriver {
 
     package var format: PackFormat { .zip }
 
+    package var noun: String { "a zip archive" }
+
     package func recognizes(_ source: any ByteSource) throws -> Bool { try ZipStructure.recognizes(source) }
 
     package func open(
@@ -37,7 +39,8 @@ package struct ZipFormatDriver: PackFormatDriver {
 
     /// The central directory: every entry's name, sizes and CRC-32.
     package func identifyingSpans(_ source: any ByteSource) -> [Range<UInt64>] {
-        guard let directory = try? ZipStructure.directoryRange(fileSize: source.size, read: ZipStructure.reader(source)),
+        guard
+            let directory = try? ZipStructure.directoryRange(fileSize: source.size, read: ZipStructure.reader(source)),
             directory.offset < source.size, directory.size <= source.size - directory.offset
         else { return [] }
         return [directory.offset..<directory.offset + directory.size]

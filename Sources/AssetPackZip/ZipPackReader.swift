@@ -1,5 +1,6 @@
 import AssetPackCore
 import AssetPackCrypto
+import AssetPackFormat
 internal import CLibzip
 import Foundation
 
@@ -83,7 +84,8 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
         do { source = try FileByteSource(path: path) } catch let error as AssetPackError {
             throw error.untrustedIfUnreadable(trusting: trustedKeys)
         }
-        try self.init(source: source, credential: credential, limits: limits, decoder: decoder, trustedKeys: trustedKeys)
+        try self.init(
+            source: source, credential: credential, limits: limits, decoder: decoder, trustedKeys: trustedKeys)
     }
 
     /// Opens the zip held by `source` (see ``init(path:credential:limits:decoder:trustedKeys:)``).

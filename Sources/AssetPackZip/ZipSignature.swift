@@ -1,5 +1,6 @@
 import AssetPackCore
 import AssetPackCrypto
+import AssetPackFormat
 import Dispatch
 import Foundation
 
@@ -81,7 +82,7 @@ package enum ZipSignature {
             release.size = directoryAt + structure.directorySize + UInt64(tail.count)
         }
         let block = PackSignature(
-            kind: .zip, publisher: key.verifyingKey, headDigest: SHA256Hasher.digest(directory),
+            kind: .zip, publisher: key.publicKey, headDigest: SHA256Hasher.digest(directory),
             dataDigest: try SHA256Hasher.digest(of: fd, 0..<structure.directoryOffset, path: path), items: items,
             release: release
         ).signed(with: key)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import AssetPack
+import AssetPackPerf
 import Dispatch
 import Foundation
 import Synchronization

@@ -1,5 +1,6 @@
 import ArgumentParser
 import AssetPack
+import AssetPackCrypto
 import Foundation
 
 extension AssetPackCommand {

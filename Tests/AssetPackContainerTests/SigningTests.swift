@@ -1,5 +1,6 @@
 import AssetPackCore
 import AssetPackCrypto
+import AssetPackFormat
 import AssetPackTestSupport
 import Foundation
 import Testing
@@ -12,7 +13,7 @@ import Testing
 @Suite struct SigningTests {
     static let publisher = PublisherSigningKey.generate()
     static let other = PublisherSigningKey.generate()
-    static var trusted: [PublisherKey] { [publisher.verifyingKey] }
+    static var trusted: [PublisherKey] { [publisher.publicKey] }
     static let files: [(String, [UInt8])] = [
         ("a.txt", Array("nineteen bytes here".utf8)),
         ("b.bin", noise(10_000, seed: 7)),  // three stored chunks of 4 KiB
@@ -50,23 +51,27 @@ import Testing
         let path = try scratch.pack(Self.files, signingKey: Self.publisher)
         #expect(try ContainerPackReader.isSigned(FileByteSource(path: path)))
         let reader = try ContainerPackReader(path: path, credential: testKey, trustedKeys: Self.trusted)
-        #expect(reader.header.version == 3 && reader.publisher == Self.publisher.verifyingKey)
+        #expect(reader.header.version == 3 && reader.publisher == Self.publisher.publicKey)
         #expect(Self.outcome(path) == nil)
         // Rotation: any one of several trusted keys is enough.
-        #expect(Self.outcome(path, trusting: [Self.other.verifyingKey, Self.publisher.verifyingKey]) == nil)
+        #expect(Self.outcome(path, trusting: [Self.other.publicKey, Self.publisher.publicKey]) == nil)
         // Without trusted keys a signed pack reads as an unsigned one.
         let plain = try ContainerPackReader(path: path, credential: testKey)
         #expect(plain.publisher == nil)
         for (name, data) in Self.files { #expect(try plain.read(name) == data) }
         // The installer's check, without the password.
-        #expect(try ContainerPackReader.verifiedBlock(FileByteSource(path: path), trusted: Self.trusted).publisher == Self.publisher.verifyingKey)
+        #expect(
+            try ContainerPackReader.verifiedBlock(FileByteSource(path: path), trusted: Self.trusted).publisher
+                == Self.publisher.publicKey)
     }
 
     @Test func unsignedAndOtherKeysAreRefused() throws {
         let scratch = Scratch()
         let unsigned = try scratch.pack(Self.files, name: "u.apack")
         #expect(Self.outcome(unsigned) == .untrusted)
-        expectError(.untrusted) { _ = try ContainerPackReader.verifiedBlock(FileByteSource(path: unsigned), trusted: Self.trusted).publisher }
+        expectError(.untrusted) {
+            _ = try ContainerPackReader.verifiedBlock(FileByteSource(path: unsigned), trusted: Self.trusted).publisher
+        }
         let signed = try scratch.pack(Self.files, name: "s.apack", signingKey: Self.other)
         #expect(Self.outcome(signed) == .untrusted)
         // Refused before the password is even asked for.
@@ -104,7 +109,9 @@ import Testing
             expectError(.untrusted) { try read() }
         }
         #expect(try careful.read("a.txt") == Self.files[0].1, "other entries still read")
-        expectError(.untrusted) { _ = try ContainerPackReader.verifiedBlock(FileByteSource(path: attacked), trusted: Self.trusted).publisher }
+        expectError(.untrusted) {
+            _ = try ContainerPackReader.verifiedBlock(FileByteSource(path: attacked), trusted: Self.trusted).publisher
+        }
     }
 
     /// Pack B of the same publisher and key holds the same names with other bytes: its chunks,
@@ -186,11 +193,11 @@ import Testing
         var changed = Self.files
         changed[0].1 = Array("twenty bytes here!!!".utf8)
         _ = try scratch.pack(changed, signingKey: Self.other)
-        #expect(Self.outcome(path, trusting: [Self.other.verifyingKey], files: changed) == nil)
+        #expect(Self.outcome(path, trusting: [Self.other.publicKey], files: changed) == nil)
         #expect(Self.outcome(path, files: changed) == .untrusted)
         // And unsigned when re-packed without a key.
         _ = try scratch.pack(changed)
         #expect(try !ContainerPackReader.isSigned(FileByteSource(path: path)))
-        #expect(Self.outcome(path, trusting: [Self.other.verifyingKey], files: changed) == .untrusted)
+        #expect(Self.outcome(path, trusting: [Self.other.publicKey], files: changed) == .untrusted)
     }
 }

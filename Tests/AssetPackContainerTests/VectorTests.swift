@@ -56,7 +56,7 @@ import Testing
                     compression: compression, salt: hex(salt), entries: files.map { Entry(path: $0.0, hex: hex($0.1)) },
                     version: file.hasPrefix("v3") ? 3 : file.hasPrefix("v2") ? 2 : nil,
                     signingSeed: file.hasPrefix("v3") ? hex(signingSeed) : nil,
-                    publicKey: file.hasPrefix("v3") ? hex(Self.signingKey.verifyingKey.rawRepresentation) : nil,
+                    publicKey: file.hasPrefix("v3") ? hex(Self.signingKey.publicKey.rawRepresentation) : nil,
                     signatureBlock: file.hasSuffix("-block2.apack") ? 2 : nil,
                     releaseName: file.hasSuffix("-block2.apack") ? "tiny" : nil,
                     releaseVersion: file.hasSuffix("-block2.apack") ? 7 : nil,

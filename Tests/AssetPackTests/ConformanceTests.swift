@@ -74,10 +74,13 @@ import Testing
             let expected = try #require(tree[entry.path])
             var whole = [UInt8](repeating: 0xEE, count: expected.count + 3)
             let timing = try whole.withUnsafeMutableBytes { try reader.read(entry.path, into: $0) }
-            #expect(Array(whole[..<expected.count]) == expected && whole.suffix(3) == [0xEE, 0xEE, 0xEE], "\(entry.path)")
+            #expect(
+                Array(whole[..<expected.count]) == expected && whole.suffix(3) == [0xEE, 0xEE, 0xEE], "\(entry.path)")
             #expect(timing.bytesOut == UInt64(expected.count))
             let n = expected.count
-            for (offset, count) in [(0, min(n, 7)), (n / 3, min(n - n / 3, 70_001)), (max(0, n - 5), min(n, 5)), (n, 0)] {
+            for (offset, count) in [
+                (0, min(n, 7)), (n / 3, min(n - n / 3, 70_001)), (max(0, n - 5), min(n, 5)), (n, 0),
+            ] {
                 #expect(
                     try reader.readRange(entry.path, offset: UInt64(offset), count: count)
                         == Array(expected[offset..<offset + count]), "\(entry.path) \(offset)+\(count)")

@@ -12,7 +12,7 @@ import Testing
 @Suite struct ZipSigningTests {
     static let publisher = PublisherSigningKey.generate()
     static let other = PublisherSigningKey.generate()
-    static var trusted: [PublisherKey] { [publisher.verifyingKey] }
+    static var trusted: [PublisherKey] { [publisher.publicKey] }
     static let tree: [String: [UInt8]] = [
         "short.txt": Array("ten bytes!".utf8),  // AE-2: CRC 0, the MAC is its check
         "long.bin": testBytes(5000, seed: 3),  // AE-1, stored
@@ -63,11 +63,13 @@ import Testing
         #expect(Self.outcome(path, password: password) == nil)
         if encryption != .aes256 { #expect(Self.outcome(path, password: password, decoder: .libzip) == nil) }
         #expect(
-            Self.outcome(path, trusting: [Self.other.verifyingKey, Self.publisher.verifyingKey], password: password)
+            Self.outcome(path, trusting: [Self.other.publicKey, Self.publisher.publicKey], password: password)
                 == nil)
         let reader = try ZipPackReader(path: path, credential: password.map { .password($0) })
         #expect(reader.publisher == nil && reader.entries.count == Self.tree.count, "reads as unsigned")
-        #expect(try ZipSignature.verifiedBlock(FileByteSource(path: path), trusted: Self.trusted).publisher == Self.publisher.verifyingKey)
+        #expect(
+            try ZipSignature.verifiedBlock(FileByteSource(path: path), trusted: Self.trusted).publisher
+                == Self.publisher.publicKey)
     }
 
     @Test func unsignedAndOtherKeysAreRefused() throws {
@@ -76,7 +78,9 @@ import Testing
         #expect(Self.outcome(unsigned) == .untrusted)
         let other = try writeZip(Self.tree, in: dir, name: "o.zip", signingKey: Self.other).path
         #expect(Self.outcome(other) == .untrusted)
-        expectUntrusted { _ = try ZipSignature.verifiedBlock(FileByteSource(path: other), trusted: Self.trusted).publisher }
+        expectUntrusted {
+            _ = try ZipSignature.verifiedBlock(FileByteSource(path: other), trusted: Self.trusted).publisher
+        }
     }
 
     /// The attack the issue names: one entry re-made with the same password, every other byte,
@@ -105,7 +109,9 @@ import Testing
             path: attacked, credential: .password("s3cret"), decoder: .libzip, trustedKeys: Self.trusted)
         expectUntrusted { _ = try viaLibzip.read("short.txt") }
         #expect(try reader.read("long.bin") == Self.tree["long.bin"], "other entries still read")
-        expectUntrusted { _ = try ZipSignature.verifiedBlock(FileByteSource(path: attacked), trusted: Self.trusted).publisher }
+        expectUntrusted {
+            _ = try ZipSignature.verifiedBlock(FileByteSource(path: attacked), trusted: Self.trusted).publisher
+        }
         // An AE-1 entry re-made changes its CRC in the directory: refused at open.
         var forged1 = Self.tree
         forged1["long.bin"] = testBytes(5000, seed: 99)
@@ -220,7 +226,7 @@ import Testing
         changed["text.txt"] = textBytes(9001, seed: 4)
         let report = try writeZip(changed, in: dir, signingKey: Self.other).report
         #expect(report.reused == 2 && report.packed == 1)
-        #expect(Self.outcome(path, trusting: [Self.other.verifyingKey], tree: changed) == nil)
+        #expect(Self.outcome(path, trusting: [Self.other.publicKey], tree: changed) == nil)
         #expect(Self.outcome(path, tree: changed) == .untrusted)
         _ = try writeZip(changed, in: dir)
         #expect(try !ZipSignature.isPresent(FileByteSource(path: path)))

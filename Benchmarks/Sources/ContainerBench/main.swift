@@ -241,7 +241,7 @@ do {
     }
     let unsigned = dir.appendingPathComponent("small.apack").path
     let signed = pack(files, "small-signed.apack", signed: true)
-    let trusted = [publisher.verifyingKey]
+    let trusted = [publisher.publicKey]
     var openU: [Double] = [], openS: [Double] = [], paired: [Double] = []
     for i in 0..<201 {
         // Alternate which goes first, and keep each pair's difference: the machine's noise

@@ -1,6 +1,8 @@
 /// Text for fixed-width tables on a terminal: how many columns a string takes, and padding by
 /// columns rather than by characters, so that CJK names (two columns each) and names with
-/// combining marks (none) keep the columns after them aligned.
+/// combining marks (none) keep the columns after them aligned. Used by the perf report's text
+/// renderer and the CLI's tables (which links this module for `perf` anyway); no library an app
+/// links needs it.
 package enum TerminalText {
     /// The terminal columns `text` occupies: East Asian wide and fullwidth scalars take two,
     /// combining marks and zero-width characters none, everything else one. (Control characters

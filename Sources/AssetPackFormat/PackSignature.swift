@@ -1,5 +1,5 @@
 import AssetPackCore
-internal import CLibcrypto
+import AssetPackCrypto
 
 /// The signature block of a publisher-signed pack, shared by both formats (docs/FORMAT.md,
 /// "Signature block"). Writers write version 2; readers read versions 1 and 2.

@@ -1,5 +1,6 @@
 import AssetPackCore
 import AssetPackCrypto
+import AssetPackFormat
 import Foundation
 import Testing
 
@@ -7,11 +8,11 @@ import Testing
 /// context string that keeps a version-1 signature from passing for a version-2 one.
 @Suite struct PackSignatureTests {
     let key = try! Array(repeating: UInt8(3), count: 32).withUnsafeBytes { try PublisherSigningKey(seed: $0) }
-    var trusted: [PublisherKey] { [key.verifyingKey] }
+    var trusted: [PublisherKey] { [key.publicKey] }
 
     func block(_ release: PackRelease, items: Int = 2) -> PackSignature {
         PackSignature(
-            kind: .zip, publisher: key.verifyingKey, headDigest: Array(repeating: 1, count: 32),
+            kind: .zip, publisher: key.publicKey, headDigest: Array(repeating: 1, count: 32),
             dataDigest: Array(repeating: 2, count: 32), items: (0..<32 * items).map { UInt8($0 & 0xFF) },
             release: release)
     }
