@@ -9,7 +9,7 @@ import Synchronization
 ///
 /// Opening derives the key once (the header's KDF, or none for a raw key), checks the key
 /// commitment and decrypts the index. Reads then cost one HKDF-Expand per entry plus AES-GCM
-/// per chunk. The reader reads its pack through a ``ByteSource`` (a local file, a remote
+/// per chunk. The reader reads its pack through a byte source (a local file, a remote
 /// mirror) and has no mutable state, so it is safe to use from many threads at once.
 public final class ContainerPackReader: PackReader {
     /// Always `.container`.
