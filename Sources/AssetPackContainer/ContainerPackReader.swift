@@ -31,7 +31,7 @@ public final class ContainerPackReader: PackReader {
     let keys: ContainerKeys
     /// The pack's header.
     package let header: ContainerHeader
-    private let chunkShift: Int
+    let chunkShift: Int
     /// The largest single read of pack bytes an entry read makes: one sealed chunk.
     package var largestRead: Int { (1 << chunkShift) + ContainerFormat.tagSize }
     private let limits: ReadLimits
@@ -189,79 +189,6 @@ public final class ContainerPackReader: PackReader {
         return (header, keys, records, block)
     }
 
-    /// The length of a signed pack's signature block: everything after the index, at most
-    /// what a block for as many chunks as the data region can hold (each is at least its tag).
-    private static func trailerLength(_ header: ContainerHeader, fileSize: UInt64) throws -> Int {
-        let end = header.indexOffset + header.indexLength
-        guard end <= fileSize else { throw AssetPackError(.integrityFailure, "container is truncated") }
-        let maxChunks = (header.indexOffset - UInt64(ContainerFormat.headerSize)) / UInt64(ContainerFormat.tagSize)
-        guard fileSize - end <= UInt64(PackSignature.maximumSize(items: Int(min(maxChunks, UInt64(Int32.max))))) else {
-            throw AssetPackError(.integrityFailure, "container's signature block is longer than its chunks allow")
-        }
-        return Int(fileSize - end)
-    }
-
-    /// Checks a container's signature against `trusted`, before any key derivation: the pack
-    /// must be signed (version 3) by one of them, and its header and sealed index must be the
-    /// signed ones. The chunks are checked as they are read (their count, once the index is open).
-    /// - Throws: `.untrusted`; `.integrityFailure` for a malformed block.
-    private static func checkSignature(
-        _ source: any ByteSource, header: ContainerHeader, headerBytes: [UInt8], sealedIndex: [UInt8],
-        trusted: [PublisherKey]
-    ) throws -> PackSignature {
-        guard header.version == ContainerFormat.signedVersion else {
-            throw AssetPackError(.untrusted, "the pack is not signed, and trusted keys were given")
-        }
-        let end = header.indexOffset + header.indexLength
-        let trailer = try preadArray(source, count: try trailerLength(header, fileSize: source.size), at: end)
-        let block = try trailer.withUnsafeBytes { try PackSignature.parse($0, kind: .container, trusted: trusted) }
-        try block.checkSize(source.size)
-        let hasher = SHA256Hasher()
-        hasher.update(headerBytes)
-        hasher.update(sealedIndex)
-        guard hasher.finalize() == block.headDigest else {
-            throw AssetPackError(.untrusted, "the pack's header or index is not the one its publisher signed")
-        }
-        return block
-    }
-
-    /// The header of the container in `source`, which is at least a header long.
-    private static func header(of source: any ByteSource) throws -> (bytes: [UInt8], header: ContainerHeader) {
-        guard source.size >= UInt64(ContainerFormat.headerSize) else {
-            throw AssetPackError(.integrityFailure, "container is truncated")
-        }
-        let bytes = try preadArray(source, count: ContainerFormat.headerSize, at: 0)
-        return (bytes, try bytes.withUnsafeBytes { try ContainerHeader.parse($0) })
-    }
-
-    /// Whether the container in `source` is a signed one (version 3; the signature is not checked).
-    package static func isSigned(_ source: any ByteSource) throws -> Bool {
-        try header(of: source).header.version == ContainerFormat.signedVersion
-    }
-
-    /// Checks the signature of the container in `source` without a password: the block, the
-    /// header and index, and the data region as one stream (what an installer can check; a
-    /// reader checks each chunk as it reads it).
-    /// - Returns: The verified block (its key and release).
-    /// - Throws: `.untrusted`, `.integrityFailure`, `.unsupportedFormat`, `.io`.
-    package static func verifiedBlock(_ source: any ByteSource, trusted: [PublisherKey]) throws -> PackSignature {
-        let (headerBytes, header) = try header(of: source)
-        let (end, overflow) = header.indexOffset.addingReportingOverflow(header.indexLength)
-        guard header.indexOffset >= UInt64(ContainerFormat.headerSize), !overflow, end <= source.size,
-            header.indexLength <= ReadLimits.default.maxIndexSize
-        else {
-            throw AssetPackError(.integrityFailure, "container is truncated or damaged")
-        }
-        let sealed = try preadArray(source, count: Int(header.indexLength), at: header.indexOffset)
-        let block = try checkSignature(
-            source, header: header, headerBytes: headerBytes, sealedIndex: sealed, trusted: trusted)
-        let data = UInt64(ContainerFormat.headerSize)..<header.indexOffset
-        guard try SHA256Hasher.digest(of: source, data) == block.dataDigest else {
-            throw AssetPackError(.untrusted, "the pack's chunks are not the ones its publisher signed")
-        }
-        return block
-    }
-
     /// Looks up an entry by path (normalised first).
     public func entry(_ path: String) -> EntryInfo? {
         index.lookup(path).map { records[$0].info }
@@ -406,13 +333,13 @@ public final class ContainerPackReader: PackReader {
     // MARK: - Layout
 
     /// The file offset and length of chunk `c` of `e` as stored (payload and tag).
-    private func storedChunk(_ e: ContainerEntry, _ c: Int) -> (offset: UInt64, length: Int) {
+    func storedChunk(_ e: ContainerEntry, _ c: Int) -> (offset: UInt64, length: Int) {
         if let s = e.starts { return (e.offset + s[c], Int(s[c + 1] - s[c])) }
         let slot = UInt64((1 << chunkShift) + ContainerFormat.tagSize)
         return (e.offset + UInt64(c) * slot, plainLength(e, c) + ContainerFormat.tagSize)
     }
 
-    private func storedChunks(_ e: ContainerEntry, _ chunks: ClosedRange<Int>) -> Range<UInt64> {
+    func storedChunks(_ e: ContainerEntry, _ chunks: ClosedRange<Int>) -> Range<UInt64> {
         let first = storedChunk(e, chunks.lowerBound), last = storedChunk(e, chunks.upperBound)
         return first.offset..<last.offset + UInt64(last.length)
     }
@@ -423,7 +350,7 @@ public final class ContainerPackReader: PackReader {
     }
 
     /// Every stored byte of `e`: its sealed chunks, tags included.
-    private func entrySpan(_ e: ContainerEntry) -> Range<UInt64> {
+    func entrySpan(_ e: ContainerEntry) -> Range<UInt64> {
         e.chunkCount == 0 ? e.offset..<e.offset : storedChunks(e, 0...(e.chunkCount - 1))
     }
 
@@ -431,7 +358,7 @@ public final class ContainerPackReader: PackReader {
 
     static let cores = ProcessInfo.processInfo.activeProcessorCount
 
-    private func plainLength(_ e: ContainerEntry, _ c: Int) -> Int {
+    func plainLength(_ e: ContainerEntry, _ c: Int) -> Int {
         c == e.chunkCount - 1 ? Int(e.info.size - (UInt64(c) << chunkShift)) : 1 << chunkShift
     }
 
@@ -540,160 +467,6 @@ public final class ContainerPackReader: PackReader {
             {
                 throw error.naming(e.info.path)
             }
-        }
-    }
-}
-
-extension ContainerPackReader {
-    /// Hands `e`'s stored bytes (sealed chunks, tags included) to `sink` in pieces of whole
-    /// chunks, after checking every chunk's GCM tag: an incremental re-pack copies an entry only
-    /// as it was written. Memory: one piece of up to 8 MiB plus one chunk.
-    /// `eachChunk` sees each sealed chunk once its tag checked, before the piece holding it goes to `sink`.
-    package func copyStored(
-        _ e: ContainerEntry, to sink: (UnsafeRawBufferPointer) throws -> Void,
-        eachChunk: (UnsafeRawBufferPointer) -> Void = { _ in }
-    ) throws {
-        let key = keys.entryKey(e)
-        let tagSize = ContainerFormat.tagSize
-        let slot = (1 << chunkShift) + tagSize
-        func bounds(_ c: Int) -> (start: UInt64, length: Int) {
-            if let s = e.starts { return (s[c], Int(s[c + 1] - s[c])) }
-            return (UInt64(c) * UInt64(slot), plainLength(e, c) + tagSize)
-        }
-        let piece = UnsafeMutableRawBufferPointer.allocate(byteCount: max(8 << 20, slot), alignment: 64)
-        defer { piece.deallocate() }
-        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: slot, alignment: 64)
-        defer { scratch.deallocate() }
-        let gcm = AESGCM()
-        var c = 0
-        while c < e.chunkCount {
-            let first = c, begin = bounds(c).start
-            var end = begin
-            while c < e.chunkCount, Int(bounds(c).start + UInt64(bounds(c).length) - begin) <= piece.count {
-                end = bounds(c).start + UInt64(bounds(c).length)
-                c += 1
-            }
-            let bytes = UnsafeMutableRawBufferPointer(rebasing: piece[0..<Int(end - begin)])
-            try readExactly(source, bytes, at: e.offset + begin)
-            for k in first..<c {
-                let (start, length) = bounds(k)
-                let payload = length - tagSize
-                let at = Int(start - begin)
-                let sealed = UnsafeRawBufferPointer(rebasing: bytes[at..<at + length])
-                UnsafeMutableRawBufferPointer(rebasing: scratch[0..<payload])
-                    .copyMemory(from: UnsafeRawBufferPointer(rebasing: sealed[0..<payload]))
-                let nonce = chunkNonce(
-                    entry: e.keyID == nil ? e.id : 0, chunk: UInt32(k), final: k == e.chunkCount - 1,
-                    deflated: payload < plainLength(e, k))
-                guard
-                    gcm.open(
-                        UnsafeMutableRawBufferPointer(rebasing: scratch[0..<payload]),
-                        tag: UnsafeRawBufferPointer(rebasing: sealed[payload...]), nonce: nonce, key: key)
-                else {
-                    throw AssetPackError(.integrityFailure, "chunk \(k) failed authentication", path: e.info.path)
-                }
-                eachChunk(sealed)
-            }
-            try sink(UnsafeRawBufferPointer(bytes))
-        }
-    }
-}
-
-/// Runs `body(0..<tasks)` on all cores and rethrows the first error (as it was thrown: a
-/// `CancellationError` stays one). The workers run under the caller's ``Cancellation``, so a
-/// cancelled read stops in them too.
-func concurrently(_ tasks: Int, _ body: (Int) throws -> Void) throws {
-    if tasks == 1 { return try body(0) }
-    let failure = Mutex<(any Error)?>(nil)
-    let cancellation = Cancellation.current
-    withoutActuallyEscaping(body) { body in
-        // The tasks write disjoint parts of caller-owned buffers; `body` is not Sendable only
-        // because it captures those pointers.
-        let work = UncheckedSendable(body)
-        DispatchQueue.concurrentPerform(iterations: tasks) { task in
-            do { try Cancellation.$current.withValue(cancellation) { try work.value(task) } } catch {
-                failure.withLock { if $0 == nil { $0 = error } }
-            }
-        }
-    }
-    if let e = failure.withLock({ $0 }) { throw e }
-}
-
-private struct UncheckedSendable<T>: @unchecked Sendable {
-    let value: T
-    init(_ value: T) { self.value = value }
-}
-
-/// Fills `buffer` from `source` at `offset`; the end of the pack first is an integrity failure
-/// (truncation).
-func readExactly(_ source: any ByteSource, _ buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws {
-    if try source.read(into: buffer, at: offset) < buffer.count {
-        throw AssetPackError(.integrityFailure, "container is truncated")
-    }
-}
-
-/// Reads exactly `count` bytes at `offset`.
-func preadArray(_ source: any ByteSource, count: Int, at offset: UInt64) throws -> [UInt8] {
-    try [UInt8](unsafeUninitializedCapacity: count) { buf, n in
-        try readExactly(source, UnsafeMutableRawBufferPointer(buf), at: offset)
-        n = count
-    }
-}
-
-extension ContainerPackReader {
-    /// What makes two entries' stored bytes equal, for a delta download between versions of an
-    /// unsigned pack (docs/REMOTE.md): the same keys (cipher suite, KDF and its parameters,
-    /// salt, chunk size: with one credential, one master key), then per entry the same random
-    /// key id, size, plaintext SHA-256 and chunk layout. An entry with a key id of its own is
-    /// one an incremental re-pack copied byte for byte, and AES-GCM under one key and nonce
-    /// is deterministic. `nil` for version 1 (no key ids).
-    package var storedIdentities: StoredIdentities? {
-        guard header.version >= 2 else { return nil }
-        // Cipher suite, KDF, chunk size, KDF parameters and salt: the bytes between the version
-        // and the index's offset and length. Not the latter: an update that changes one entry's
-        // stored size moves the index, and the keys stay the same.
-        var keys: [UInt8] = [ContainerFormat.cipherSuite, header.kdf.rawValue, header.chunkShift]
-        for p in header.params { withUnsafeBytes(of: p.littleEndian) { keys += $0 } }
-        keys += header.salt
-        let entries = records.compactMap { e -> (identity: [UInt8], span: Range<UInt64>)? in
-            guard let keyID = e.keyID, let sha256 = e.sha256 else { return nil }
-            var identity = keyID + sha256
-            withUnsafeBytes(of: e.info.size.littleEndian) { identity += $0 }
-            for c in 0..<e.chunkCount {
-                withUnsafeBytes(of: UInt64(storedChunk(e, c).length).littleEndian) { identity += $0 }
-            }
-            return (identity, entrySpan(e))
-        }
-        return StoredIdentities(keys: keys, entries: entries)
-    }
-
-    /// Every sealed chunk's bytes in the file, in the order a signature lists them.
-    package var chunkSpans: [Range<UInt64>] {
-        records.flatMap { e in (0..<e.chunkCount).map { storedChunks(e, $0...$0) } }
-    }
-
-    /// The signature block of the container in `source`, checked against its own key (intact,
-    /// not trusted); `nil` for an unsigned container. Its items describe ``chunkSpans``. Reads
-    /// (and a remote source keeps) only the header, index and block.
-    /// - Throws: `.untrusted` or `.integrityFailure` for a damaged block, `.limitExceeded`, `.io`.
-    package static func signatureBlock(_ source: any ByteSource, limits: ReadLimits = .default) throws
-        -> PackSignature?
-    {
-        let header = try header(of: source).header
-        guard header.version == ContainerFormat.signedVersion else { return nil }
-        let (end, overflow) = header.indexOffset.addingReportingOverflow(header.indexLength)
-        guard !overflow, end <= source.size else { throw AssetPackError(.integrityFailure, "container is truncated") }
-        let length = try trailerLength(header, fileSize: source.size)
-        guard UInt64(length) <= limits.maxIndexSize, header.indexLength <= limits.maxIndexSize else {
-            throw AssetPackError(
-                .limitExceeded,
-                "the container's index and signature (from offset \(header.indexOffset)) exceed the index limit")
-        }
-        try source.retain(header.indexOffset..<source.size)
-        let trailer = try preadArray(source, count: length, at: end)
-        return try trailer.withUnsafeBytes { raw in
-            let publisher = try PackSignature.parse(raw, kind: .container, trusted: []).publisher
-            return try PackSignature.parse(raw, kind: .container, trusted: [publisher])
         }
     }
 }

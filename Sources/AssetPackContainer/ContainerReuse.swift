@@ -1,0 +1,119 @@
+import AssetPackCore
+import AssetPackCrypto
+import AssetPackFormat
+
+// What re-packs and delta downloads reuse of a container: its sealed chunks, checked before
+// they are copied, and what identifies them across versions.
+
+extension ContainerPackReader {
+    /// Hands `e`'s stored bytes (sealed chunks, tags included) to `sink` in pieces of whole
+    /// chunks, after checking every chunk's GCM tag: an incremental re-pack copies an entry only
+    /// as it was written. Memory: one piece of up to 8 MiB plus one chunk.
+    /// `eachChunk` sees each sealed chunk once its tag checked, before the piece holding it goes to `sink`.
+    package func copyStored(
+        _ e: ContainerEntry, to sink: (UnsafeRawBufferPointer) throws -> Void,
+        eachChunk: (UnsafeRawBufferPointer) -> Void = { _ in }
+    ) throws {
+        let key = keys.entryKey(e)
+        let tagSize = ContainerFormat.tagSize
+        let slot = (1 << chunkShift) + tagSize
+        func bounds(_ c: Int) -> (start: UInt64, length: Int) {
+            if let s = e.starts { return (s[c], Int(s[c + 1] - s[c])) }
+            return (UInt64(c) * UInt64(slot), plainLength(e, c) + tagSize)
+        }
+        let piece = UnsafeMutableRawBufferPointer.allocate(byteCount: max(8 << 20, slot), alignment: 64)
+        defer { piece.deallocate() }
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: slot, alignment: 64)
+        defer { scratch.deallocate() }
+        let gcm = AESGCM()
+        var c = 0
+        while c < e.chunkCount {
+            let first = c, begin = bounds(c).start
+            var end = begin
+            while c < e.chunkCount, Int(bounds(c).start + UInt64(bounds(c).length) - begin) <= piece.count {
+                end = bounds(c).start + UInt64(bounds(c).length)
+                c += 1
+            }
+            let bytes = UnsafeMutableRawBufferPointer(rebasing: piece[0..<Int(end - begin)])
+            try readExactly(source, bytes, at: e.offset + begin)
+            for k in first..<c {
+                let (start, length) = bounds(k)
+                let payload = length - tagSize
+                let at = Int(start - begin)
+                let sealed = UnsafeRawBufferPointer(rebasing: bytes[at..<at + length])
+                UnsafeMutableRawBufferPointer(rebasing: scratch[0..<payload])
+                    .copyMemory(from: UnsafeRawBufferPointer(rebasing: sealed[0..<payload]))
+                let nonce = chunkNonce(
+                    entry: e.keyID == nil ? e.id : 0, chunk: UInt32(k), final: k == e.chunkCount - 1,
+                    deflated: payload < plainLength(e, k))
+                guard
+                    gcm.open(
+                        UnsafeMutableRawBufferPointer(rebasing: scratch[0..<payload]),
+                        tag: UnsafeRawBufferPointer(rebasing: sealed[payload...]), nonce: nonce, key: key)
+                else {
+                    throw AssetPackError(.integrityFailure, "chunk \(k) failed authentication", path: e.info.path)
+                }
+                eachChunk(sealed)
+            }
+            try sink(UnsafeRawBufferPointer(bytes))
+        }
+    }
+}
+
+extension ContainerPackReader {
+    /// What makes two entries' stored bytes equal, for a delta download between versions of an
+    /// unsigned pack (docs/REMOTE.md): the same keys (cipher suite, KDF and its parameters,
+    /// salt, chunk size: with one credential, one master key), then per entry the same random
+    /// key id, size, plaintext SHA-256 and chunk layout. An entry with a key id of its own is
+    /// one an incremental re-pack copied byte for byte, and AES-GCM under one key and nonce
+    /// is deterministic. `nil` for version 1 (no key ids).
+    package var storedIdentities: StoredIdentities? {
+        guard header.version >= 2 else { return nil }
+        // Cipher suite, KDF, chunk size, KDF parameters and salt: the bytes between the version
+        // and the index's offset and length. Not the latter: an update that changes one entry's
+        // stored size moves the index, and the keys stay the same.
+        var keys: [UInt8] = [ContainerFormat.cipherSuite, header.kdf.rawValue, header.chunkShift]
+        for p in header.params { withUnsafeBytes(of: p.littleEndian) { keys += $0 } }
+        keys += header.salt
+        let entries = records.compactMap { e -> (identity: [UInt8], span: Range<UInt64>)? in
+            guard let keyID = e.keyID, let sha256 = e.sha256 else { return nil }
+            var identity = keyID + sha256
+            withUnsafeBytes(of: e.info.size.littleEndian) { identity += $0 }
+            for c in 0..<e.chunkCount {
+                withUnsafeBytes(of: UInt64(storedChunk(e, c).length).littleEndian) { identity += $0 }
+            }
+            return (identity, entrySpan(e))
+        }
+        return StoredIdentities(keys: keys, entries: entries)
+    }
+
+    /// Every sealed chunk's bytes in the file, in the order a signature lists them.
+    package var chunkSpans: [Range<UInt64>] {
+        records.flatMap { e in (0..<e.chunkCount).map { storedChunks(e, $0...$0) } }
+    }
+
+    /// The signature block of the container in `source`, checked against its own key (intact,
+    /// not trusted); `nil` for an unsigned container. Its items describe ``chunkSpans``. Reads
+    /// (and a remote source keeps) only the header, index and block.
+    /// - Throws: `.untrusted` or `.integrityFailure` for a damaged block, `.limitExceeded`, `.io`.
+    package static func signatureBlock(_ source: any ByteSource, limits: ReadLimits = .default) throws
+        -> PackSignature?
+    {
+        let header = try header(of: source).header
+        guard header.version == ContainerFormat.signedVersion else { return nil }
+        let (end, overflow) = header.indexOffset.addingReportingOverflow(header.indexLength)
+        guard !overflow, end <= source.size else { throw AssetPackError(.integrityFailure, "container is truncated") }
+        let length = try trailerLength(header, fileSize: source.size)
+        guard UInt64(length) <= limits.maxIndexSize, header.indexLength <= limits.maxIndexSize else {
+            throw AssetPackError(
+                .limitExceeded,
+                "the container's index and signature (from offset \(header.indexOffset)) exceed the index limit")
+        }
+        try source.retain(header.indexOffset..<source.size)
+        let trailer = try preadArray(source, count: length, at: end)
+        return try trailer.withUnsafeBytes { raw in
+            let publisher = try PackSignature.parse(raw, kind: .container, trusted: []).publisher
+            return try PackSignature.parse(raw, kind: .container, trusted: [publisher])
+        }
+    }
+}

@@ -1,0 +1,81 @@
+import AssetPackCore
+import AssetPackCrypto
+import AssetPackFormat
+
+// A signed container's checks that need no password: the signature block after the index, the
+// signed header and index, and the data region as one stream (docs/FORMAT.md, "Signed containers").
+
+extension ContainerPackReader {
+    /// The length of a signed pack's signature block: everything after the index, at most
+    /// what a block for as many chunks as the data region can hold (each is at least its tag).
+    static func trailerLength(_ header: ContainerHeader, fileSize: UInt64) throws -> Int {
+        let end = header.indexOffset + header.indexLength
+        guard end <= fileSize else { throw AssetPackError(.integrityFailure, "container is truncated") }
+        let maxChunks = (header.indexOffset - UInt64(ContainerFormat.headerSize)) / UInt64(ContainerFormat.tagSize)
+        guard fileSize - end <= UInt64(PackSignature.maximumSize(items: Int(min(maxChunks, UInt64(Int32.max))))) else {
+            throw AssetPackError(.integrityFailure, "container's signature block is longer than its chunks allow")
+        }
+        return Int(fileSize - end)
+    }
+
+    /// Checks a container's signature against `trusted`, before any key derivation: the pack
+    /// must be signed (version 3) by one of them, and its header and sealed index must be the
+    /// signed ones. The chunks are checked as they are read (their count, once the index is open).
+    /// - Throws: `.untrusted`; `.integrityFailure` for a malformed block.
+    static func checkSignature(
+        _ source: any ByteSource, header: ContainerHeader, headerBytes: [UInt8], sealedIndex: [UInt8],
+        trusted: [PublisherKey]
+    ) throws -> PackSignature {
+        guard header.version == ContainerFormat.signedVersion else {
+            throw AssetPackError(.untrusted, "the pack is not signed, and trusted keys were given")
+        }
+        let end = header.indexOffset + header.indexLength
+        let trailer = try preadArray(source, count: try trailerLength(header, fileSize: source.size), at: end)
+        let block = try trailer.withUnsafeBytes { try PackSignature.parse($0, kind: .container, trusted: trusted) }
+        try block.checkSize(source.size)
+        let hasher = SHA256Hasher()
+        hasher.update(headerBytes)
+        hasher.update(sealedIndex)
+        guard hasher.finalize() == block.headDigest else {
+            throw AssetPackError(.untrusted, "the pack's header or index is not the one its publisher signed")
+        }
+        return block
+    }
+
+    /// The header of the container in `source`, which is at least a header long.
+    static func header(of source: any ByteSource) throws -> (bytes: [UInt8], header: ContainerHeader) {
+        guard source.size >= UInt64(ContainerFormat.headerSize) else {
+            throw AssetPackError(.integrityFailure, "container is truncated")
+        }
+        let bytes = try preadArray(source, count: ContainerFormat.headerSize, at: 0)
+        return (bytes, try bytes.withUnsafeBytes { try ContainerHeader.parse($0) })
+    }
+
+    /// Whether the container in `source` is a signed one (version 3; the signature is not checked).
+    package static func isSigned(_ source: any ByteSource) throws -> Bool {
+        try header(of: source).header.version == ContainerFormat.signedVersion
+    }
+
+    /// Checks the signature of the container in `source` without a password: the block, the
+    /// header and index, and the data region as one stream (what an installer can check; a
+    /// reader checks each chunk as it reads it).
+    /// - Returns: The verified block (its key and release).
+    /// - Throws: `.untrusted`, `.integrityFailure`, `.unsupportedFormat`, `.io`.
+    package static func verifiedBlock(_ source: any ByteSource, trusted: [PublisherKey]) throws -> PackSignature {
+        let (headerBytes, header) = try header(of: source)
+        let (end, overflow) = header.indexOffset.addingReportingOverflow(header.indexLength)
+        guard header.indexOffset >= UInt64(ContainerFormat.headerSize), !overflow, end <= source.size,
+            header.indexLength <= ReadLimits.default.maxIndexSize
+        else {
+            throw AssetPackError(.integrityFailure, "container is truncated or damaged")
+        }
+        let sealed = try preadArray(source, count: Int(header.indexLength), at: header.indexOffset)
+        let block = try checkSignature(
+            source, header: header, headerBytes: headerBytes, sealedIndex: sealed, trusted: trusted)
+        let data = UInt64(ContainerFormat.headerSize)..<header.indexOffset
+        guard try SHA256Hasher.digest(of: source, data) == block.dataDigest else {
+            throw AssetPackError(.untrusted, "the pack's chunks are not the ones its publisher signed")
+        }
+        return block
+    }
+}
