@@ -25,6 +25,8 @@ import PackagePlugin
 /// that is named but cannot be read fails the build with a message naming the path and the
 /// setting. `"packName"`, `"packVersion"` and `"expires"` are what `assetpack pack --pack-name`,
 /// `--pack-version` and `--expires` take; without a signing key they are ignored, with a warning.
+/// The key file is an input of the pack command (a new key re-packs); a signed pack is packed
+/// fresh (nothing reused from the previous output in the build directory).
 @main
 struct PackAssets: BuildToolPlugin {
     func createBuildCommands(context: PluginContext, target: Target) async throws -> [Command] {

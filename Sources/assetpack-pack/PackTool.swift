@@ -19,7 +19,9 @@ import Foundation
 ///   never goes on the command line.
 /// - `--sign-key`: a publisher signing key (`NAME.key` from `assetpack keygen`); with it,
 ///   `--pack-name`, `--pack-version` and `--expires` as `assetpack pack`'s (ISO 8601 date or
-///   date-time, or `+30d` / `+12h` from now).
+///   date-time, or `+30d` / `+12h` from now). A signed pack is packed fresh: no entry is reused
+///   from the pack already at OUTPUT, which the build directory holds and the key would otherwise
+///   sign unseen (the Security article, "Sign at build time").
 ///
 /// Prints one summary line to stdout. Exit codes as the `assetpack` CLI's: 0 packed, 1 other error,
 /// 2 missing or wrong password, 64 usage (an unknown option, a missing or malformed value).
@@ -183,6 +185,7 @@ struct Request {
             options.credential = .password(password)
         }
         if let signKey {
+            options.fresh = true  // sign only what was packed from SOURCE now
             options.signingKey = try PublisherSigningKey.load(from: URL(fileURLWithPath: signKey))
             options.releaseName = packName
             options.releaseVersion = packVersion ?? 0
