@@ -165,18 +165,40 @@ pack-assets: deps
 
 ## example: build Examples/HelloAssets (the PackAssets plugin packs its Assets/ folder during `swift build`)
 ## and run it twice with a throwaway XDG_DATA_HOME: the first run installs the pack, the second copies nothing.
+## Then the plugin's signing end to end, with a throwaway publisher key made by openssl (its seed and public
+## key in assetpack keygen's text forms): a build with ASSETPACK_SIGNING_KEY_FILE whose pack the app opens
+## only with that key pinned (HELLOASSETS_PUBLISHER_KEY); a missing key file failing the build with a message
+## naming it; and an unsigned build again, which the app, the key pinned, refuses (exit 5).
 EXAMPLE_DIR := Examples/HelloAssets
 EXAMPLE_PASSWORD := hello-assets-example
 .PHONY: example
 example: deps
-	@set -e; unset ASSETPACK_KEY_FILE ASSETPACK_PASSWORD_FILE; \
+	@set -e; unset ASSETPACK_KEY_FILE ASSETPACK_PASSWORD_FILE ASSETPACK_SIGNING_KEY_FILE HELLOASSETS_PUBLISHER_KEY; \
 	export ASSETPACK_PASSWORD=$(EXAMPLE_PASSWORD) XDG_DATA_HOME="$(CURDIR)/$(EXAMPLE_DIR)/.build/example-xdg"; \
 	cd $(EXAMPLE_DIR); \
 	$(SWIFT) build; \
 	bin="$$($(SWIFT) build --show-bin-path)/HelloAssets"; \
 	rm -rf "$$XDG_DATA_HOME"; \
 	echo; echo "== HelloAssets, first run"; "$$bin"; \
-	echo; echo "== HelloAssets, second run"; "$$bin"
+	echo; echo "== HelloAssets, second run"; "$$bin"; \
+	keys="$$PWD/.build/example-keys"; rm -rf "$$keys"; mkdir -p -m 0700 "$$keys"; \
+	openssl genpkey -algorithm ed25519 -outform DER -out "$$keys/example.der"; \
+	(umask 077; printf 'assetpack-ed25519-key:%s\n' "$$(tail -c 32 "$$keys/example.der" | base64 -w0)" > "$$keys/example.key"); \
+	pub="assetpack-ed25519-pub:$$(openssl pkey -inform DER -in "$$keys/example.der" -pubout -outform DER | tail -c 32 | base64 -w0)"; \
+	echo; echo "== signed build (ASSETPACK_SIGNING_KEY_FILE), run with the public key pinned"; \
+	ASSETPACK_SIGNING_KEY_FILE="$$keys/example.key" $(SWIFT) build; \
+	rm -rf "$$XDG_DATA_HOME"; HELLOASSETS_PUBLISHER_KEY="$$pub" "$$bin" > "$$keys/signed.out"; cat "$$keys/signed.out"; \
+	grep -q "^signed by publisher key .*: assets version 0, never expires$$" "$$keys/signed.out"; \
+	echo; echo "== a signing key that is missing fails the build"; \
+	if ASSETPACK_SIGNING_KEY_FILE="$$keys/missing.key" $(SWIFT) build > "$$keys/missing.log" 2>&1; then \
+	  cat "$$keys/missing.log"; echo "example: FAILED: the build succeeded without its signing key" >&2; exit 1; fi; \
+	grep "ASSETPACK_SIGNING_KEY_FILE names the signing key $$keys/missing.key, which cannot be read" "$$keys/missing.log" \
+	  || { cat "$$keys/missing.log"; echo "example: FAILED: the message does not name the key and the setting" >&2; exit 1; }; \
+	echo; echo "== unsigned build again: with the key pinned the app refuses it"; \
+	$(SWIFT) build; rm -rf "$$XDG_DATA_HOME"; \
+	status=0; HELLOASSETS_PUBLISHER_KEY="$$pub" "$$bin" || status=$$?; \
+	if [ $$status -ne 5 ]; then echo "example: FAILED: an unsigned pack opened under a pinned key (exit $$status, not 5)" >&2; exit 1; fi; \
+	echo "ok: refused (exit 5)"
 
 ## docs: DocC documentation of the AssetPack product into .build/docs; DocC warnings fail it.
 ## The symbol graph is extracted with the re-exported modules (AssetPackCore, AssetPackZip,

@@ -74,8 +74,11 @@ let package = Package(
                 "AssetPack", "AssetPackRemote", "AssetPackPerf", "AssetPackCrypto",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
-        // Runs `assetpack pack` over a target's asset folder at build time (see Plugins/PackAssets).
-        .plugin(name: "PackAssets", capability: .buildTool(), dependencies: ["assetpack"]),
+        // The lean packing tool the PackAssets plugin runs: the AssetPack library and nothing else (no
+        // ArgumentParser, no perf report), so an app's first build compiles little more than what it links.
+        .executableTarget(name: "assetpack-pack", dependencies: ["AssetPack"]),
+        // Runs assetpack-pack over a target's asset folder at build time (see Plugins/PackAssets).
+        .plugin(name: "PackAssets", capability: .buildTool(), dependencies: ["assetpack-pack"]),
 
         // libFuzzer targets (see `make fuzz`); a plain build gets stubs.
         .target(name: "FuzzSupport", path: "Fuzz/FuzzSupport"),

@@ -57,7 +57,7 @@ for module, importers in c_importers.items():
 doc = open(os.path.join(root, "docs", "ARCHITECTURE.md"), encoding="utf-8").read()
 rows = {}
 for line in doc.splitlines():
-    m = re.match(r"^\| `(\w+)` \| .* \| (.*) \|$", line)
+    m = re.match(r"^\| `([\w-]+)` \| .* \| (.*) \|$", line)
     if m:
         rows[m.group(1)] = m.group(2)
 short = {"AssetPackCore": "Core", "AssetPackCrypto": "Crypto", "AssetPackFormat": "Format", "AssetPackZip": "Zip",

@@ -4,15 +4,29 @@ import PackagePlugin
 /// Packs a target's asset folder into an encrypted pack during `swift build`, as a resource of
 /// that target (find it at run time with `Bundle.module.url(forResource:withExtension:)`).
 ///
+/// The build command runs `assetpack-pack`, a lean tool over the AssetPack library (no argument
+/// parser, no perf report), not the `assetpack` CLI; see Sources/assetpack-pack for its arguments.
+///
 /// Convention: the folder `Assets` in the target's directory. An optional `assetpack.json` in the
 /// target's directory configures it (every key optional):
 ///
-///     { "source": "Assets", "format": "container", "compression": "auto", "output": "assets.pack" }
+///     { "source": "Assets", "format": "container", "compression": "auto", "output": "assets.pack",
+///       "signingKey": "keys/publisher.key", "packName": "assets", "packVersion": 3, "expires": "+90d" }
 ///
 /// The secret comes from the environment of `swift build`, checked in this order:
 /// `ASSETPACK_KEY_FILE` (path of a raw 32-byte key, container only), `ASSETPACK_PASSWORD_FILE`
 /// (path of a file whose first line is the password), `ASSETPACK_PASSWORD` (the password itself).
 /// Without one the build fails with a message saying what to set.
+///
+/// Signing (optional): the publisher signing key (`NAME.key` from `assetpack keygen`) comes from
+/// `ASSETPACK_SIGNING_KEY_FILE` in the environment of `swift build` or, when that is unset or
+/// empty, from `"signingKey"` in `assetpack.json`; the environment wins, so a CI job can sign with a
+/// key kept out of the repository. Relative paths are relative to the package's directory. A key
+/// that is named but cannot be read fails the build with a message naming the path and the
+/// setting. `"packName"`, `"packVersion"` and `"expires"` are what `assetpack pack --pack-name`,
+/// `--pack-version` and `--expires` take; without a signing key they are ignored, with a warning.
+/// The key file is an input of the pack command (a new key re-packs); a signed pack is packed
+/// fresh (nothing reused from the previous output in the build directory).
 @main
 struct PackAssets: BuildToolPlugin {
     func createBuildCommands(context: PluginContext, target: Target) async throws -> [Command] {
@@ -24,11 +38,10 @@ struct PackAssets: BuildToolPlugin {
         let source = targetDirectory.appendingPathComponent(config.source, isDirectory: true)
         let inputs = try Self.files(below: source, target: target.name, folder: config.source)
         let output = context.pluginWorkDirectoryURL.appendingPathComponent(config.output)
-        let tool = try context.tool(named: "assetpack")
+        let tool = try context.tool(named: "assetpack-pack")
 
         var arguments = [
-            "pack", source.path, "--output", output.path,
-            "--format", config.format, "--compression", config.compression,
+            source.path, output.path, "--format", config.format, "--compression", config.compression,
         ]
         var environment: [String: String] = [:]
         var inputFiles = inputs
@@ -67,6 +80,27 @@ struct PackAssets: BuildToolPlugin {
                     + "in the environment of `swift build`")
         }
 
+        if let signing = try Self.signingKey(
+            config: config, configURL: configURL, context: context, target: target.name)
+        {
+            arguments += ["--sign-key", signing.path]
+            inputFiles.append(signing)
+            if let packName = config.packName { arguments += ["--pack-name", packName] }
+            if let packVersion = config.packVersion { arguments += ["--pack-version", String(packVersion)] }
+            if let expires = config.expires { arguments += ["--expires", expires] }
+        } else {
+            let release = [
+                config.packName.map { _ in "packName" }, config.packVersion.map { _ in "packVersion" },
+                config.expires.map { _ in "expires" },
+            ].compactMap { $0 }
+            if !release.isEmpty {
+                Diagnostics.warning(
+                    "PackAssets (target \(target.name)): \(release.joined(separator: ", ")) in \(Config.fileName) "
+                        + "ignored: no signing key is set (\"signingKey\" in \(Config.fileName) "
+                        + "or ASSETPACK_SIGNING_KEY_FILE), so \(config.output) is not signed")
+            }
+        }
+
         let displayName =
             "Packing assets of \(target.name) from \(config.source) into \(config.output) (\(config.format))"
         guard FileManager.default.fileExists(atPath: configURL.path) else {
@@ -100,6 +134,37 @@ struct PackAssets: BuildToolPlugin {
                 inputFiles: [tool.url] + inputFiles,
                 outputFiles: [output])
         ]
+    }
+
+    /// The publisher signing key's file: `ASSETPACK_SIGNING_KEY_FILE` when set and not empty, else
+    /// `"signingKey"` in assetpack.json, relative paths against the package's directory; `nil` when
+    /// neither is given.
+    /// - Throws: `PackAssetsError` naming the setting and the path when the file cannot be read.
+    static func signingKey(config: Config, configURL: URL, context: PluginContext, target: String) throws -> URL? {
+        let setting: String
+        let path: String
+        if let fromEnvironment = ProcessInfo.processInfo.environment["ASSETPACK_SIGNING_KEY_FILE"],
+            !fromEnvironment.isEmpty
+        {
+            setting = "ASSETPACK_SIGNING_KEY_FILE"
+            path = fromEnvironment
+        } else if let fromConfig = config.signingKey {
+            setting = "\"signingKey\" in \(configURL.path)"
+            path = fromConfig
+        } else {
+            return nil
+        }
+        let url = absolute(path, relativeTo: context.package.directoryURL)
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue,
+            FileManager.default.isReadableFile(atPath: url.path)
+        else {
+            throw PackAssetsError(
+                target,
+                "\(setting) names the signing key \(url.path), which cannot be read "
+                    + "(create a key pair with `assetpack keygen --out NAME`, and name NAME.key)")
+        }
+        return url
     }
 
     /// Writes `data` unless the file already holds exactly it (so its timestamp only moves on change).
@@ -147,6 +212,16 @@ struct Config: Decodable {
     var compression = "auto"
     /// The pack's file name; the resource is found by it at run time.
     var output = "assets.pack"
+    /// The publisher signing key's file (`NAME.key`), relative to the package's directory;
+    /// `ASSETPACK_SIGNING_KEY_FILE` in the environment wins over it.
+    var signingKey: String?
+    /// With a signing key: the name the signature binds (default: `output` without its extension).
+    var packName: String?
+    /// With a signing key: the release number the signature binds (default 0: unversioned).
+    var packVersion: UInt64?
+    /// With a signing key: when the signature stops being trusted, as `assetpack pack --expires`
+    /// takes it (an ISO 8601 date or date-time, or `+30d` / `+12h` from the build).
+    var expires: String?
 
     init() {}
 
@@ -156,9 +231,15 @@ struct Config: Decodable {
         format = try c.decodeIfPresent(String.self, forKey: .format) ?? format
         compression = try c.decodeIfPresent(String.self, forKey: .compression) ?? compression
         output = try c.decodeIfPresent(String.self, forKey: .output) ?? output
+        signingKey = try c.decodeIfPresent(String.self, forKey: .signingKey)
+        packName = try c.decodeIfPresent(String.self, forKey: .packName)
+        packVersion = try c.decodeIfPresent(UInt64.self, forKey: .packVersion)
+        expires = try c.decodeIfPresent(String.self, forKey: .expires)
     }
 
-    enum CodingKeys: String, CodingKey, CaseIterable { case source, format, compression, output }
+    enum CodingKeys: String, CodingKey, CaseIterable {
+        case source, format, compression, output, signingKey, packName, packVersion, expires
+    }
 
     static func load(_ url: URL, target: String) throws -> Config {
         guard let data = FileManager.default.contents(atPath: url.path) else { return Config() }
@@ -168,7 +249,9 @@ struct Config: Decodable {
                 let known = Set(CodingKeys.allCases.map(\.rawValue))
                 if let unknown = object.keys.sorted().first(where: { !known.contains($0) }) {
                     throw PackAssetsError(
-                        target, "\(url.path): unknown key \"\(unknown)\" (known: source, format, compression, output)")
+                        target,
+                        "\(url.path): unknown key \"\(unknown)\" (known: "
+                            + CodingKeys.allCases.map(\.rawValue).joined(separator: ", ") + ")")
                 }
             }
             config = try JSONDecoder().decode(Config.self, from: data)
@@ -194,6 +277,12 @@ struct Config: Decodable {
             !config.source.split(separator: "/").contains("..")
         else {
             throw PackAssetsError(target, "\(url.path): \"source\" must be a folder inside the target's directory")
+        }
+        for (key, value) in [
+            ("signingKey", config.signingKey), ("packName", config.packName), ("expires", config.expires),
+        ]
+        where value?.isEmpty == true {
+            throw PackAssetsError(target, "\(url.path): \"\(key)\" must not be empty (leave it out instead)")
         }
         return config
     }

@@ -122,17 +122,8 @@ func reporting(_ body: () throws -> Void) throws {
     }
 }
 
-/// The CLI's exit-code contract.
-func cliExitCode(for code: AssetPackError.Code) -> Int32 {
-    switch code {
-    case .missingPassword, .wrongPassword: 2
-    case .entryNotFound: 3
-    case .integrityFailure: 4
-    case .untrusted: 5
-    case .remote: 6
-    default: 1
-    }
-}
+/// The CLI's exit-code contract (shared with `assetpack-pack`: `AssetPackError.Code.toolExitCode`).
+func cliExitCode(for code: AssetPackError.Code) -> Int32 { code.toolExitCode }
 
 func printError(_ message: String) {
     guard !Interrupts.isInterrupted else { return }  // the interruption is what happened

@@ -32,20 +32,8 @@ struct CredentialOptions: ParsableArguments {
 
     /// The credential given without asking anyone, if any.
     func given() throws -> PackCredential? {
-        if let keyFile { return .key(try Self.readKey(keyFile)) }
-        if let passwordFile {
-            guard let data = FileManager.default.contents(atPath: passwordFile) else {
-                throw AssetPackError(.io, "cannot read password file \(passwordFile)")
-            }
-            let text = String(decoding: data, as: UTF8.self)
-            let line =
-                text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
-            let password = line.hasSuffix("\r") ? String(line.dropLast()) : line
-            guard !password.isEmpty else {
-                throw AssetPackError(.missingPassword, "password file \(passwordFile) is empty")
-            }
-            return .password(password)
-        }
+        if let keyFile { return try PackCredential.keyFile(keyFile) }
+        if let passwordFile { return try PackCredential.passwordFile(passwordFile) }
         if let value = ProcessInfo.processInfo.environment[passwordEnv], !value.isEmpty {
             return .password(value)
         }
@@ -106,26 +94,6 @@ struct CredentialOptions: ParsableArguments {
         let encrypted = plain.entries.contains { $0.encryption != .none }
         guard forData && encrypted && isatty(STDIN_FILENO) == 1 else { return (plain, source) }
         return (try open(try resolve(needed: true)), source)
-    }
-
-    static func readKey(_ path: String) throws -> [UInt8] {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw AssetPackError(.io, "cannot read key file \(path)")
-        }
-        if data.count == 32 { return [UInt8](data) }
-        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        if text.count == 64, let bytes = hexBytes(text) { return bytes }
-        throw AssetPackError(.invalidArgument, "key file \(path) must hold 32 raw bytes or 64 hex digits")
-    }
-
-    static func hexBytes(_ text: String) -> [UInt8]? {
-        var out: [UInt8] = []
-        var chars = text.makeIterator()
-        while let a = chars.next(), let b = chars.next() {
-            guard let byte = UInt8(String([a, b]), radix: 16) else { return nil }
-            out.append(byte)
-        }
-        return out
     }
 
     /// Reads a line from the terminal with echo off. Echo goes off before the prompt is written,

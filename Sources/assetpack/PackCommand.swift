@@ -75,30 +75,13 @@ extension AssetPackCommand {
         /// `--expires` as an instant, refused unless it is after `now`.
         func expiry(now: Date) throws -> Date? {
             guard let expires else { return nil }
-            guard let date = Self.parseDate(expires, now: now) else {
-                throw ValidationError(
-                    "--expires \(expires): give an ISO 8601 date (2027-01-31) or date-time (2027-01-31T12:00:00Z), or +N days or hours (+30d, +12h)"
-                )
+            guard let date = PackRelease.parseExpiry(expires, now: now) else {
+                throw ValidationError("--expires \(expires): \(PackRelease.expirySyntax)")
             }
             guard date > now else {
                 throw ValidationError("--expires \(expires) is not in the future: the pack would be refused at once")
             }
             return date
-        }
-
-        /// An ISO 8601 date (midnight UTC) or date-time with a zone, or `+Nd` / `+Nh` after `now`.
-        static func parseDate(_ text: String, now: Date) -> Date? {
-            if text.hasPrefix("+"), let unit = text.last, let count = UInt32(text.dropFirst().dropLast()) {
-                switch unit {
-                case "d": return now.addingTimeInterval(TimeInterval(count) * 86_400)
-                case "h": return now.addingTimeInterval(TimeInterval(count) * 3_600)
-                default: return nil
-                }
-            }
-            let formatter = ISO8601DateFormatter()
-            formatter.timeZone = TimeZone(identifier: "UTC")
-            formatter.formatOptions = text.contains("T") ? [.withInternetDateTime] : [.withFullDate]
-            return formatter.date(from: text)
         }
 
         func run() throws {

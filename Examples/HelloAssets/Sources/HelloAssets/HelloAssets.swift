@@ -4,7 +4,8 @@ import Foundation
 /// HelloAssets: the pack built from Sources/HelloAssets/Assets/ by the PackAssets plugin ships as a
 /// resource of this target. At launch: find it with Bundle.module, install it into the app's private
 /// directory (PrivateInstaller, through AssetLibrary.openInstalling: the first run copies, later runs
-/// do not), open it, and read entries by path, verified and timed.
+/// do not), open it, and read entries by path, verified and timed. With a publisher key in
+/// HELLOASSETS_PUBLISHER_KEY (the line of NAME.pub), only a pack that key signed opens.
 @main
 struct HelloAssetsApp {
     static let appID = "com.example.hello-assets"
@@ -27,10 +28,16 @@ struct HelloAssetsApp {
         guard let bundled = Bundle.module.url(forResource: "assets", withExtension: "pack") else {
             fail("assets.pack is not among the bundled resources")
         }
+        // A real app pastes the line of NAME.pub into its source (see the Security article); the
+        // example takes it from the environment, so that `make example` can sign with a throwaway key.
+        var trustedKeys: [PublisherKey] = []
+        if let line = ProcessInfo.processInfo.environment["HELLOASSETS_PUBLISHER_KEY"], !line.isEmpty {
+            do { trustedKeys = [try PublisherKey(text: line)] } catch { fail("HELLOASSETS_PUBLISHER_KEY: \(error)") }
+        }
         do {
             // Install (a copy and a SHA-256 the first time) and open (scrypt) off the main thread.
             let library = try await AssetLibrary.openInstalling(
-                bundled: bundled, appID: appID, credential: .password(password))
+                bundled: bundled, appID: appID, credential: .password(password), trustedKeys: trustedKeys)
             if let installed = library.installation {
                 let sha = installed.sha256.prefix(16)
                 print(
@@ -42,6 +49,11 @@ struct HelloAssetsApp {
                 "opened \(library.format.rawValue) pack: \(library.entries.count) entries, "
                     + "open \(ms(library.reader.openSeconds)) ms (key derivation included)")
 
+            if let key = trustedKeys.first, let release = library.reader.release {
+                print(
+                    "signed by publisher key \(key.fingerprint): \(release.name ?? "(unnamed)") version \(release.version), "
+                        + (release.expires.map { "expires \($0)" } ?? "never expires"))
+            }
             print(
                 "path".padding(toLength: 22, withPad: " ", startingAt: 0)
                     + "  size  crc32     total ms  (lookup / key / decrypt / crc, ms)")
@@ -61,8 +73,9 @@ struct HelloAssetsApp {
             print(String(decoding: try await library.load("hello.txt"), as: UTF8.self), terminator: "")
         } catch let error as AssetPackError {
             fail(
-                "\(error) [\(error.code)]", code: error.code == .wrongPassword || error.code == .missingPassword ? 2 : 1
-            )
+                "\(error) [\(error.code)]",
+                code: error.code == .wrongPassword || error.code == .missingPassword
+                    ? 2 : error.code == .untrusted ? 5 : 1)
         } catch {
             fail("\(error)")
         }

@@ -1,0 +1,228 @@
+import AssetPack
+import Dispatch
+import Foundation
+
+/// `assetpack-pack`: the lean packing tool the PackAssets build-tool plugin runs. It links the
+/// AssetPack library and nothing else (no argument parser, no perf report, no HTTP client of its
+/// own), so an app's first build compiles far less, and it does one thing: `AssetPacks.pack`.
+///
+/// Only the plugin composes its command line, always in this fixed shape:
+///
+///     assetpack-pack SOURCE OUTPUT --format zip|container --compression auto|store|deflate
+///         (--key-file PATH | --password-file PATH | --password-env NAME)
+///         [--sign-key PATH [--pack-name NAME] [--pack-version N] [--expires DATE]]
+///
+/// - `SOURCE`, `OUTPUT`: the asset folder and the pack to write (first, in this order).
+/// - `--format`, `--compression`: as `assetpack pack`'s; both required.
+/// - exactly one credential: a raw 32-byte container key file, a file whose first line is the
+///   password, or the name of the environment variable holding the password. The secret itself
+///   never goes on the command line.
+/// - `--sign-key`: a publisher signing key (`NAME.key` from `assetpack keygen`); with it,
+///   `--pack-name`, `--pack-version` and `--expires` as `assetpack pack`'s (ISO 8601 date or
+///   date-time, or `+30d` / `+12h` from now). A signed pack is packed fresh: no entry is reused
+///   from the pack already at OUTPUT, which the build directory holds and the key would otherwise
+///   sign unseen (the Security article, "Sign at build time").
+///
+/// Prints one summary line to stdout. Exit codes as the `assetpack` CLI's: 0 packed, 1 other error,
+/// 2 missing or wrong password, 64 usage (an unknown option, a missing or malformed value).
+@main
+enum PackTool {
+    static func main() {
+        // As the CLI does: libzip converts every entry's DOS time with mktime(3) when it reopens the
+        // previous pack; with TZ unset glibc re-stats /etc/localtime on every call.
+        if getenv("TZ") == nil { setenv("TZ", ":/etc/localtime", 0) }
+        removeTemporariesOnInterrupt()
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        let request: Request
+        do {
+            request = try Request(parsing: arguments)
+        } catch let error as UsageError {
+            fail(
+                error.message + "\n  (assetpack-pack takes only the arguments the PackAssets plugin composes)",
+                ToolExit.usage)
+        } catch {
+            fail("\(error)", 1)
+        }
+        do {
+            print(try request.run())
+        } catch let error as AssetPackError {
+            fail(error.description, error.code.toolExitCode)
+        } catch let error as UsageError {
+            fail(error.message, ToolExit.usage)
+        } catch {
+            fail("\(error)", 1)
+        }
+    }
+
+    static func fail(_ message: String, _ code: Int32) -> Never {
+        FileHandle.standardError.write(Data("assetpack-pack: error: \(message)\n".utf8))
+        exit(code)
+    }
+
+    nonisolated(unsafe) static var signalSources: [any DispatchSourceSignal] = []
+
+    /// Ctrl-C or SIGTERM while a build packs: remove the temporary pack in flight (the previous
+    /// pack at OUTPUT is only ever replaced by renaming a complete one), then die of the signal.
+    static func removeTemporariesOnInterrupt() {
+        var mask = sigset_t()
+        sigemptyset(&mask)
+        sigaddset(&mask, SIGINT)
+        sigaddset(&mask, SIGTERM)
+        pthread_sigmask(SIG_UNBLOCK, &mask, nil)
+        for signalNumber in [SIGINT, SIGTERM] {
+            signal(signalNumber, SIG_IGN)  // delivered to the dispatch source instead
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+            source.setEventHandler {
+                _ = TemporaryFiles.removeAll()
+                signal(signalNumber, SIG_DFL)
+                kill(getpid(), signalNumber)
+            }
+            source.resume()
+            signalSources.append(source)
+        }
+    }
+}
+
+/// A usage error: exit 64.
+struct UsageError: Error {
+    var message: String
+    init(_ message: String) { self.message = message }
+}
+
+/// One pack to write, as the command line asks.
+struct Request {
+    enum Credential: Equatable {
+        case keyFile(String)
+        case passwordFile(String)
+        case passwordEnv(String)
+    }
+
+    var source: String
+    var output: String
+    var format: PackFormat
+    var compression: CompressionPolicy
+    var credential: Credential
+    var signKey: String?
+    var packName: String?
+    var packVersion: UInt64?
+    var expires: String?
+
+    /// Parses the fixed argument list in ``PackTool``'s documentation.
+    /// - Throws: ``UsageError`` naming what is wrong.
+    init(parsing arguments: [String]) throws {
+        guard arguments.count >= 2, !arguments[0].hasPrefix("-"), !arguments[1].hasPrefix("-") else {
+            throw UsageError("expected SOURCE OUTPUT first, then the options")
+        }
+        source = arguments[0]
+        output = arguments[1]
+        var values: [String: String] = [:]
+        var rest = arguments.dropFirst(2).makeIterator()
+        let known = [
+            "--format", "--compression", "--key-file", "--password-file", "--password-env", "--sign-key",
+            "--pack-name", "--pack-version", "--expires",
+        ]
+        while let option = rest.next() {
+            guard known.contains(option) else {
+                throw UsageError(
+                    option.hasPrefix("-") ? "unknown option '\(option)'" : "unexpected argument '\(option)'")
+            }
+            guard let value = rest.next() else { throw UsageError("\(option) needs a value") }
+            guard values[option] == nil else { throw UsageError("\(option) is given twice") }
+            guard !value.isEmpty else { throw UsageError("\(option) needs a value, not an empty one") }
+            values[option] = value
+        }
+
+        guard let formatName = values["--format"] else { throw UsageError("--format is required") }
+        guard let driver = AssetPacks.formats.first(where: { $0.format.rawValue == formatName }) else {
+            let known = AssetPacks.formats.map(\.format.rawValue).joined(separator: " or ")
+            throw UsageError("--format must be \(known), not '\(formatName)'")
+        }
+        self.format = driver.format
+        guard let compressionName = values["--compression"] else { throw UsageError("--compression is required") }
+        guard let compression = CompressionPolicy(rawValue: compressionName) else {
+            throw UsageError("--compression must be auto, store or deflate, not '\(compressionName)'")
+        }
+        self.compression = compression
+
+        let credentials: [Credential] = [
+            values["--key-file"].map(Credential.keyFile), values["--password-file"].map(Credential.passwordFile),
+            values["--password-env"].map(Credential.passwordEnv),
+        ].compactMap { $0 }
+        guard credentials.count == 1 else {
+            throw UsageError(
+                "give exactly one of --key-file, --password-file and --password-env (the secret itself never goes on the command line)"
+            )
+        }
+        credential = credentials[0]
+
+        signKey = values["--sign-key"]
+        packName = values["--pack-name"]
+        expires = values["--expires"]
+        if let text = values["--pack-version"] {
+            guard let version = UInt64(text) else {
+                throw UsageError("--pack-version takes a whole number from 0 to \(UInt64.max), not '\(text)'")
+            }
+            packVersion = version
+        }
+        if signKey == nil && (packName != nil || packVersion != nil || expires != nil) {
+            throw UsageError("--pack-name, --pack-version and --expires describe a signature: give --sign-key too")
+        }
+    }
+
+    /// The pack options the request gives, reading the credential and the signing key.
+    /// - Throws: `AssetPackError` (a credential or key file that cannot be read, a password
+    ///   variable that is not set), ``UsageError`` for an expiry that is malformed or past.
+    func options(now: Date = Date()) throws -> PackOptions {
+        var options = PackOptions()
+        options.format = format
+        options.compression = compression
+        switch credential {
+        case .keyFile(let path): options.credential = try .keyFile(path)
+        case .passwordFile(let path): options.credential = try .passwordFile(path)
+        case .passwordEnv(let name):
+            guard let password = ProcessInfo.processInfo.environment[name], !password.isEmpty else {
+                throw AssetPackError(.missingPassword, "a password is needed: $\(name) is not set")
+            }
+            options.credential = .password(password)
+        }
+        if let signKey {
+            options.fresh = true  // sign only what was packed from SOURCE now
+            options.signingKey = try PublisherSigningKey.load(from: URL(fileURLWithPath: signKey))
+            options.releaseName = packName
+            options.releaseVersion = packVersion ?? 0
+            if let expires {
+                guard let date = PackRelease.parseExpiry(expires, now: now) else {
+                    throw UsageError("--expires \(expires): \(PackRelease.expirySyntax)")
+                }
+                guard date > now else {
+                    throw UsageError("--expires \(expires) is not in the future: the pack would be refused at once")
+                }
+                options.releaseExpires = date
+            }
+        }
+        return options
+    }
+
+    /// Packs, and returns the summary line.
+    func run() throws -> String {
+        let options = try options()
+        let summary = try AssetPacks.pack(
+            source: URL(fileURLWithPath: source), to: URL(fileURLWithPath: output), options: options)
+        for skipped in summary.skipped {
+            FileHandle.standardError.write(
+                Data(
+                    "assetpack-pack: warning: skipped special file \(EntryPath.printable(skipped.path)) (\(skipped.kind))\n"
+                        .utf8))
+        }
+        let inputBytes = summary.files.reduce(UInt64(0)) { $0 + $1.size }
+        let count = summary.files.count
+        var line =
+            "packed \(count) \(count == 1 ? "entry" : "entries") (\(inputBytes) bytes) into \(output) "
+            + "(\(summary.packSize) bytes, \(format.rawValue)) in \(String(format: "%.2f", summary.seconds)) s: "
+            + "\(summary.reused) reused, \(summary.packed) packed"
+        if let key = options.signingKey {
+            line += ", signed by key \(key.publicKey.fingerprint) as \(try options.release(for: output).summary)"
+        }
+        return line
+    }
+}

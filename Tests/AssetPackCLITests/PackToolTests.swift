@@ -1,0 +1,153 @@
+import AssetPack
+import AssetPackTestSupport
+import Foundation
+import Testing
+
+/// `assetpack-pack`, the lean tool the PackAssets plugin runs, as a built binary: its fixed
+/// argument list (anything else is a usage error, exit 64), the credential by file or environment
+/// variable only, the summary line, and signing. (The plugin around it: `make example`.)
+@Suite struct PackToolTests {
+    static let password = "pack-tool"
+
+    /// `assetpack-pack` beside the `assetpack` the other CLI tests run.
+    static var binary: String {
+        CLI.binary.deletingLastPathComponent().appendingPathComponent("assetpack-pack").path
+    }
+
+    static func run(_ arguments: [String], password: String? = Self.password) throws -> CLI.Run {
+        try CLI.run(arguments, password: password, executable: binary)
+    }
+
+    static func tree(_ dir: TemporaryDirectory) throws -> URL {
+        try dir.write(["a.txt": textBytes(2_000, seed: 1), "b/c.bin": testBytes(5_000, seed: 2)], under: "src")
+    }
+
+    /// SOURCE OUTPUT and the two required options, with the password from `$ASSETPACK_PASSWORD`.
+    static func base(_ dir: TemporaryDirectory, format: String = "container") throws -> [String] {
+        [
+            try tree(dir).path, dir.appending("out.pack").path, "--format", format, "--compression", "auto",
+            "--password-env", "ASSETPACK_PASSWORD",
+        ]
+    }
+
+    @Test(arguments: [
+        (["--bogus", "1"], "unknown option '--bogus'"),
+        (["--password", "secret"], "unknown option '--password'"),
+        (["--fresh"], "unknown option '--fresh'"),
+        (["stray"], "unexpected argument 'stray'"),
+        (["--pack-name"], "--pack-name needs a value"),
+        (["--format", "zip"], "--format is given twice"),
+        (["--password-file", "/dev/null"], "give exactly one of --key-file, --password-file and --password-env"),
+        (
+            ["--pack-version", "3"],
+            "--pack-name, --pack-version and --expires describe a signature: give --sign-key too"
+        ),
+        (["--sign-key", "k.key", "--pack-version", "-1"], "--pack-version takes a whole number"),
+    ])
+    func anythingButTheFixedListIsAUsageError(extra: [String], message: String) throws {
+        let dir = TemporaryDirectory()
+        let run = try Self.run(try Self.base(dir) + extra)
+        #expect(run.status == 64, "\(run.stderr)")
+        #expect(run.stderr.hasPrefix("assetpack-pack: error: \(message)"), "\(run.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.appending("out.pack").path))
+    }
+
+    @Test func missingOrMalformedRequiredArgumentsAreUsageErrors() throws {
+        let dir = TemporaryDirectory()
+        let source = try Self.tree(dir).path
+        let output = dir.appending("out.pack").path
+        let cases: [([String], String)] = [
+            ([], "expected SOURCE OUTPUT first"),
+            ([source, "--format", "zip"], "expected SOURCE OUTPUT first"),
+            ([source, output, "--compression", "auto", "--password-env", "P"], "--format is required"),
+            ([source, output, "--format", "zip", "--password-env", "P"], "--compression is required"),
+            (
+                [source, output, "--format", "tar", "--compression", "auto"],
+                "--format must be container or zip, not 'tar'"
+            ),
+            (
+                [source, output, "--format", "zip", "--compression", "max"],
+                "--compression must be auto, store or deflate"
+            ),
+            ([source, output, "--format", "zip", "--compression", "auto"], "give exactly one of --key-file"),
+        ]
+        for (arguments, message) in cases {
+            let run = try Self.run(arguments)
+            #expect(run.status == 64, "\(arguments): \(run.stderr)")
+            #expect(run.stderr.hasPrefix("assetpack-pack: error: \(message)"), "\(arguments): \(run.stderr)")
+        }
+    }
+
+    @Test func aMissingPasswordIsExitTwoAndAnUnreadableKeyExitOne() throws {
+        let dir = TemporaryDirectory()
+        let unset = try Self.run(try Self.base(dir), password: nil)
+        #expect(unset.status == 2, "\(unset.stderr)")
+        #expect(unset.stderr.contains("$ASSETPACK_PASSWORD is not set"), "\(unset.stderr)")
+
+        let missing = dir.appending("missing.key").path
+        let noKey = try Self.run(try Self.base(dir) + ["--sign-key", missing])
+        #expect(noKey.status == 1, "\(noKey.stderr)")
+        #expect(noKey.stderr.contains(missing), "\(noKey.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.appending("out.pack").path))
+    }
+
+    @Test(arguments: ["container", "zip"])
+    func packsAndSaysSoOnOneLine(format: String) throws {
+        let dir = TemporaryDirectory()
+        let passwordFile = dir.appending("password.txt")
+        try Data("\(Self.password)\n".utf8).write(to: passwordFile)
+        let arguments = [
+            try Self.tree(dir).path, dir.appending("out.pack").path, "--format", format, "--compression", "auto",
+            "--password-file", passwordFile.path,
+        ]
+        let run = try Self.run(arguments, password: nil)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stderr.isEmpty, "\(run.stderr)")
+        let line = run.text.split(separator: "\n")
+        #expect(line.count == 1 && line[0].hasPrefix("packed 2 entries (7000 bytes) into "), "\(run.text)")
+        #expect(run.text.contains(": 0 reused, 2 packed"), "\(run.text)")
+        // Unsigned packs are re-packed incrementally, as `assetpack pack` does.
+        let again = try Self.run(arguments, password: nil)
+        #expect(again.text.contains(": 2 reused, 0 packed"), "\(again.text)")
+        let reader = try AssetPacks.open(dir.appending("out.pack").path, credential: .password(Self.password))
+        #expect(try reader.read("a.txt") == textBytes(2_000, seed: 1))
+    }
+
+    /// A signed pack verifies with the public key and states the release asked for; signed packs
+    /// are always packed fresh (the previous output is not signed unseen).
+    @Test(arguments: ["container", "zip"])
+    func signsWithTheKeyAndTheRelease(format: String) throws {
+        let dir = TemporaryDirectory()
+        let key = PublisherSigningKey.generate()
+        let keyPath = dir.appending("publisher.key").path
+        try key.write(to: keyPath)
+        let arguments =
+            try Self.base(dir, format: format) + [
+                "--sign-key", keyPath, "--pack-name", "levels", "--pack-version", "12", "--expires", "+30d",
+            ]
+        let run = try Self.run(arguments)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(
+            run.text.contains(", signed by key \(key.publicKey.fingerprint) as levels version 12, expires "),
+            "\(run.text)")
+        let again = try Self.run(arguments)
+        #expect(again.text.contains(": 0 reused, 2 packed"), "\(again.text)")
+
+        let output = dir.appending("out.pack").path
+        let reader = try AssetPacks.open(output, credential: .password(Self.password), trustedKeys: [key.publicKey])
+        #expect(reader.release?.name == "levels")
+        #expect(reader.release?.version == 12)
+        let expires = try #require(reader.release?.expires)
+        #expect(abs(expires.timeIntervalSinceNow - 30 * 86_400) < 600)
+        #expect(try reader.read("b/c.bin") == testBytes(5_000, seed: 2))
+        let other = PublisherSigningKey.generate().publicKey
+        #expect(throws: AssetPackError.self) {
+            _ = try AssetPacks.open(output, credential: .password(Self.password), trustedKeys: [other])
+        }
+
+        let past = try Self.run(
+            try Self.base(dir, format: format) + ["--sign-key", keyPath, "--expires", "2001-01-01"])
+        #expect(past.status == 64, "\(past.stderr)")
+        #expect(past.stderr.contains("--expires 2001-01-01 is not in the future"), "\(past.stderr)")
+    }
+}
