@@ -6,12 +6,12 @@ import Foundation
 
 /// Seeds for the differential suites.
 ///
-/// - default: ``fixed`` (what `make test` runs);
+/// - default: ``fixed`` (what `make test-full` runs; `make test` leaves these suites out);
 /// - `ASSETPACK_SEED=N[,M…]`: exactly those seeds (to reproduce a failure);
 /// - `ASSETPACK_SOAK_SEEDS=K`: K seeds derived from `ASSETPACK_SOAK_BASE` (default: the clock,
 ///   printed once), for `make soak`. Every failure message names its own seed.
 public enum DifferentialSeeds {
-    /// The seeds `make test` runs. Seeds 1 and 2 together put every stream-buffer boundary
+    /// The seeds `make test-full` runs. Seeds 1 and 2 together put every stream-buffer boundary
     /// size in both text and random content (see ``TreeGenerator``).
     public static let fixed: [UInt64] = [1, 2]
 
