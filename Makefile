@@ -9,7 +9,7 @@ RELEASE_BIN = $(shell $(SWIFT) build -c release --show-bin-path)/assetpack
 # Every suite is Swift Testing: without XCTest's runner there is no "Executed 0 tests" from its empty run.
 SWIFT_TEST = $(SWIFT) test --disable-xctest
 
-.PHONY: deps test-deps build release install test demo fmt lint samples clean tsan asan fuzz
+.PHONY: deps test-deps build release install test test-full demo fmt lint samples clean tsan asan fuzz
 
 ## deps: install the C libraries' headers with apt when missing: libzip, zlib, OpenSSL, libdeflate,
 ## and libcurl (remote packs).
@@ -35,8 +35,24 @@ build: deps
 release: deps
 	$(SWIFT) build -c release --product assetpack
 
-## test: the whole suite, including end-to-end tests that run the built assetpack binary.
+## test: the fast tier: every module's unit tests and an end-to-end slice of the CLI (each command
+## run as the built binary), without the suites in SLOW_SUITES. test-full (what .ci/run runs): everything.
+## SLOW_SUITES, the one list of what only test-full runs: the seeded differential sweeps, the damage
+## sweeps, the concurrency stress, the remote suites that start real or fault-injecting servers, and
+## the interrupt/crash loops. Each name is a suite (a type) in Tests/.
+SLOW_SUITES := DifferentialTests DifferentialCLITests HardeningTests StressTests \
+  RemoteTests RemoteCLITests RemoteUpdateCLITests ServerConformanceTests UpdateSafetyTests \
+  UpdateAttackCLITests ReleaseCLITests InstallCrashTests ZipInterruptTests
+# A test's ID is Target.Suite/test(): skip the suites by exact name.
+empty :=
+space := $(empty) $(empty)
+SKIP_SLOW = --skip '\.($(subst $(space),|,$(strip $(SLOW_SUITES))))(/|$$)'
+
 test: test-deps
+	$(SWIFT) build
+	$(SWIFT_TEST) $(SKIP_SLOW)
+
+test-full: test-deps
 	$(SWIFT) build
 	$(SWIFT_TEST)
 

@@ -108,6 +108,8 @@ let package = Package(
             name: "AssetPackTestSupport", dependencies: ["AssetPackCore"], path: "Tests/AssetPackTestSupport",
             resources: [.copy("fault_server.py")]),
         .testTarget(name: "AssetPackCoreTests", dependencies: ["AssetPackCore", "AssetPackTestSupport"]),
+        // The test helpers' own tests (the fault-injecting HTTP server does what the remote tests rely on).
+        .testTarget(name: "AssetPackTestSupportTests", dependencies: ["AssetPackTestSupport"]),
         .testTarget(name: "AssetPackCryptoTests", dependencies: ["AssetPackCrypto", "AssetPackTestSupport"]),
         .testTarget(
             name: "AssetPackFormatTests", dependencies: ["AssetPackFormat", "AssetPackCrypto", "AssetPackTestSupport"]),

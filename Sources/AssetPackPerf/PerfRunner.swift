@@ -2,63 +2,6 @@ import AssetPack
 import AssetPackRemote
 import Foundation
 
-/// What `PerfRunner` measures and how.
-public struct PerfConfiguration: Sendable {
-    /// Where the packs come from.
-    public enum Input: Sendable {
-        /// Pack this directory with every format into a private temporary directory, install the
-        /// packs with `PrivateInstaller`, and read the installed copies.
-        case source(URL)
-        /// Generate this corpus into a temporary directory, then proceed as for `.source`.
-        case corpus(PerfCorpus)
-        /// Read these existing packs (format sniffed from the magic bytes).
-        case packs([URL])
-    }
-
-    /// Where the packs come from.
-    public var input: Input
-    /// Measured reads per entry and backend (at least 1).
-    public var iterations = 5
-    /// Unmeasured warm-up reads per entry and backend before the measured ones.
-    public var warmupReads = 1
-    /// The password or key. `nil` with `.source`/`.corpus`: a random throwaway password is
-    /// generated (the packs are temporary). `nil` with `.packs`: only unencrypted zips read.
-    public var credential: PackCredential?
-    /// Publisher keys: `--pack` inputs that are signed are opened with them (every read checks
-    /// the signature, label `<format>-signed`); unsigned ones are read as before. So a signed and
-    /// an unsigned pack of the same tree compare signed against unsigned reads.
-    public var trustedKeys: [PublisherKey] = []
-    /// Settings for the packs written by `.source`/`.corpus` (format is set per backend).
-    public var packOptions = PackOptions()
-    /// Parent of the private temporary work directory (default: the system temporary directory).
-    public var workParent: URL?
-    /// Keep the work directory (generated corpus, installed packs) instead of removing it;
-    /// the report's `packs[…].path` then names files that still exist.
-    public var keepWorkDirectory = false
-    /// Also run `swift --version` to record the runtime toolchain.
-    public var probeToolchain = false
-    /// Also measure every zip pack through libzip's own decoder (label `zip-libzip`), next to the
-    /// default bulk-AES path, on the same installed file: the AES speed-up over libzip, entry by entry.
-    public var compareLibzipDecoder = false
-    /// The command line, recorded in the report's settings.
-    public var command: String?
-    /// Called on the running thread as the run progresses.
-    public var progress: (@Sendable (PerfProgress) -> Void)?
-
-    /// Creates a configuration with default settings (5 iterations, 1 warm-up read).
-    public init(input: Input) { self.input = input }
-}
-
-/// Progress of a perf run.
-public struct PerfProgress: Sendable {
-    /// The phase: `corpus`, `pack <label>`, `install <label>`, `open <label>`, `warm-up`, `measure`, `memory <label>`.
-    public var phase: String
-    /// Steps done in this phase.
-    public var done: Int
-    /// Steps in this phase.
-    public var total: Int
-}
-
 /// Runs the per-entry read benchmark behind `assetpack perf`.
 ///
 /// Method: every pack is opened once; every entry is then read through the public
@@ -347,49 +290,6 @@ public enum PerfRunner {
         result.settings.wallSeconds = wall.elapsed
         result.settings.loadAverage = [loadAtStart, loadAverage()].compactMap { $0 }
         return result
-    }
-
-    /// The headline comparison of `candidate` against `baseline` over the entries both measured;
-    /// with `opens` (each pack's open, seconds), also with the open counted.
-    public static func summarize(
-        _ entries: [PerfEntry], baseline: String, candidate: String,
-        opens: (baseline: Double?, candidate: Double?) = (nil, nil)
-    ) -> PerfSummary {
-        var speedups: [Double] = []
-        var wins = (candidate: 0, baseline: 0)
-        var classes: [PerfSizeClass: (n: Int, bytes: UInt64, b: Double, c: Double, s: [Double], cw: Int, bw: Int)] = [:]
-        for e in entries {
-            guard let b = e.backends[baseline]?.medianSeconds, let c = e.backends[candidate]?.medianSeconds else {
-                continue
-            }
-            let speedup = b / c
-            speedups.append(speedup)
-            let sizeClass = PerfSizeClass(size: e.size)
-            var k = classes[sizeClass] ?? (0, 0, 0, 0, [], 0, 0)
-            k.n += 1
-            k.bytes += e.size
-            k.b += b
-            k.c += c
-            k.s.append(speedup)
-            if c < b {
-                wins.candidate += 1
-                k.cw += 1
-            } else if b < c {
-                wins.baseline += 1
-                k.bw += 1
-            }
-            classes[sizeClass] = k
-        }
-        return PerfSummary(
-            baseline: baseline, candidate: candidate, comparedEntries: speedups.count,
-            geomeanSpeedup: PerfStatistics.geometricMean(speedups), candidateWins: wins.candidate,
-            baselineWins: wins.baseline,
-            classes: classes.keys.sorted().map { c in
-                let k = classes[c]!
-                return PerfClassSummary(
-                    sizeClass: c.label, entries: k.n, bytes: k.bytes, baselineSeconds: k.b, candidateSeconds: k.c,
-                    geomeanSpeedup: PerfStatistics.geometricMean(k.s), candidateWins: k.cw, baselineWins: k.bw)
-            }, baselineOpenSeconds: opens.baseline, candidateOpenSeconds: opens.candidate)
     }
 
     // MARK: - Helpers

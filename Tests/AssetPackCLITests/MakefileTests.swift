@@ -38,11 +38,39 @@ struct MakefileTests {
     /// only, and XCTest's empty run printed "Executed 0 tests" into `make test`'s output.
     @Test func swiftTestRunsOnlySwiftTesting() throws {
         let run = try CLI.run(
-            ["-n", "-C", Self.root.path, "test", "soak", "tsan", "asan", "update-figures", "SWIFT=swift"],
+            ["-n", "-C", Self.root.path, "test", "test-full", "soak", "tsan", "asan", "update-figures", "SWIFT=swift"],
             executable: "/usr/bin/make")
         #expect(run.status == 0, "\(run.stderr)")
         let tests = run.text.split(separator: "\n").filter { $0.contains("swift test") }
-        #expect(tests.count == 5, "\(run.text)")
+        #expect(tests.count == 6, "\(run.text)")
         for line in tests { #expect(line.contains("swift test --disable-xctest"), "\(line)") }
+    }
+
+    /// The `swift test` line a dry run of `target` prints.
+    static func swiftTestLine(_ target: String) throws -> String {
+        let run = try CLI.run(["-n", "-C", root.path, target, "SWIFT=swift"], executable: "/usr/bin/make")
+        #expect(run.status == 0, "\(run.stderr)")
+        return run.text.split(separator: "\n").map(String.init).first { $0.contains("swift test") } ?? ""
+    }
+
+    /// Two tiers: `make test` skips the slow suites (SLOW_SUITES, each a suite that exists, so a
+    /// renamed one cannot slip into the fast tier unnoticed), `make test-full` runs every suite, and
+    /// CI runs `make test-full`.
+    @Test func testSkipsTheSlowSuitesAndTestFullRunsEverything() throws {
+        let fast = try Self.swiftTestLine("test")
+        let skip = try #require(fast.firstMatch(of: /--skip '\\\.\(([A-Za-z|]+)\)\(\/\|\$\)'/), "\(fast)")
+        let slow = skip.1.split(separator: "|").map(String.init)
+        #expect(slow.contains("DifferentialCLITests") && slow.contains("RemoteTests"), "\(slow)")
+        let sources = try FileManager.default.subpathsOfDirectory(atPath: Self.root.appending(path: "Tests").path)
+            .filter { $0.hasSuffix(".swift") }
+            .map { try String(contentsOf: Self.root.appending(path: "Tests/\($0)"), encoding: .utf8) }
+            .joined()
+        for suite in slow {
+            #expect(sources.contains("struct \(suite) "), "SLOW_SUITES names \(suite), which is no suite in Tests/")
+        }
+        let full = try Self.swiftTestLine("test-full")
+        #expect(full.hasSuffix("swift test --disable-xctest"), "\(full)")
+        let ci = try String(contentsOf: Self.root.appending(path: ".ci/run"), encoding: .utf8)
+        #expect(ci.contains("\nstep make test-full\n") && !ci.contains("\nstep make test\n"), "\(ci)")
     }
 }

@@ -1,0 +1,215 @@
+import AssetPackCore
+import Foundation
+
+/// Runs the built `assetpack` binary.
+public enum CLI {
+    /// The result of one run.
+    public struct Run: Sendable {
+        /// Exit status.
+        public var status: Int32
+        /// Standard output bytes.
+        public var stdout: [UInt8]
+        /// Standard error text.
+        public var stderr: String
+        /// Whether the process was ended by a signal (a crash, or our timeout) rather than exiting.
+        public var signaled: Bool
+        /// Whether the run was killed for exceeding its time limit.
+        public var timedOut: Bool
+        /// Standard output as text.
+        public var text: String { String(decoding: stdout, as: UTF8.self) }
+    }
+
+    /// The binary: `$ASSETPACK_BIN`, else `assetpack` beside the test bundle.
+    public static var binary: URL {
+        if let explicit = ProcessInfo.processInfo.environment["ASSETPACK_BIN"] { return URL(fileURLWithPath: explicit) }
+        var dir = Bundle.main.bundleURL
+        for _ in 0..<3 {
+            let candidate = dir.appendingPathComponent("assetpack")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            dir = dir.deletingLastPathComponent()
+        }
+        let argv0 = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        return argv0.appendingPathComponent("assetpack")
+    }
+
+    /// Runs `assetpack` (or `executable`) with `arguments`, the password (if any) in `$ASSETPACK_PASSWORD`,
+    /// extra environment, and no terminal on standard input.
+    public static func run(
+        _ arguments: [String], password: String? = nil, environment: [String: String] = [:], timeout: Double = 120,
+        executable: String? = nil
+    ) throws -> Run {
+        let process = Process()
+        process.executableURL = executable.map { URL(fileURLWithPath: $0) } ?? binary
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        env.removeValue(forKey: "ASSETPACK_PASSWORD")
+        if let password { env["ASSETPACK_PASSWORD"] = password }
+        env.merge(environment) { $1 }
+        process.environment = env
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let pid = process.processIdentifier
+        let timedOut = Counter()
+        let watchdog = DispatchWorkItem {
+            timedOut.increment()
+            kill(pid, SIGKILL)
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: watchdog)
+        defer { watchdog.cancel() }
+        // Drain both pipes concurrently so a large output cannot deadlock the child.
+        nonisolated(unsafe) var errData = Data()
+        let group = DispatchGroup()
+        group.enter()
+        DispatchQueue.global().async {
+            errData = err.fileHandleForReading.readDataToEndOfFile()
+            group.leave()
+        }
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
+        group.wait()
+        process.waitUntilExit()
+        watchdog.cancel()
+        return Run(
+            status: process.terminationStatus, stdout: [UInt8](outData),
+            stderr: String(decoding: errData, as: UTF8.self),
+            signaled: process.terminationReason == .uncaughtSignal, timedOut: timedOut.value > 0)
+    }
+}
+
+extension CLI {
+    /// What an interrupted run left.
+    public struct Interrupted: Sendable {
+        /// Whether a temporary (a name starting with `.assetpack-tmp-`) appeared before the signal.
+        public var sawTemporary: Bool
+        /// Whether the process died of exactly `signal`.
+        public var diedOfSignal: Bool
+        /// The folder's names afterwards, sorted.
+        public var left: [String]
+        /// Everything the process wrote to stderr (on a terminal: the screen, `\n` as `\r\n`).
+        public var stderr: String
+    }
+
+    /// Runs `assetpack ARGS` with the password in `$ASSETPACK_PASSWORD`, waits until a temporary
+    /// file appears in `folder` (and, with `terminal`, until the progress bar was drawn), sends
+    /// `signal`, and reports what the process and folder show. With `terminal`, stderr is a
+    /// pseudo-terminal, so the command draws its progress bar there.
+    public static func interruptWhileWriting(
+        _ arguments: [String], password: String, in folder: URL, signal: Int32, terminal: Bool = false
+    ) throws -> Interrupted {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(["ASSETPACK_PASSWORD": password]) { $1 }
+        process.standardInput = FileHandle.nullDevice
+        let readEnd: Int32
+        let writeEnd: Int32
+        if terminal {
+            (readEnd, writeEnd) = try PseudoTerminal.open()
+        } else {
+            var ends: [Int32] = [0, 0]
+            precondition(pipe(&ends) == 0, "pipe failed")
+            readEnd = ends[0]
+            writeEnd = ends[1]
+        }
+        process.standardError = FileHandle(fileDescriptor: writeEnd, closeOnDealloc: false)
+        let output = Output()
+        let reader = Thread {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = read(readEnd, &buffer, buffer.count)
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }  // EOF, or EIO once a terminal's last writer closed it
+                output.append(buffer[..<n])
+            }
+            output.finish()
+        }
+        reader.start()
+        defer { close(readEnd) }
+        do { try process.run() } catch {
+            close(writeEnd)
+            output.waitUntilFinished()
+            throw error
+        }
+        close(writeEnd)
+        let deadline = Date().addingTimeInterval(60)
+        var sawTemporary = false
+        while Date() < deadline, process.isRunning {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+            if names.contains(where: { $0.hasPrefix(".assetpack-tmp-") }) { sawTemporary = true }
+            if sawTemporary && (!terminal || output.text.contains("\r[")) { break }
+            usleep(2000)
+        }
+        kill(process.processIdentifier, signal)
+        process.waitUntilExit()
+        output.waitUntilFinished()
+        return Interrupted(
+            sawTemporary: sawTemporary,
+            diedOfSignal: process.terminationReason == .uncaughtSignal && process.terminationStatus == signal,
+            left: try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted(), stderr: output.text)
+    }
+
+    /// A pseudo-terminal pair through glibc's `posix_openpt` family (declared only under
+    /// `_XOPEN_SOURCE`, which the Glibc module does not set, so looked up by name).
+    private enum PseudoTerminal {
+        typealias IntCall = @convention(c) (Int32) -> Int32
+        typealias NameCall = @convention(c) (Int32, UnsafeMutablePointer<CChar>, Int) -> Int32
+
+        static func function<T>(_ name: String, as type: T.Type) -> T {
+            guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), name) else {
+                preconditionFailure("\(name) not found")
+            }
+            return unsafeBitCast(symbol, to: type)
+        }
+
+        /// The controlling side (read) and the terminal side (a process's stderr).
+        static func open() throws -> (Int32, Int32) {
+            let primary = function("posix_openpt", as: IntCall.self)(O_RDWR | O_NOCTTY)
+            guard primary >= 0, function("grantpt", as: IntCall.self)(primary) == 0,
+                function("unlockpt", as: IntCall.self)(primary) == 0
+            else { throw CocoaError(.fileReadUnknown) }
+            var name = [CChar](repeating: 0, count: 128)
+            guard function("ptsname_r", as: NameCall.self)(primary, &name, name.count) == 0 else {
+                throw CocoaError(.fileReadUnknown)
+            }
+            let path = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let terminal = Glibc.open(path, O_RDWR | O_NOCTTY)
+            guard terminal >= 0 else { throw CocoaError(.fileReadUnknown) }
+            return (primary, terminal)
+        }
+    }
+
+    /// Bytes a reader thread collects, read by another.
+    private final class Output: @unchecked Sendable {
+        private let condition = NSCondition()
+        private var bytes: [UInt8] = []
+        private var finished = false
+
+        func append(_ more: ArraySlice<UInt8>) {
+            condition.lock()
+            bytes += more
+            condition.unlock()
+        }
+
+        func finish() {
+            condition.lock()
+            finished = true
+            condition.broadcast()
+            condition.unlock()
+        }
+
+        func waitUntilFinished() {
+            condition.lock()
+            while !finished { condition.wait() }
+            condition.unlock()
+        }
+
+        var text: String {
+            condition.lock()
+            defer { condition.unlock() }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+    }
+}

@@ -1,0 +1,66 @@
+import AssetPackCore
+import Foundation
+
+/// Flips one byte of a file in place.
+public func flipByte(at offset: Int, in path: String, with mask: UInt8 = 0xFF) throws {
+    var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+    bytes[offset] ^= mask
+    try Data(bytes).write(to: URL(fileURLWithPath: path))
+}
+
+/// Every single-byte flip (`^ 0xFF`) of `original`, each judged by `outcome`: the error code a
+/// reader refused it with, or `nil` when it was accepted.
+/// - Returns: The offsets whose flip was accepted, and how often each code refused one.
+public func flipEveryByte(
+    of original: [UInt8], _ outcome: ([UInt8]) throws -> AssetPackError.Code?
+) rethrows -> (accepted: [Int], codes: [AssetPackError.Code: Int]) {
+    var accepted: [Int] = []
+    var codes: [AssetPackError.Code: Int] = [:]
+    for i in original.indices {
+        var flipped = original
+        flipped[i] ^= 0xFF
+        if let code = try outcome(flipped) { codes[code, default: 0] += 1 } else { accepted.append(i) }
+    }
+    return (accepted, codes)
+}
+
+/// Byte-level surgery on zip files, for building damaged and hostile archives in tests.
+public enum ZipSurgery {
+    /// Offsets of every local header (`PK\u{3}\u{4}`) and central header (`PK\u{1}\u{2}`) whose name is `name`.
+    public static func headers(named name: [UInt8], in bytes: [UInt8]) -> (local: [Int], central: [Int]) {
+        var local: [Int] = []
+        var central: [Int] = []
+        var i = 0
+        while i + 46 <= bytes.count {
+            if bytes[i] == 0x50, bytes[i + 1] == 0x4B {
+                if bytes[i + 2] == 3, bytes[i + 3] == 4 {
+                    let n = Int(bytes[i + 26]) | Int(bytes[i + 27]) << 8
+                    if i + 30 + n <= bytes.count, Array(bytes[(i + 30)..<(i + 30 + n)]) == name { local.append(i) }
+                } else if bytes[i + 2] == 1, bytes[i + 3] == 2 {
+                    let n = Int(bytes[i + 28]) | Int(bytes[i + 29]) << 8
+                    if i + 46 + n <= bytes.count, Array(bytes[(i + 46)..<(i + 46 + n)]) == name { central.append(i) }
+                }
+            }
+            i += 1
+        }
+        return (local, central)
+    }
+
+    /// Renames an entry in place (local and central headers); the new name must have the same byte length.
+    public static func rename(_ old: String, to new: [UInt8], in bytes: inout [UInt8]) {
+        let oldBytes = Array(old.utf8)
+        precondition(oldBytes.count == new.count, "same length only")
+        let (local, central) = headers(named: oldBytes, in: bytes)
+        precondition(!local.isEmpty && !central.isEmpty, "entry \(old) not found")
+        for h in local { bytes.replaceSubrange((h + 30)..<(h + 30 + new.count), with: new) }
+        for h in central { bytes.replaceSubrange((h + 46)..<(h + 46 + new.count), with: new) }
+    }
+
+    /// Overwrites the declared uncompressed size of an entry (local and central headers).
+    public static func setUncompressedSize(_ name: String, _ size: UInt32, in bytes: inout [UInt8]) {
+        let (local, central) = headers(named: Array(name.utf8), in: bytes)
+        let le = (0..<4).map { UInt8(truncatingIfNeeded: size >> (8 * $0)) }
+        for h in local { bytes.replaceSubrange((h + 22)..<(h + 26), with: le) }
+        for h in central { bytes.replaceSubrange((h + 24)..<(h + 28), with: le) }
+    }
+}
