@@ -9,14 +9,16 @@ extension TemporaryDirectory {
     /// folder the remote tests serve; signed with `signingKey` when one is given.
     @discardableResult
     func packForServing(
-        _ files: [String: [UInt8]], _ format: PackFormat, to name: String, signingKey: PublisherSigningKey? = nil
+        _ files: [String: [UInt8]], _ format: PackFormat, to name: String, signingKey: PublisherSigningKey? = nil,
+        encryption: PackEncryption = .aes256
     ) throws -> URL {
         let source = appending("src-\(name)")
         try? FileManager.default.removeItem(at: source)
         _ = try write(files, under: "src-\(name)")
         var options = PackOptions()
         options.format = format
-        options.credential = .password("pw")
+        options.zip.encryption = encryption
+        options.credential = encryption == .none ? nil : .password("pw")
         options.container.kdf = .scrypt(logN: 10, r: 8, p: 1)
         options.signingKey = signingKey
         let out = appending("www/\(name)")

@@ -104,6 +104,36 @@ import Testing
         }
     }
 
+    /// Entries libzip decodes (unencrypted, ZipCrypto) read through the same byte source as the
+    /// bulk AES decoder's: one request for the entry's span, the bytes checked as locally, and a
+    /// stored entry's range read there alone (issue 23: no read path bypasses the source).
+    @Test(arguments: [PackEncryption.none, .zipCrypto])
+    func entriesLibzipDecodesReadThroughTheSource(encryption: PackEncryption) throws {
+        var files = tree()
+        // Early in the file: the last 64 KiB came with the end records.
+        files["a-text.txt"] = Array(String(repeating: "libzip reads through the source. ", count: 40_000).utf8)
+        let local = try dir.packForServing(files, .zip, to: "p.zip", encryption: encryption)
+        let nginx = try NginxServer(root: dir.appending("www"))
+        let reader = try RemotePackReader(
+            url: nginx.url("p.zip"), credential: encryption == .none ? nil : .password("pw"), options: Self.options)
+        try nginx.resetAccessLog()
+        for path in ["a-text.txt", "small/s17.bin"] {
+            let span = try #require(reader.local.storedSpan(path))
+            #expect(try reader.read(path) == files[path], "\(path)")
+            let log = try nginx.accessLog(waitingFor: 1)
+            #expect(log.count == 1 && log.first?.bodyBytes == span.count, "\(path) \(span): \(log)")
+            try nginx.resetAccessLog()
+        }
+        #expect(
+            try reader.readRange("a-big.bin", offset: 1_000_000, count: 3000)
+                == Array(files["a-big.bin"]![1_000_000..<1_003_000]))
+        // Stored and unencrypted: the range alone; encrypted, the entry is decoded from its start.
+        let size = try FileSystem.stat(local.path).size
+        if encryption == .none {
+            #expect(reader.transferred.bytes < size / 2, "\(reader.transferred.bytes) of \(size) bytes")
+        }
+    }
+
     @Test func theCacheStaysWithinItsLimit() throws {
         let files = tree()
         _ = try pack(files, .container, to: "p.pack")
