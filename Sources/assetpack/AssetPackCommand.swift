@@ -20,7 +20,10 @@ struct AssetPackCommand: ParsableCommand {
             failed, ignores Range, changed the file, or broke a deadline or the minimum rate), 64 usage.
             """,
         version: assetpackVersion,
-        subcommands: [Pack.self, List.self, Cat.self, Extract.self, Verify.self, Install.self, Keygen.self, Perf.self])
+        subcommands: [
+            Pack.self, List.self, Cat.self, Extract.self, Verify.self, Install.self, Release.self, Keygen.self,
+            Perf.self,
+        ])
 
     static func main() {
         // libzip converts every entry's DOS time with mktime(3) when it opens an archive. With TZ
