@@ -140,3 +140,70 @@ import Testing
         }
     }
 }
+
+/// `PrivateInstaller.installRelease(at:)` and `installedRelease()`, the AssetPack product alone.
+@Suite struct ReleaseInstallTests {
+    let dir = TemporaryDirectory("release-library")
+
+    func pack(_ name: String, seed: UInt64, key: PublisherSigningKey) throws -> URL {
+        let src = try dir.write(["\(name).bin": testBytes(10_000, seed: seed)], under: "src-\(name)-\(seed)")
+        var options = PackOptions()
+        options.zip.encryption = .none
+        options.signingKey = key
+        options.releaseVersion = 1
+        let out = dir.appending("pub/\(name).pack")
+        try FileManager.default.createDirectory(at: out.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try AssetPacks.pack(source: src, to: out, options: options)
+        return out
+    }
+
+    @Test func aReleaseInstallsAndExpiresByTheInstallersClock() throws {
+        let key = try ReleaseManifestTests.key()
+        let packs = try ["base", "patch"].enumerated().map { i, name in
+            try ReleaseManifest.Pack.describing(
+                pack(name, seed: UInt64(i), key: key).path, file: "\(name).pack", signedBy: key.publicKey)
+        }
+        let expires = Date(timeIntervalSince1970: 2_000_000_000)
+        let manifest = try ReleaseManifest(name: "game", version: 4, expires: expires, packs: packs)
+        let url = dir.appending("pub/game.json")
+        try manifest.document(signedWith: key).write(to: url)
+
+        var installer = PrivateInstaller(directory: dir.appending("home"), trustedKeys: [key.publicKey])
+        installer.clock = { expires.addingTimeInterval(-1) }
+        #expect(try installer.installedRelease() == nil)
+        let result = try installer.installRelease(at: url)
+        #expect(result.switched && result.copied == ["base", "patch"])
+        let installed = try #require(try installer.installedRelease())
+        #expect(installed.manifest.version == 4 && installed.packs.map(\.lastPathComponent) == packs.map(\.storedName))
+        #expect(
+            try AssetPacks.open(installed.packs[1].path, credential: nil, trustedKeys: [key.publicKey]).entries.count
+                == 1)
+
+        let again = try installer.installRelease(at: url)
+        #expect(!again.switched && again.copied.isEmpty, "installed already: nothing copied")
+
+        installer.clock = { expires }
+        #expect(throws: AssetPackError.self) { try installer.installRelease(at: url) }
+        installer.allowRollback = true
+        #expect(throws: AssetPackError.self, "--allow-rollback never lifts the expiry") {
+            try installer.installRelease(at: url)
+        }
+    }
+
+    @Test func aPackAtAURLNeedsTheRemoteProduct() throws {
+        let key = try ReleaseManifestTests.key()
+        let pack = ReleaseManifest.Pack(
+            name: "p", version: 1, size: 1, sha256: String(repeating: "a", count: 64),
+            file: "https://127.0.0.1:1/p.pack")
+        let url = dir.appending("r.json")
+        try ReleaseManifest(name: "r", version: 1, packs: [pack]).document(signedWith: key).write(to: url)
+        let installer = PrivateInstaller(directory: dir.appending("home2"))
+        #expect {
+            try installer.installRelease(at: url)
+        } throws: { error in
+            (error as? AssetPackError)?.code == .invalidArgument
+                && (error as? AssetPackError)?.message.contains("AssetPackRemote") == true
+        }
+        #expect(try installer.installedRelease() == nil)
+    }
+}
