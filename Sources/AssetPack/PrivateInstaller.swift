@@ -31,6 +31,10 @@ public struct PrivateInstaller: Sendable {
     public var allowRollback = false
     /// The time signature expiry is checked against (tests set it; never slept on).
     package var clock: @Sendable () -> Date = { Date() }
+    /// Whether a signed pack's version is recorded in `.assetpack.releases`. A release install
+    /// turns it off for its packs: the release's own version is recorded, and each pack is pinned
+    /// by the manifest's SHA-256, so a pack refused by that check never leaves a record behind.
+    package var recordsPackReleases = true
 
     /// The outcome of an install.
     public struct Installation: Sendable, Equatable {
@@ -121,9 +125,21 @@ public struct PrivateInstaller: Sendable {
         return try body(name)
     }
 
-    private func install(_ pack: URL, locked name: String) throws -> Installation {
+    /// Installs `pack` as `name`, the lock held, for a release: it must be the pack `expected`
+    /// names (its size, then the SHA-256 of the bytes copied, checked before anything is
+    /// recorded or renamed).
+    /// - Throws: As ``install(_:as:)``; `.untrusted` for a pack that is not the one named.
+    package func installLocked(_ pack: URL, as name: String, expected: ReleaseManifest.Pack) throws -> Installation {
+        try install(pack, locked: name, expected: expected)
+    }
 
+    private func install(_ pack: URL, locked name: String, expected: ReleaseManifest.Pack? = nil) throws
+        -> Installation
+    {
         let source = try Self.regularFile(pack.path)
+        if let expected, source.size != expected.size {
+            throw expected.mismatch(pack.path, size: source.size, sha256: nil)
+        }
         let destination = directory.appendingPathComponent(name)
         let manifestURL = directory.appendingPathComponent(".\(name).install")
         let recorded = InstallRecord.load(manifestURL)
@@ -138,7 +154,7 @@ public struct PrivateInstaller: Sendable {
         // An install checked under a key this installer trusts (or any install, without keys).
         let recordedPublisher = recorded?.publisher.flatMap { try? PublisherKey(text: $0) }
         let trustedBefore = trustedKeys.isEmpty || recordedPublisher.map(trustedKeys.contains) == true
-        if let recorded, let installed, installed.size == recorded.size, trustedBefore {
+        if expected == nil, let recorded, let installed, installed.size == recorded.size, trustedBefore {
             // A bundled pack whose signature expired is not current, however unchanged.
             try checkInstalledNotExpired(destination.path)
             let publisher = trustedKeys.isEmpty ? nil : recordedPublisher
@@ -154,7 +170,7 @@ public struct PrivateInstaller: Sendable {
             }
         }
 
-        let (digest, block) = try copyVerified(from: pack.path, to: destination)
+        let (digest, block) = try copyVerified(from: pack.path, to: destination, expected: expected)
         try record(digest, block?.publisher).save(manifestURL)
         return Installation(path: destination, copied: true, sha256: digest, publisher: block?.publisher)
     }
@@ -187,7 +203,9 @@ public struct PrivateInstaller: Sendable {
     /// rollback); then renames it over `destination` and fsyncs the directory. Nothing is
     /// replaced unless every check passed.
     /// - Returns: The SHA-256 (hex) of the installed bytes, and the verified signature block.
-    private func copyVerified(from source: String, to destination: URL) throws -> (String, PackSignature?) {
+    private func copyVerified(from source: String, to destination: URL, expected: ReleaseManifest.Pack?) throws -> (
+        String, PackSignature?
+    ) {
         let hasher = SHA256Hasher()
         var sourceDigest = ""
         var block: PackSignature?
@@ -204,6 +222,9 @@ public struct PrivateInstaller: Sendable {
                 guard try Self.sha256(of: temporary) == sourceDigest else {
                     throw AssetPackError(
                         .integrityFailure, "the installed copy does not match the source (SHA-256 differs)")
+                }
+                if let expected, sourceDigest != expected.sha256 {
+                    throw expected.mismatch(source, size: expected.size, sha256: sourceDigest)
                 }
                 if !trustedKeys.isEmpty {
                     let verified = try AssetPacks.verifiedBlock(at: temporary, trustedKeys: trustedKeys)

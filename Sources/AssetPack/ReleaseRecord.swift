@@ -21,6 +21,9 @@ struct ReleaseRecord: Codable, Equatable {
     }
 
     var releases: [Line] = []
+    /// The same, for release manifests (`ReleaseManifest`): their names are another namespace
+    /// than packs'. Absent from records written before releases existed.
+    var manifests: [Line]?
 
     static let fileName = ".assetpack.releases"
 
@@ -99,7 +102,7 @@ extension PrivateInstaller {
     /// publisher becomes this one when higher, or when `allowRollback` installed an older one.
     /// Unversioned and legacy releases are not recorded.
     package func recordRelease(_ block: PackSignature) throws {
-        guard let name = block.release.name, block.release.version > 0 else { return }
+        guard recordsPackReleases, let name = block.release.name, block.release.version > 0 else { return }
         let publisher = block.publisher.text
         // A damaged record refuses the install rather than being overwritten with this one line.
         var record = try ReleaseRecord.load(directory)
@@ -113,6 +116,47 @@ extension PrivateInstaller {
         } else {
             record.releases.append(line)
         }
+        try record.save(directory)
+    }
+
+    /// Refuses a release manifest that expired, or is older than (or other than, at the same
+    /// version) the release of its name and publisher installed before, unless ``allowRollback``
+    /// (never the expiry): the rules of signed packs, in a namespace of their own.
+    /// - Throws: `.untrusted`; `.integrityFailure` for a damaged record.
+    package func checkRelease(_ manifest: ReleaseManifest) throws {
+        try manifest.release.checkNotExpired(now: clock())
+        guard !allowRollback, let publisher = manifest.publisher?.text else { return }
+        let record = try ReleaseRecord.load(directory)
+        guard let line = record.manifests?.first(where: { $0.name == manifest.name && $0.publisher == publisher })
+        else { return }
+        let shown = "release " + EntryPath.printable(manifest.name)
+        if manifest.version < line.version {
+            throw AssetPackError(
+                .untrusted,
+                "rollback: \(shown) version \(manifest.version) is older than the installed version \(line.version)")
+        }
+        if manifest.version == line.version, line.body != manifest.digest {
+            throw AssetPackError(
+                .untrusted,
+                "\(shown) version \(manifest.version) is not the version \(line.version) installed before, "
+                    + "though its publisher signed both: a new release must have a higher version")
+        }
+    }
+
+    /// Records that the release `manifest` was installed (as ``recordRelease(_:)-(PackSignature)`` records a pack).
+    package func recordRelease(_ manifest: ReleaseManifest) throws {
+        guard let publisher = manifest.publisher?.text else { return }
+        var record = try ReleaseRecord.load(directory)
+        let line = ReleaseRecord.Line(
+            name: manifest.name, publisher: publisher, version: manifest.version, body: manifest.digest)
+        var lines = record.manifests ?? []
+        if let i = lines.firstIndex(where: { $0.name == manifest.name && $0.publisher == publisher }) {
+            guard lines[i] != line, line.version > lines[i].version || allowRollback else { return }
+            lines[i] = line
+        } else {
+            lines.append(line)
+        }
+        record.manifests = lines
         try record.save(directory)
     }
 

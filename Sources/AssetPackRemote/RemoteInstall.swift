@@ -84,9 +84,25 @@ extension PrivateInstaller {
         }
     }
 
+    /// Downloads `url` as `name`, the lock held, for a release: a delta from `previous` (the
+    /// installed pack of that name in the release before, if any), and it must be the pack
+    /// `expected` names: its size before the download, its SHA-256 before anything is recorded
+    /// or renamed.
+    /// - Throws: As ``install(from:as:credential:limits:transfer:progress:)``; `.untrusted` for a
+    ///   pack that is not the one named.
+    package func installRemoteLocked(
+        _ url: URL, as name: String, previous: String?, expected: ReleaseManifest.Pack, credential: PackCredential?,
+        limits: ReadLimits, options: RemoteMirror.Options
+    ) throws -> RemoteInstallation {
+        try installRemote(
+            url, locked: name, credential: credential, limits: limits, options: options, progress: nil,
+            release: (previous, expected))
+    }
+
     private func installRemote(
         _ url: URL, locked name: String, credential: PackCredential?, limits: ReadLimits,
-        options: RemoteMirror.Options, progress: (@Sendable (_ done: UInt64, _ total: UInt64) -> Void)?
+        options: RemoteMirror.Options, progress: (@Sendable (_ done: UInt64, _ total: UInt64) -> Void)?,
+        release: (previous: String?, expected: ReleaseManifest.Pack)? = nil
     ) throws -> RemoteInstallation {
 
         // A FIFO or device under the name is refused as a local install refuses it, before any download.
@@ -94,6 +110,9 @@ extension PrivateInstaller {
         let client = try HTTPRangeClient(url: url, retry: options.retry, limits: options.transfer)
         let (version, whole) = try RemoteDownload.probe(client)
         try limits.checkPackSize(version.size, of: url.absoluteString)
+        if let expected = release?.expected, version.size != expected.size {
+            throw expected.mismatch(url.absoluteString, size: version.size, sha256: nil)
+        }
         let fingerprint = "remote \(url.absoluteString) \(version.fingerprint)"
 
         let destination = directory.appendingPathComponent(name)
@@ -108,7 +127,7 @@ extension PrivateInstaller {
                 installation: installation, downloaded: transferred.bytes, reused: download.reused,
                 resumed: download.resumed, requests: transferred.requests)
         }
-        if let recorded, let installed, installed.size == recorded.size, trustedBefore,
+        if release == nil, let recorded, let installed, installed.size == recorded.size, trustedBefore,
             recorded.sourceFingerprint == fingerprint
         {
             // A server frozen on this pack: once its signature expired, "current" is no answer.
@@ -122,7 +141,7 @@ extension PrivateInstaller {
         let staging = directory.appendingPathComponent(".\(name).download").path
         var download = PackDownload(RemoteDownload(), url: url.absoluteString)
         // A whole-file download holds every byte: nothing to reuse.
-        let previous = installed == nil || whole ? nil : destination.path
+        let previous = whole ? nil : release.map { $0.previous } ?? (installed == nil ? nil : destination.path)
         var checked: (String, PublisherKey?)
         do {
             download.download =
@@ -145,6 +164,9 @@ extension PrivateInstaller {
                 try download.download.restart()
                 try download.assemble(previous: nil, credential: credential, limits: limits, progress: progress)
                 checked = try download.verify(trustedKeys: trustedKeys, credential: credential)
+            }
+            if let expected = release?.expected, checked.0 != expected.sha256 {
+                throw expected.mismatch(url.absoluteString, size: version.size, sha256: checked.0)
             }
             // The release that counts is that of the bytes just verified: a full download after
             // a failed delta may have fetched another version under the same validators.

@@ -16,11 +16,15 @@ struct AssetPackCommand: ParsableCommand {
 
             Exit codes: 0 success, 1 other error, 2 missing or wrong password, 3 entry not found, \
             4 integrity failure (CRC, MAC, corrupt or truncated pack), 5 untrusted (--trust given and the pack \
-            is not signed by one of those keys, or differs from what was signed), 6 remote (a URL's server \
+            is not signed by one of those keys, or differs from what was signed; a release's pack that is not the one \
+            its manifest names, or an older release), 6 remote (a URL's server \
             failed, ignores Range, changed the file, or broke a deadline or the minimum rate), 64 usage.
             """,
         version: assetpackVersion,
-        subcommands: [Pack.self, List.self, Cat.self, Extract.self, Verify.self, Install.self, Keygen.self, Perf.self])
+        subcommands: [
+            Pack.self, List.self, Cat.self, Extract.self, Verify.self, Install.self, Release.self, Keygen.self,
+            Perf.self,
+        ])
 
     static func main() {
         // libzip converts every entry's DOS time with mktime(3) when it opens an archive. With TZ

@@ -8,10 +8,13 @@ extension AssetPackCommand {
         static let configuration = CommandConfiguration(
             abstract: "Install a pack into a private directory (0700; pack 0600), atomically and idempotently.",
             discussion:
-                "Prints the installed path on stdout, and on stderr what was installed (NAME and its size), unless it was already installed and current, or --quiet. Without --into, installs into the app's default directory for --app-id. A URL (http:// or https://) is downloaded by range requests: resumable after an interruption, and, when an older version is installed under the same name, only the entries that changed are downloaded (signed packs; unsigned containers given their password or key; a container always needs it for this). From a server that ignores Range, the whole file is downloaded in one request, without resume. The password options are used only for that. See docs/REMOTE.md."
+                "Prints the installed path on stdout, and on stderr what was installed (NAME and its size), unless it was already installed and current, or --quiet. A release manifest (NAME.json, from assetpack release; a path or a URL) installs every pack it names, each checked against the manifest's size and SHA-256 (exit 5 otherwise), packs already installed costing nothing, then switches to the new release at once: an interrupted install leaves the previous release whole. It prints the installed packs' paths, in the release's order. Without --into, installs into the app's default directory for --app-id. A URL (http:// or https://) is downloaded by range requests: resumable after an interruption, and, when an older version is installed under the same name, only the entries that changed are downloaded (signed packs; unsigned containers given their password or key; a container always needs it for this). From a server that ignores Range, the whole file is downloaded in one request, without resume. The password options are used only for that. See docs/REMOTE.md."
         )
 
-        @Argument(help: "The pack to install: a path, or an http:// or https:// URL.") var pack: String
+        @Argument(
+            help:
+                "The pack to install: a path, or an http:// or https:// URL; a name ending in .json is a release manifest (assetpack release)."
+        ) var pack: String
         @Option(help: "The private directory.") var into: String?
         @Option(help: "Install into $XDG_DATA_HOME/<app-id> (or ~/.local/share/<app-id>).") var appId: String?
         @Option(help: "The installed file's name (default: the pack's name).") var name: String?
@@ -29,11 +32,15 @@ extension AssetPackCommand {
             if (into == nil) == (appId == nil) {
                 throw ValidationError("give exactly one of --into DIR or --app-id ID")
             }
+            if Self.isRelease(pack) && name != nil {
+                throw ValidationError("--name names one pack: a release's packs are named by its manifest")
+            }
         }
 
         func run() throws {
             try reporting {
                 let keys = try trust.keys()
+                if Self.isRelease(pack) { return try installRelease(keys) }
                 if AssetPacks.isRemote(pack) { return try installRemote(keys) }
                 // Refuse to install something that is not a pack: under --trust, untrusted (exit 5),
                 // as the readers say for the same file.
@@ -54,7 +61,7 @@ extension AssetPackCommand {
             }
         }
 
-        private func installer(_ keys: [PublisherKey]) throws -> PrivateInstaller {
+        func installer(_ keys: [PublisherKey]) throws -> PrivateInstaller {
             if let into {
                 return PrivateInstaller(
                     directory: URL(fileURLWithPath: into), trustedKeys: keys, allowRollback: allowRollback)
@@ -87,6 +94,35 @@ extension AssetPackCommand {
             if let publisher = result.installation.publisher {
                 quiet.say("assetpack: signed by trusted key \(publisher.fingerprint)")
             }
+        }
+    }
+}
+
+extension AssetPackCommand.Install {
+    /// Whether `location` names a release manifest: its path (a URL's path) ends in `.json`.
+    static func isRelease(_ location: String) -> Bool {
+        let path = AssetPacks.isRemote(location) ? (URL(string: location)?.path ?? location) : location
+        return path.lowercased().hasSuffix(".json")
+    }
+
+    func installRelease(_ keys: [PublisherKey]) throws {
+        let result = try installer(keys).installRelease(
+            location: pack, credential: try credentials.given(), limits: try network.limits(),
+            options: .init(transfer: try network.transfer()))
+        for url in result.release.packs { print(url.path) }
+        let manifest = result.release.manifest
+        let packs = manifest.packs.count
+        if !result.switched && result.copied.isEmpty {
+            quiet.say("assetpack: release \(manifest.release.summary) already installed and current")
+        } else {
+            quiet.say(
+                "assetpack: installed release \(manifest.release.summary): \(plural(packs, "pack")), \(result.copied.count) copied or downloaded, \(packs - result.copied.count) already installed"
+                    + (result.requests > 0
+                        ? "; downloaded \(result.downloaded) bytes in \(plural(result.requests, "request")), reused \(result.reused) bytes"
+                        : ""))
+        }
+        if let publisher = result.release.manifest.publisher, !keys.isEmpty {
+            quiet.say("assetpack: signed by trusted key \(publisher.fingerprint)")
         }
     }
 }

@@ -7,7 +7,7 @@ import Testing
 /// `--help` shows must parse, spelled exactly as shown, on the built binary.
 @Suite struct ContractTests {
     static let password = "contract-pass"
-    static let subcommands = ["pack", "list", "cat", "extract", "verify", "install", "keygen", "perf"]
+    static let subcommands = ["pack", "list", "cat", "extract", "verify", "install", "release", "keygen", "perf"]
 
     /// The repository root, found from this file's path.
     static var root: URL {
@@ -143,6 +143,9 @@ import Testing
         case "install":
             base = ["install", pack]
             if flag != "--app-id" { required["--into"] = f.fresh("priv") }
+        case "release":
+            base = ["release", f.zipPack]
+            required = ["--sign-key": f.signKey, "--release-version": "1", "--output": f.fresh("release") + ".json"]
         case "keygen":
             base = ["keygen"]
             if flag != "--out" { required["--out"] = f.fresh("publisher") }
@@ -165,7 +168,8 @@ import Testing
             "--iterations": "1", "--json": f.fresh("r") + ".json", "--csv": f.fresh("r") + ".csv",
             "--html": f.fresh("r") + ".html", "--pack": pack, "--corpus": "standard", "--keep-work": f.fresh("work"),
             "--out": f.fresh("publisher"), "--sign-key": f.signKey, "--trust": f.trustKey,
-            "--pack-version": "3", "--expires": "+30d", "--pack-name": "assets",
+            "--pack-version": "3", "--expires": "+30d", "--pack-name": "assets", "--release-name": "game",
+            "--release-version": "2",
             "--connect-timeout": "5", "--request-timeout": "60", "--min-rate": "1K", "--max-download": "1G",
         ]
         if let value = required.removeValue(forKey: flag) {

@@ -30,7 +30,7 @@ import Testing
         Self.expectUsageError(far, ["frobnicate"])
         #expect(
             far.stderr.hasPrefix(
-                "assetpack: error: unknown command 'frobnicate'; the commands are pack, list, cat, extract, verify, install, keygen, perf"
+                "assetpack: error: unknown command 'frobnicate'; the commands are pack, list, cat, extract, verify, install, release, keygen, perf"
             ), "\(far.stderr)")
         // `help COMMAND` is still a command.
         let help = try CLI.run(["help", "pack"])
