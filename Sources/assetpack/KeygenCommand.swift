@@ -66,11 +66,11 @@ extension AssetPackCommand {
         /// (they hold a private key), and returns them. Folders that exist are left as they are.
         static func makeFolders(above path: String) throws -> [String] {
             var missing: [String] = []
-            var folder = (path as NSString).deletingLastPathComponent
+            var folder = AtomicFile.folder(of: path)
             // lstat: a symbolic link (even a dangling one) is there; checkTarget judges it.
             while !folder.isEmpty, folder != "/", (try? FileSystem.lstat(folder)) == nil {
                 missing.append(folder)
-                folder = (folder as NSString).deletingLastPathComponent
+                folder = AtomicFile.folder(of: folder)
             }
             var created: [String] = []
             for folder in missing.reversed() {

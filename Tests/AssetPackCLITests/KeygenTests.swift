@@ -110,6 +110,19 @@ import Testing
         #expect(mode(dir.appending("shared/a/b/k.key").path) == 0o600)
     }
 
+    /// A bare name (no folder) writes into the working directory. A one-letter name crashed
+    /// (Foundation's `deletingLastPathComponent` traps on it) while looking for folders to create.
+    @Test func aBareNameWritesIntoTheWorkingDirectory() throws {
+        let dir = TemporaryDirectory("keygen-bare")
+        let run = try CLI.run(
+            ["-c", "cd \"$1\" && exec \"$0\" keygen --out k", CLI.binary.path, dir.path],
+            executable: "/bin/sh")
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(FileManager.default.fileExists(atPath: dir.appending("k.key").path))
+        #expect(FileManager.default.fileExists(atPath: dir.appending("k.pub").path))
+        #expect(!run.stderr.contains("created"), "\(run.stderr)")
+    }
+
     @Test func quietPrintsOnlyThePublicKey() throws {
         let dir = TemporaryDirectory("keygen")
         for flag in ["--quiet", "-q"] {
