@@ -11,11 +11,18 @@ extension ZipStructure {
         }
     }
 
+    /// How far from the end libzip 1.7.3 reads to find the end record (`_zip_find_central_dir`:
+    /// `CDBUFSIZE` + `EOCDLEN` + `EOCD64LOCLEN`).
+    static let libzipEndSearch: UInt64 = 65536 + 22 + 20
+
     /// Finds the central directory from the end records, refuses one larger than
     /// `limits.maxIndexSize` (before a server is asked for it), and has the source keep
     /// everything from the directory to the end of the pack.
     /// - Throws: `.limitExceeded`, and what ``directoryRange(fileSize:read:)`` throws.
     static func retainDirectory(of source: any ByteSource, limits: ReadLimits) throws {
+        // Where the end records can be, as far back as libzip looks (21 bytes further than our
+        // own search): one request, and neither search asks for more.
+        try source.retain(source.size - min(source.size, libzipEndSearch)..<source.size)
         let directory = try directoryRange(fileSize: source.size, read: reader(source))
         let start = min(directory.offset, source.size)
         guard source.size - start <= limits.maxIndexSize + (1 << 20) else {

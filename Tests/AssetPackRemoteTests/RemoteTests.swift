@@ -116,6 +116,10 @@ import Testing
         let nginx = try NginxServer(root: dir.appending("www"))
         let reader = try RemotePackReader(
             url: nginx.url("p.zip"), credential: encryption == .none ? nil : .password("pw"), options: Self.options)
+        // The open's requests are logged first (nginx logs a request when it ends).
+        let opening = try nginx.accessLog(waitingFor: reader.transferred.requests)
+        // The first 64 KiB, then the end records and directory (which hold what libzip reads too).
+        #expect(opening.count == 2, "\(opening.map { $0.range ?? "" })")
         try nginx.resetAccessLog()
         for path in ["a-text.txt", "small/s17.bin"] {
             let span = try #require(reader.local.storedSpan(path))
