@@ -153,6 +153,13 @@ public enum AssetPacks {
         try AtomicFile.checkTarget(output.path)  // before the scan, for both writers
         let (files, skipped) = try SourceTree.scanReporting(
             root: source, includeHidden: options.includeHidden, excluding: output)
+        return try pack(files, skipped: skipped, to: output, options: options, watch: watch)
+    }
+
+    /// Writes scanned `files` to `output` (signing, reuse and the summary as ``pack(source:to:options:)``).
+    package static func pack(
+        _ files: [SourceFile], skipped: [SkippedFile], to output: URL, options: PackOptions, watch: Stopwatch
+    ) throws -> PackSummary {
         var options = options
         if options.signingKey != nil { _ = try options.release(for: output.path) }  // a bad name, before any work
         if let key = options.signingKey, !options.fresh,

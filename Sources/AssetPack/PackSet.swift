@@ -165,8 +165,8 @@ public final class PackSet: PackReader {
     /// The entry `path` resolves to, naming its pack.
     public func entry(_ path: String) -> EntryInfo? { resolve(path)?.info }
 
-    /// Which pack serves `path`, or `nil` when the set has no such entry.
-    public func pack(serving path: String) -> String? { resolve(path).map { members[$0.member].name } }
+    /// The pack that serves `path`, or `nil` when the set has no such entry.
+    public func member(serving path: String) -> Member? { resolve(path).map { members[$0.member] } }
 
     public func readTimed(_ path: String) throws -> (bytes: [UInt8], timing: EntryTiming) {
         let (reader, stored, pack) = try resolved(path)

@@ -167,6 +167,7 @@ import Testing
             "--out": f.fresh("publisher"), "--sign-key": f.signKey, "--trust": f.trustKey,
             "--pack-version": "3", "--expires": "+30d", "--pack-name": "assets",
             "--connect-timeout": "5", "--request-timeout": "60", "--min-rate": "1K", "--max-download": "1G",
+            "--over": pack, "--folder": "a", "--patch-of": pack,
         ]
         if let value = required.removeValue(forKey: flag) {
             return base + [flag, value] + required.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] }

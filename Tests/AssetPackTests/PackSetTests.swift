@@ -39,7 +39,7 @@ import Testing
         #expect(set.entries.map(\.path) == ["a.txt", "b.txt", "img/c.png"])
         #expect(set.entries.map(\.pack) == [base.path, patch.path, base.path])
         #expect(set.entry("b.txt")?.pack == patch.path)
-        #expect(set.pack(serving: "a.txt") == base.path)
+        #expect(set.member(serving: "a.txt")?.name == base.path)
         #expect(try set.readTimed("b.txt").timing.pack == patch.path)
         #expect(try set.readTimed("a.txt").timing.pack == base.path)
         // Every read of the protocol goes to the serving pack.
@@ -143,6 +143,26 @@ import Testing
         #expect(!library.contains("b.txt"))
         #expect(library.entries.map(\.path) == ["a.txt"])
         #expect(library.url.path == patch.path)
+    }
+
+    @Test func foldersOfAPackAndOfASet() throws {
+        let dir = TemporaryDirectory()
+        let base = try Self.pack(
+            ["a/x.txt": "1", "a/b/y.txt": "2", "ab/z.txt": "3", "a.png": "file a", "caf\u{E9}/q.txt": "4"],
+            as: "base.zip",
+            format: .zip, in: dir)
+        let patch = try Self.pack(
+            ["a/new.txt": "5"], deleting: ["a/x.txt"], as: "patch.apack", format: .container, in: dir)
+        let single = try AssetPacks.open(base.path, credential: base.credential)
+        #expect(single.entries(under: "a").map(\.path) == ["a/b/y.txt", "a/x.txt"])
+        #expect(single.entries(under: "a/").map(\.path) == ["a/b/y.txt", "a/x.txt"])
+        #expect(single.entries(under: "./a//b").map(\.path) == ["a/b/y.txt"])
+        #expect(single.entries(under: "cafe\u{301}").map(\.path) == ["caf\u{E9}/q.txt"])  // NFD finds NFC
+        #expect(single.entries(under: "").count == 5)
+        #expect(single.entries(under: "nothing").isEmpty)
+        let set = try Self.open([base, patch])
+        #expect(set.entries(under: "a").map(\.path) == ["a/b/y.txt", "a/new.txt"])
+        #expect(set.entries(under: "a").map(\.pack) == [base.path, patch.path])
     }
 
     /// `pack` is absent from a single pack's JSON, present in a set's: other fields are unchanged.
