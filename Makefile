@@ -253,6 +253,12 @@ bench-remote: release test-deps
 	$(SWIFT) build -c release --product TransportBench
 	Benchmarks/bench-remote.sh "$(RELEASE_BIN)" .build/bench-remote
 
+## bench-sets: a 4 KiB read through a PackSet of 10 packs x 1,000 entries against the same read from
+## the one pack that serves it, and opening the set against opening its 10 packs one by one (medians).
+.PHONY: bench-sets
+bench-sets:
+	$(SWIFT) run -c release SetsBench .build/bench-sets
+
 bench-pack: release
 	@command -v hyperfine >/dev/null || $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq hyperfine
 	@command -v 7zz >/dev/null || $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq 7zip

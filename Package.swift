@@ -99,6 +99,8 @@ let package = Package(
             name: "ContainerBench", dependencies: ["AssetPackContainer", "AssetPackCrypto"],
             path: "Benchmarks/Sources/ContainerBench"),
         .executableTarget(name: "ZipAESBench", dependencies: ["AssetPack"], path: "Benchmarks/Sources/ZipAESBench"),
+        // make bench-sets: reads through a PackSet against one pack, and opening a set.
+        .executableTarget(name: "SetsBench", dependencies: ["AssetPack"], path: "Benchmarks/Sources/SetsBench"),
         // The HTTP client against a bare URLSession, for make bench-remote's transport comparison.
         .executableTarget(
             name: "TransportBench", dependencies: ["AssetPackHTTP"], path: "Benchmarks/Sources/TransportBench"),

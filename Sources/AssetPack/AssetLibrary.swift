@@ -2,7 +2,8 @@ import AssetPackCore
 import Dispatch
 import Foundation
 
-/// An app's assets: one open pack, read by path. The one entry point app code needs.
+/// An app's assets: one open pack, or a ``PackSet`` of several, read by path. The one entry
+/// point app code needs.
 ///
 /// ```swift
 /// let library = try AssetLibrary.openInstalling(
@@ -24,9 +25,10 @@ import Foundation
 /// caller on the main actor (or any actor) is not blocked by decryption or key derivation.
 /// They check for cancellation before the read starts; a read that has started runs to the end.
 public final class AssetLibrary: Sendable {
-    /// The open pack.
+    /// The open pack (a ``PackSet`` when the library reads several).
     public let reader: any PackReader
-    /// The pack's file (the installed copy when the library was opened by installing).
+    /// The pack's file (the installed copy when the library was opened by installing; the top
+    /// pack of a set).
     public let url: URL
     /// What the install did, when the library was opened with `openInstalling`; `nil` otherwise.
     public let installation: PrivateInstaller.Installation?
@@ -56,6 +58,23 @@ public final class AssetLibrary: Sendable {
     ) throws {
         let reader = try AssetPacks.open(url.path, credential: credential, limits: limits, trustedKeys: trustedKeys)
         self.init(reader: reader, url: url)
+    }
+
+    /// Opens several packs in place as one ``PackSet`` (bottom first: the last pack that has a
+    /// path serves it; a patch pack's deletions hide paths of the packs below it).
+    /// - Parameters:
+    ///   - urls: The packs' files, bottom first (the base pack, then patches and DLC).
+    ///   - credentials: One credential for every pack, or one per pack.
+    ///   - limits: Safety limits for damaged or hostile packs.
+    ///   - trustedKeys: The publisher keys the app pins; every pack must be signed by one. Empty: unchecked.
+    /// - Throws: `AssetPackError` from opening a pack (naming it) or from merging the set.
+    public convenience init(
+        contentsOf urls: [URL], credentials: [PackCredential?], limits: ReadLimits = .default,
+        trustedKeys: [PublisherKey] = []
+    ) throws {
+        let set = try PackSet(
+            opening: urls.map(\.path), credentials: credentials, limits: limits, trustedKeys: trustedKeys)
+        self.init(reader: set, url: urls[urls.count - 1])
     }
 
     // MARK: - Opening by installing

@@ -153,6 +153,13 @@ public enum AssetPacks {
         try AtomicFile.checkTarget(output.path)  // before the scan, for both writers
         let (files, skipped) = try SourceTree.scanReporting(
             root: source, includeHidden: options.includeHidden, excluding: output)
+        return try pack(files, skipped: skipped, to: output, options: options, watch: watch)
+    }
+
+    /// Writes scanned `files` to `output` (signing, reuse and the summary as ``pack(source:to:options:)``).
+    package static func pack(
+        _ files: [SourceFile], skipped: [SkippedFile], to output: URL, options: PackOptions, watch: Stopwatch
+    ) throws -> PackSummary {
         var options = options
         if options.signingKey != nil { _ = try options.release(for: output.path) }  // a bad name, before any work
         if let key = options.signingKey, !options.fresh,
@@ -162,12 +169,48 @@ public enum AssetPacks {
             // so bytes someone changed in it (with the password) are never signed afresh.
             options.fresh = true
         }
-        let writer = try driver(for: options.format).makeWriter()
-        let report = try writer.write(files, to: output.path, options: options)
+        let report = try write(files, to: output, options: options)
         let size = (try? FileSystem.stat(output.path).size) ?? 0
         return PackSummary(
             files: files, packSize: size, seconds: watch.elapsed, skipped: skipped, reused: report.reused,
             packed: report.packed)
+    }
+}
+
+extension AssetPacks {
+    /// Writes `files` with the format's writer, and `options.deletions` as the pack's deletion
+    /// record (a reserved entry written from a temporary file, removed afterwards).
+    /// - Throws: `.invalidArgument` for a file below `.assetpack/`, or a path both packed and deleted.
+    package static func write(_ files: [SourceFile], to output: URL, options: PackOptions) throws -> PackWriteReport {
+        if let reserved = files.first(where: { DeletionRecord.isReserved($0.path) }) {
+            throw AssetPackError(
+                .invalidArgument,
+                "paths below \(DeletionRecord.reservedFolder) are reserved for the pack's own records",
+                path: reserved.path)
+        }
+        let writer = try driver(for: options.format).makeWriter()
+        if options.deletions.isEmpty { return try writer.write(files, to: output.path, options: options) }
+        let record = try DeletionRecord.encode(options.deletions)
+        let packed = Set(files.map { Array($0.path.utf8) })
+        if let both = options.deletions.first(where: { packed.contains(Array($0.utf8)) }) {
+            throw AssetPackError(.invalidArgument, "a pack cannot both hold and delete a path", path: both)
+        }
+        let folder: String
+        do {
+            folder = try FileSystem.makeTemporaryDirectory(
+                template: NSTemporaryDirectory() + "/assetpack-deleted-XXXXXX")
+        } catch { throw error.io("cannot create a temporary folder for the deletion record") }
+        let file = folder + "/deleted"
+        TemporaryFiles.register(folder)
+        defer {
+            try? FileSystem.unlink(file)
+            try? FileSystem.rmdir(folder)
+            TemporaryFiles.forget(folder)
+        }
+        try Data(record).write(to: URL(fileURLWithPath: file))
+        let entry = SourceFile(
+            path: DeletionRecord.entryName, url: URL(fileURLWithPath: file), size: UInt64(record.count))
+        return try writer.write(files + [entry], to: output.path, options: options)
     }
 }
 

@@ -22,6 +22,11 @@ public final class ContainerPackReader: PackReader {
     public let publisher: PublisherKey?
     /// What the verified signature states about the release, when the reader was given trusted keys.
     public let release: PackRelease?
+    /// The paths this patch pack deletes from the packs below it (its `.assetpack/deleted`
+    /// entry, read and checked at open), sorted by UTF-8 bytes; empty for most packs.
+    public let deletedPaths: [String]
+    /// Where the deletion record is in ``records``, if the pack has one.
+    private let deletionPosition: Int?
     /// Where the pack's bytes come from.
     package let source: any ByteSource
     /// Every entry's record, in index order (what an incremental re-pack reuses).
@@ -67,19 +72,65 @@ public final class ContainerPackReader: PackReader {
     /// Opens the container held by `source` (see ``init(path:credential:limits:trustedKeys:)``).
     /// The header, index and signature block are read (and a remote source keeps them) before
     /// the key derivation.
-    package init(
+    ///
+    /// A patch pack's deletion record (`.assetpack/deleted`) is read like any entry (decrypted,
+    /// authenticated and, with trusted keys, checked against its signed digests) and checked.
+    package convenience init(
         source: any ByteSource, credential: PackCredential?, limits: ReadLimits = .default,
         trustedKeys: [PublisherKey] = []
     ) throws {
         let watch = Stopwatch()
+        let opened = try ContainerPackReader(
+            loading: source, credential: credential, limits: limits, trustedKeys: trustedKeys)
+        guard let position = opened.deletionPosition else {
+            self.init(opened, deletedPaths: [], seconds: watch.elapsed)
+            return
+        }
+        let record = opened.records[position]
+        var bytes = [UInt8](repeating: 0, count: Int(record.info.size))
+        let deleted: [String]
+        do {
+            try limits.check(record.info)
+            try bytes.withUnsafeMutableBytes {
+                _ = try opened.read(record, into: $0, timing: EntryTiming(path: record.info.path))
+            }
+            deleted = try DeletionRecord.decode(bytes) { opened.index.lookup($0) != nil }
+        } catch {
+            throw (error as? AssetPackError)?.untrustedIfUnreadable(trusting: trustedKeys) ?? error
+        }
+        self.init(opened, deletedPaths: deleted, seconds: watch.elapsed)
+    }
+
+    /// `opened` with its deletion record read.
+    private init(_ opened: ContainerPackReader, deletedPaths: [String], seconds: Double) {
+        entries = opened.entries
+        openSeconds = seconds
+        publisher = opened.publisher
+        release = opened.release
+        self.deletedPaths = deletedPaths
+        deletionPosition = opened.deletionPosition
+        source = opened.source
+        records = opened.records
+        index = opened.index
+        keys = opened.keys
+        header = opened.header
+        chunkShift = opened.chunkShift
+        limits = opened.limits
+        signed = opened.signed
+    }
+
+    private init(
+        loading source: any ByteSource, credential: PackCredential?, limits: ReadLimits, trustedKeys: [PublisherKey]
+    ) throws {
+        let watch = Stopwatch()
+        deletedPaths = []
         self.source = source
         do {
             let (header, keys, records, block) = try Self.load(
                 source, credential: credential, limits: limits, trusted: trustedKeys)
-            let entries = records.map(\.info)
-            guard let index = EntryIndex(positionsOf: entries.map(\.path)) else {
-                throw AssetPackError(.integrityFailure, "container index is corrupt (equivalent paths)")
-            }
+            // Entries below `.assetpack/` are the pack's own (the deletion record): not listed, not found.
+            let (entries, index, deletionPosition) = try Self.visibleEntries(records)
+            self.deletionPosition = deletionPosition
             self.keys = keys
             self.header = header
             self.records = records
@@ -189,6 +240,27 @@ public final class ContainerPackReader: PackReader {
         return (header, keys, records, block)
     }
 
+    /// The entries a caller sees (all but the reserved `.assetpack/` ones), their index, and
+    /// where the deletion record is.
+    private static func visibleEntries(_ records: [ContainerEntry]) throws -> (
+        [EntryInfo], EntryIndex<Int>, Int?
+    ) {
+        let corrupt = AssetPackError(.integrityFailure, "container index is corrupt (equivalent paths)")
+        let reserved = records.indices.filter { DeletionRecord.isReserved(records[$0].info.path) }
+        if reserved.isEmpty {  // the common case, in one pass
+            guard let index = EntryIndex(positionsOf: records.map(\.info.path)) else { throw corrupt }
+            return (records.map(\.info), index, nil)
+        }
+        var index = EntryIndex<Int>(capacity: records.count)
+        var entries: [EntryInfo] = []
+        for i in records.indices where !DeletionRecord.isReserved(records[i].info.path) {
+            guard index.insert(records[i].info.path, i) else { throw corrupt }
+            entries.append(records[i].info)
+        }
+        let deletion = reserved.first { records[$0].info.path == DeletionRecord.entryName }
+        return (entries, index, deletion)
+    }
+
     /// Looks up an entry by path (normalised first).
     public func entry(_ path: String) -> EntryInfo? {
         index.lookup(path).map { records[$0].info }
@@ -228,6 +300,16 @@ public final class ContainerPackReader: PackReader {
         var t = EntryTiming(path: path)
         t.decoder = "container"
         let e = try Stopwatch.time(&t.lookup) { try find(path) }
+        return try read(e, into: buffer, timing: t, watch: whole)
+    }
+
+    /// Reads record `e` whole into `buffer` (see ``read(_:into:)``).
+    private func read(
+        _ e: ContainerEntry, into buffer: UnsafeMutableRawBufferPointer, timing: EntryTiming,
+        watch whole: Stopwatch = Stopwatch()
+    ) throws -> EntryTiming {
+        var t = timing
+        t.decoder = "container"
         t.path = e.info.path
         let n = Int(e.info.size)
         guard buffer.count >= n else {

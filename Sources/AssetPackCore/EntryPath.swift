@@ -6,6 +6,16 @@ import Foundation
 /// normalise the requested path the same way, so `"img\\é.png"` (NFD, backslash)
 /// finds the entry `img/é.png`.
 public enum EntryPath {
+    /// The entries of `entries` below `folder` (normalised like a path first), in their order:
+    /// those whose normalised path starts with the folder followed by `/`. Byte comparison, so
+    /// folder `a` never holds `ab/c`; an empty folder holds everything.
+    public static func entries(_ entries: [EntryInfo], under folder: String) -> [EntryInfo] {
+        let folder = normalize(folder)
+        if folder.isEmpty { return entries }
+        let prefix = Array(folder.utf8) + [UInt8(ascii: "/")]
+        return entries.filter { normalize($0.path).utf8.starts(with: prefix) }
+    }
+
     /// Normalises a path for storage and lookup: Unicode NFC, `\` → `/`, no empty or `.`
     /// components, no leading `/`.
     /// - Parameter path: A path as a user or a file system spells it.

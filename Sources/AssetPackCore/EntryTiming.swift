@@ -24,6 +24,9 @@ public struct EntryTiming: Sendable, Hashable, Codable {
     public var crcChecked: Bool = false
     /// Which decoder produced the bytes (e.g. `libzip`, `bulk-aes`, `container`).
     public var decoder: String = ""
+    /// The pack that served the entry, when it was read through a ``PackSet`` (its name in
+    /// the set); `nil` for a single pack's reader (and then absent from JSON).
+    public var pack: String?
 
     /// Creates an empty timing record for `path`.
     public init(path: String) { self.path = path }

@@ -62,6 +62,9 @@ public struct EntryInfo: Sendable, Hashable, Codable {
     public var encryption: EntryEncryption
     /// CRC-32 of the uncompressed bytes, when the pack stores one.
     public var crc32: UInt32?
+    /// The pack that serves the entry, when it was listed through a ``PackSet`` (its name in
+    /// the set); `nil` for a single pack's reader (and then absent from JSON).
+    public var pack: String?
 
     /// Creates an entry description.
     public init(

@@ -67,6 +67,10 @@ public struct PackOptions: Sendable {
     /// When the signature stops being trusted (whole seconds; readers with trusted keys and
     /// installers refuse the pack from then on); `nil`: never. Ignored without ``signingKey``.
     public var releaseExpires: Date?
+    /// The paths this pack deletes from the packs below it in a ``PackSet``: written as the
+    /// pack's deletion record (docs/FORMAT.md, "Deletion record"). Each must be a normalised
+    /// NFC path outside `.assetpack/`, named once, and not one of the files packed. Empty: none.
+    public var deletions: [String] = []
     /// Write a version-1 signature block (no name, version, expiry or size), as builds before
     /// block version 2 did: for tests and test vectors only.
     package var legacySignature = false

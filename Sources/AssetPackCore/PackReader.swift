@@ -29,6 +29,18 @@ public protocol PackReader: AnyObject, Sendable {
     /// - Returns: The entry, or `nil` when there is none.
     func entry(_ path: String) -> EntryInfo?
 
+    /// The paths this pack deletes from the packs below it in a ``PackSet``: a patch pack's
+    /// deletion record (docs/FORMAT.md, "Deletion record"), read and checked at open. Sorted by
+    /// UTF-8 bytes; empty for a pack that deletes nothing.
+    var deletedPaths: [String] { get }
+
+    /// The entries below `folder` (at any depth), sorted by path.
+    ///
+    /// `folder` is normalised like a path (NFC, `/`); an entry is below it when its path starts
+    /// with the folder and a `/` (so folder `a` holds `a/b` and `a/b/c`, not `ab/c` and not a
+    /// file named `a`). An empty folder (or `/`) holds every entry.
+    func entries(under folder: String) -> [EntryInfo]
+
     /// Reads a whole entry into memory, verified, with a record of where the time went.
     /// - Parameter path: The entry path (normalised before lookup).
     /// - Returns: The entry's bytes and its timing record.
@@ -77,6 +89,15 @@ public protocol PackReader: AnyObject, Sendable {
 extension PackReader {
     /// `nil`: a reader that checks no signature.
     public var release: PackRelease? { nil }
+
+    /// None: a pack that is no patch.
+    public var deletedPaths: [String] { [] }
+
+    /// The entries below `folder`, from ``entries`` (sorted, so the folder's entries are one run
+    /// found by binary search).
+    public func entries(under folder: String) -> [EntryInfo] {
+        EntryPath.entries(entries, under: folder)
+    }
 
     /// Reads a whole entry into memory, verified.
     /// - Parameter path: The entry path.

@@ -42,13 +42,16 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
     /// Every file entry (directories and the reserved `.assetpack/` entries excluded), sorted by path.
     public let entries: [EntryInfo]
     /// Seconds spent opening the pack and indexing its central directory.
-    public let openSeconds: Double
+    public private(set) var openSeconds: Double = 0
     /// The limits this reader enforces.
     public let limits: ReadLimits
     /// The trusted key that signed the pack, when the reader was given trusted keys.
     public let publisher: PublisherKey?
     /// What the verified signature states about the release, when the reader was given trusted keys.
     public let release: PackRelease?
+    /// The paths this patch pack deletes from the packs below it (its `.assetpack/deleted`
+    /// entry, read and checked at open), sorted by UTF-8 bytes; empty for most packs.
+    public private(set) var deletedPaths: [String] = []
 
     let table: [Entry]
     let index: EntryIndex<Int>
@@ -135,9 +138,10 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
         publisher = signature?.publisher
         release = signature?.release
         // The handle that parsed the central directory goes back to the pool for the first read.
-        var table = try pool.withHandle { za in
+        let (files, deletion) = try pool.withHandle { za in
             try Self.readDirectory(za, limits: limits, expectedCount: structure.records.count)
         }
+        var table = files
         table.sort { $0.info.path.utf8.lexicographicallyPrecedes($1.info.path.utf8) }
         var index = EntryIndex<Int>(capacity: table.count)
         var ambiguous: [String: Int] = [:]
@@ -149,11 +153,18 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
         self.index = index
         self.ambiguous = ambiguous
         self.entries = table.map(\.info)
+        if let deletion {  // read like any entry (decrypted, checked, signed), then checked
+            let bytes = try readWhole(DeletionRecord.entryName, reserved: deletion).bytes
+            deletedPaths = try DeletionRecord.decode(bytes) { index.lookup($0) != nil }
+        }
         self.openSeconds = watch.elapsed
     }
 
-    /// Reads every file entry (directories excluded) from the central directory of `za`.
-    private static func readDirectory(_ za: OpaquePointer, limits: ReadLimits, expectedCount: Int) throws -> [Entry] {
+    /// Reads every file entry (directories excluded) from the central directory of `za`, and
+    /// the deletion record's entry apart (the other reserved entries are skipped).
+    private static func readDirectory(_ za: OpaquePointer, limits: ReadLimits, expectedCount: Int) throws -> (
+        [Entry], deletion: Entry?
+    ) {
         let count = zip_get_num_entries(za, 0)
         guard count >= 0 else { throw AssetPackError(.integrityFailure, "cannot read the central directory") }
         guard count == expectedCount else {
@@ -163,6 +174,7 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
             throw AssetPackError(.limitExceeded, "pack declares \(count) entries; the limit is \(limits.maxEntries)")
         }
         var table: [Entry] = []
+        var deletion: Entry?
         table.reserveCapacity(Int(count))
         for i in 0..<UInt64(count) {
             var st = zip_stat_t()
@@ -173,7 +185,8 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
                 EntryPath.nfc(
                     String(decoding: UnsafeRawBufferPointer(start: cName, count: strlen(cName)), as: UTF8.self)))
             if name.isEmpty || name.hasSuffix("/") { continue }  // directory entry (bsdtar's "./" too)
-            if ZipManifest.isReserved(name) { continue }  // the pack's own bookkeeping (.assetpack/manifest)
+            let reserved = ZipManifest.isReserved(name)  // the pack's own bookkeeping (.assetpack/manifest)
+            if reserved && name != DeletionRecord.entryName { continue }
             let encryption = Self.encryption(st.encryption_method)
             let compression: EntryCompression =
                 switch Int32(st.comp_method) {
@@ -188,12 +201,19 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
             let info = EntryInfo(
                 path: name, size: st.size, storedSize: st.comp_size, compression: compression,
                 encryption: encryption, crc32: crc)
-            table.append(
-                Entry(
-                    info: info, index: i, encryptionMethod: st.encryption_method,
-                    compressionMethod: Int32(st.comp_method)))
+            let entry = Entry(
+                info: info, index: i, encryptionMethod: st.encryption_method,
+                compressionMethod: Int32(st.comp_method))
+            if reserved {
+                guard deletion == nil else {
+                    throw AssetPackError(.integrityFailure, "two deletion records", path: DeletionRecord.entryName)
+                }
+                deletion = entry
+            } else {
+                table.append(entry)
+            }
         }
-        return table
+        return (table, deletion)
     }
 
     /// How many libzip handles this reader opened; each parsed the central directory once.
@@ -210,10 +230,11 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
         try accessing(path) { try readWhole(path) }
     }
 
-    private func readWhole(_ path: String) throws -> (bytes: [UInt8], timing: EntryTiming) {
+    /// `reserved`: a hidden entry (the deletion record) read by the reader itself.
+    private func readWhole(_ path: String, reserved: Entry? = nil) throws -> (bytes: [UInt8], timing: EntryTiming) {
         var timing = EntryTiming(path: path)
         let watch = Stopwatch()
-        let (entry, dataStart) = try find(path, &timing)
+        let (entry, dataStart) = try reserved.map { try prepare($0, &timing) } ?? find(path, &timing)
         if let bulk = try bulkDecoder(for: entry) {
             let bytes = try withRawEntry(entry, dataStart: dataStart) { source in
                 try bulk.decode(password: Array(password!.utf8), timing: &timing, from: source)
@@ -290,7 +311,11 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
     func find(_ path: String, _ timing: inout EntryTiming) throws -> (entry: Entry, dataStart: UInt64) {
         let found = Stopwatch.time(&timing.lookup) { index.lookup(path) }
         guard let found else { throw AssetPackError(.entryNotFound, "no such entry", path: path) }
-        let entry = table[found]
+        return try prepare(table[found], &timing)
+    }
+
+    /// Checks `entry` before a read (ambiguity, limits, its local header).
+    private func prepare(_ entry: Entry, _ timing: inout EntryTiming) throws -> (entry: Entry, dataStart: UInt64) {
         timing.path = entry.info.path
         timing.bytesIn = entry.info.storedSize
         timing.decoder = "libzip"

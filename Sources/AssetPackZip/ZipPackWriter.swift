@@ -59,7 +59,7 @@ package struct ZipPackWriter: PackWriter {
             guard !f.path.isEmpty, f.path.utf8.count <= Int(UInt16.max), EntryPath.normalize(f.path) == f.path else {
                 throw AssetPackError(.invalidArgument, "entry path is empty, too long or not normalised", path: f.path)
             }
-            guard !ZipManifest.isReserved(f.path) else {
+            guard !ZipManifest.isReserved(f.path) || f.path == DeletionRecord.entryName else {
                 throw AssetPackError(
                     .invalidArgument, "paths below \(ZipManifest.folder) are reserved for the pack's manifest",
                     path: f.path)

@@ -15,6 +15,7 @@ extension AssetPackCommand {
 
         @Argument(help: "The pack: a path, or an http:// or https:// URL.") var pack: String
         @Argument(help: "The entry's path.") var entry: String
+        @OptionGroup var set: PackSetOptions
         @Option(name: .shortAndLong, help: "Write to this file instead of standard output.") var output: String?
         @Flag(
             help: """
@@ -28,7 +29,7 @@ extension AssetPackCommand {
 
         func run() throws {
             try reporting {
-                let reader = try credentials.open(pack, forData: true, trust: trust, network: network)
+                let reader = try credentials.open(pack, set: set, forData: true, trust: trust, network: network).reader
                 let watch = Stopwatch()
                 let record = try write(reader)
                 if timing {

@@ -17,6 +17,7 @@ extension AssetPackCommand {
         @Argument(help: "The pack: a path, or an http:// or https:// URL.") var pack: String
         @Argument(help: "Entries to extract (default: all).") var entries: [String] = []
         @Option(help: "The directory to extract into.") var into: String
+        @OptionGroup var set: PackSetOptions
         @OptionGroup var quiet: QuietOption
         @OptionGroup var credentials: CredentialOptions
         @OptionGroup var trust: TrustOptions
@@ -24,7 +25,7 @@ extension AssetPackCommand {
 
         func run() throws {
             try reporting {
-                let reader = try credentials.open(pack, forData: true, trust: trust, network: network)
+                let reader = try credentials.open(pack, set: set, forData: true, trust: trust, network: network).reader
                 var count = 0
                 try Extractor(directory: URL(fileURLWithPath: into)).extract(from: reader, paths: entries) { url, _ in
                     count += 1

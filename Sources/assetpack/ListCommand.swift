@@ -5,12 +5,21 @@ import Foundation
 extension AssetPackCommand {
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "List a pack's entries.",
-            discussion: "The table goes to stdout, the summary line to stderr. Control characters in names are escaped."
+            abstract: "List a pack's entries (or a set's: PACK with --over packs).",
+            discussion: """
+                The table goes to stdout, the summary line to stderr. Control characters in names are escaped. \
+                With --over, the PACK column (and "pack" in --json) names the pack that serves each entry.
+                """
         )
 
         @Argument(help: "The pack: a path, or an http:// or https:// URL.") var pack: String
+        @Option(
+            help: ArgumentHelp(
+                "List only the entries below this folder ('/'-separated, at any depth; 'a' holds 'a/b', not 'ab').",
+                valueName: "DIR"))
+        var folder: String?
         @Flag(help: "Print JSON instead of a table (names exact, not escaped).") var json = false
+        @OptionGroup var set: PackSetOptions
         @OptionGroup var quiet: QuietOption
         @OptionGroup var credentials: CredentialOptions
         @OptionGroup var trust: TrustOptions
@@ -18,29 +27,39 @@ extension AssetPackCommand {
 
         func run() throws {
             try reporting {
-                let reader = try credentials.open(pack, forData: false, trust: trust, network: network)
+                let reader = try credentials.open(pack, set: set, forData: false, trust: trust, network: network).reader
+                let entries = folder.map { reader.entries(under: $0) } ?? reader.entries
                 if json {
                     let document = ListDocument(
-                        format: reader.format.rawValue, entries: reader.entries.map(ListDocument.Entry.init),
+                        format: reader.format.rawValue, entries: entries.map(ListDocument.Entry.init),
                         release: reader.release.map(ReleaseDocument.init))
                     let encoder = JSONEncoder()
                     encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
                     print(String(decoding: try encoder.encode(document), as: UTF8.self))
                     return
                 }
+                // With --over: which pack serves each entry, in a column as wide as the longest name.
+                let names = set.over.isEmpty ? [] : set.packs(pack).map(EntryPath.printable)
+                let packWidth = names.isEmpty ? 0 : max(4, names.map(\.count).max()!)
+                let packColumn = { (name: String) in packWidth == 0 ? [] : [pad(name, packWidth)] }
                 print(
-                    pad("SIZE", 12, right: true), pad("STORED", 12, right: true), pad("METHOD", 8),
-                    pad("ENCRYPTION", 10),
-                    pad("CRC32", 8), "PATH")
-                for e in reader.entries {
-                    print(
-                        pad(String(e.size), 12, right: true), pad(String(e.storedSize), 12, right: true),
-                        pad(e.compression.rawValue, 8), pad(e.encryption.rawValue, 10),
-                        pad(e.crc32.map(crcHex) ?? "-", 8), EntryPath.printable(e.path))
+                    ([
+                        pad("SIZE", 12, right: true), pad("STORED", 12, right: true), pad("METHOD", 8),
+                        pad("ENCRYPTION", 10), pad("CRC32", 8),
+                    ] + packColumn("PACK") + ["PATH"]).joined(separator: " "))
+                for e in entries {
+                    let row =
+                        [
+                            pad(String(e.size), 12, right: true), pad(String(e.storedSize), 12, right: true),
+                            pad(e.compression.rawValue, 8), pad(e.encryption.rawValue, 10),
+                            pad(e.crc32.map(crcHex) ?? "-", 8),
+                        ] + packColumn(EntryPath.printable(e.pack ?? "")) + [EntryPath.printable(e.path)]
+                    print(row.joined(separator: " "))
                 }
-                let total = reader.entries.reduce(UInt64(0)) { $0 + $1.size }
+                let total = entries.reduce(UInt64(0)) { $0 + $1.size }
                 quiet.say(
-                    "\(plural(reader.entries.count, "entry", "entries")), \(total) bytes, format \(reader.format.rawValue)"
+                    "\(plural(entries.count, "entry", "entries")), \(total) bytes, format \(reader.format.rawValue)"
+                        + (set.over.isEmpty ? "" : ", \(plural(set.over.count + 1, "pack", "packs"))")
                         + (reader.release.map { "; signed release: \($0.summary)" } ?? ""))
             }
         }
@@ -55,6 +74,8 @@ struct ListDocument: Encodable {
         var compression: String
         var encryption: String
         var crc32: String?
+        /// With --over: the pack that serves the entry (absent for a single pack).
+        var pack: String?
 
         init(_ e: EntryInfo) {
             path = e.path
@@ -63,6 +84,7 @@ struct ListDocument: Encodable {
             compression = e.compression.rawValue
             encryption = e.encryption.rawValue
             crc32 = e.crc32.map(crcHex)
+            pack = e.pack
         }
     }
     var format: String

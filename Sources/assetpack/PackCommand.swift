@@ -50,6 +50,15 @@ extension AssetPackCommand {
                 "With --sign-key: the name the signature binds (1 to 255 bytes; default: the output's file name without extension).",
                 valueName: "NAME"))
         var packName: String?
+        @Option(
+            name: .customLong("patch-of"),
+            help: ArgumentHelp(
+                """
+                Write a patch of this pack (repeat for a set, bottom first), read with the same credential: only \
+                the files it lacks or holds with other bytes (size, CRC-32, then the bytes compared), and a \
+                deletion record for its paths the source no longer has. Read the patch over it with --over.
+                """, valueName: "BASE"))
+        var patchOf: [String] = []
         @OptionGroup var quiet: QuietOption
         @OptionGroup var credentials: CredentialOptions
 
@@ -106,6 +115,10 @@ extension AssetPackCommand {
                 Interrupts.onInterrupt(
                     say: (try? FileSystem.lstat(output)) != nil
                         ? "\(output) was not changed (the previous pack is kept)" : "\(output) was not written")
+                if !patchOf.isEmpty {
+                    try packPatch(options, progress: ProgressLine(enabled: !quiet.quiet && isatty(STDERR_FILENO) == 1))
+                    return
+                }
                 // Only for the summary: with --quiet, no second open of the old pack (a container's KDF).
                 let previous = quiet.quiet ? nil : PreviousEntries(of: output, credential: options.credential)
                 let progress = ProgressLine(enabled: !quiet.quiet && isatty(STDERR_FILENO) == 1)
@@ -133,6 +146,35 @@ extension AssetPackCommand {
 }
 
 /// A single self-rewriting progress line on a terminal (entries, bytes, rate, ETA); silent otherwise.
+extension AssetPackCommand.Pack {
+    /// `--patch-of`: packs only what differs from the base (or base set), with its deletions.
+    func packPatch(_ options: PackOptions, progress: ProgressLine) throws {
+        var options = options
+        let base: any PackReader
+        do {
+            base =
+                patchOf.count == 1
+                ? try AssetPacks.open(patchOf[0], credential: options.credential)
+                : try PackSet(opening: patchOf, credentials: [options.credential])
+        } catch let error as AssetPackError where patchOf.count == 1 {
+            throw error.naming(pack: patchOf[0])
+        }
+        options.progress = {
+            progress.update(done: $0.done, total: $0.total, label: $0.path, bytes: ($0.bytesDone, $0.bytesTotal))
+        }
+        let patch = try AssetPacks.packPatch(
+            source: URL(fileURLWithPath: source), over: base, to: URL(fileURLWithPath: output), options: options)
+        progress.finish()
+        for skipped in patch.pack.skipped {
+            printWarning("skipped special file \(EntryPath.printable(skipped.path)) (\(skipped.kind))")
+        }
+        quiet.say(
+            "packed a patch of \(patchOf.joined(separator: " + ")) into \(output) (\(patch.pack.packSize) bytes, \(format.rawValue)) in \(String(format: "%.2f", patch.pack.seconds)) s: \(patch.added.count) added, \(patch.changed.count) changed, \(patch.deleted.count) deleted"
+                + (options.signingKey.map { ", signed by key \($0.publicKey.fingerprint)" } ?? "")
+                + (options.signingKey == nil ? "" : " as " + (try options.release(for: output)).summary))
+    }
+}
+
 final class ProgressLine: @unchecked Sendable {
     private let enabled: Bool
     private let unit: String?

@@ -22,6 +22,7 @@ extension AssetPackCommand {
 
         @Argument(help: "The pack: a path, or an http:// or https:// URL.") var pack: String
         @Flag(help: "Print a JSON document on stdout instead of the table.") var json = false
+        @OptionGroup var set: PackSetOptions
         @OptionGroup var quiet: QuietOption
         @OptionGroup var credentials: CredentialOptions
         @OptionGroup var trust: TrustOptions
@@ -32,7 +33,8 @@ extension AssetPackCommand {
 
         func run() throws {
             try reporting {
-                let (reader, source) = try credentials.openPack(pack, forData: true, trust: trust, network: network)
+                let opened = try credentials.open(pack, set: set, forData: true, trust: trust, network: network)
+                let reader = opened.reader
                 var results: [VerifyDocument.Entry] = []
                 var firstFailure: AssetPackError?
                 let table = !json && !quiet.quiet
@@ -44,9 +46,13 @@ extension AssetPackCommand {
                 for e in reader.entries {
                     do {
                         let timing = try reader.verify(e.path)
-                        let check = (reader.publisher == nil ? "" : "sig+") + Self.check(e, reader.format, timing)
+                        let check =
+                            (reader.publisher == nil ? "" : "sig+")
+                            + Self.check(e, opened.format(serving: e.path), timing)
                         results.append(
-                            .init(path: e.path, size: e.size, status: "ok", check: check, seconds: timing.total))
+                            .init(
+                                path: e.path, size: e.size, status: "ok", check: check, seconds: timing.total,
+                                pack: e.pack))
                         if table {
                             print(
                                 pad("ok", 6), pad(String(e.size), 12, right: true),
@@ -55,7 +61,8 @@ extension AssetPackCommand {
                         }
                     } catch let error as AssetPackError {
                         firstFailure = firstFailure ?? error
-                        results.append(.init(path: e.path, size: e.size, status: "fail", error: error.message))
+                        results.append(
+                            .init(path: e.path, size: e.size, status: "fail", error: error.message, pack: e.pack))
                         if table {
                             print(
                                 pad("FAIL", 6), pad(String(e.size), 12, right: true), pad("-", 10, right: true),
@@ -81,7 +88,7 @@ extension AssetPackCommand {
                 // With --trust, every stored byte too, as an installer checks it: also the bytes no
                 // entry read returns (the zip's .assetpack/manifest, say).
                 if reader.publisher != nil {
-                    _ = try AssetPacks.verifiedBlock(source, trustedKeys: trust.keys())
+                    for source in opened.sources { _ = try AssetPacks.verifiedBlock(source, trustedKeys: trust.keys()) }
                 }
             }
         }
@@ -110,6 +117,8 @@ struct VerifyDocument: Encodable {
         var check: String?
         var seconds: Double?
         var error: String?
+        /// With --over: the pack that served the entry (absent for a single pack).
+        var pack: String?
     }
     var format: String
     var entries: [Entry]

@@ -1,0 +1,164 @@
+import AssetPack
+import AssetPackTestSupport
+import Foundation
+import Testing
+
+/// Pack sets through the built binary: `--over`, `list --folder`, `pack --patch-of`.
+@Suite struct PackSetCLITests {
+    static let password = "set-cli"
+
+    /// Writes `files` under `dir/name` and packs them into `dir/name.pack` (extra arguments appended).
+    @discardableResult
+    static func pack(
+        _ files: [String: String], _ name: String, in dir: TemporaryDirectory, format: String = "zip",
+        _ extra: [String] = []
+    ) throws -> (path: String, run: CLI.Run) {
+        let source = dir.appending(name)
+        try FileManager.default.createDirectory(at: source, withIntermediateDirectories: true)
+        try dir.write(files.mapValues { Array($0.utf8) }, under: name)
+        let out = dir.appending("\(name).pack").path
+        let run = try CLI.run(
+            ["pack", source.path, "-o", out, "--format", format] + extra, password: password)
+        #expect(run.status == 0, "\(run.stderr)")
+        return (out, run)
+    }
+
+    static let baseTree = ["a.txt": "base a", "b.txt": "base b", "img/c.png": "base c", "img2/d.png": "d"]
+
+    @Test(arguments: ["zip", "container"])
+    func aPatchFromTheCLIOverridesDeletesAndLists(format: String) throws {
+        let dir = TemporaryDirectory()
+        let base = try Self.pack(Self.baseTree, "base", in: dir, format: format).path
+        // New tree: a.txt changed (same size, other bytes), b.txt removed, img/e.png added.
+        let (patch, run) = try Self.pack(
+            ["a.txt": "BASE A", "img/c.png": "base c", "img2/d.png": "d", "img/e.png": "new e"], "next", in: dir,
+            format: format, ["--patch-of", base])
+        #expect(run.stderr.contains("1 added, 1 changed, 1 deleted"), "\(run.stderr)")
+
+        let patchOnly = try CLI.run(["list", patch, "--json"], password: Self.password)
+        #expect(patchOnly.status == 0)
+        #expect(patchOnly.text.contains("\"img/e.png\"") && patchOnly.text.contains("\"a.txt\""))
+        #expect(!patchOnly.text.contains("img/c.png") && !patchOnly.text.contains(".assetpack"))
+        #expect(!patchOnly.text.contains("\"pack\""))
+
+        // list: which pack serves each entry.
+        let list = try CLI.run(["list", base, "--over", patch], password: Self.password)
+        #expect(list.status == 0, "\(list.stderr)")
+        let rows = list.text.split(separator: "\n").map(String.init)
+        #expect(rows.first?.contains("PACK") == true)
+        #expect(rows.contains { $0.hasSuffix("a.txt") && $0.contains(patch) })
+        #expect(rows.contains { $0.hasSuffix("img/c.png") && $0.contains(base) && !$0.contains(patch) })
+        #expect(!rows.contains { $0.hasSuffix("b.txt") })
+        #expect(list.stderr.contains("4 entries") && list.stderr.contains("2 packs"))
+
+        let json = try CLI.run(["list", base, "--over", patch, "--json"], password: Self.password)
+        let document = try JSONSerialization.jsonObject(with: Data(json.stdout)) as! [String: Any]
+        let entries = document["entries"] as! [[String: Any]]
+        #expect(entries.map { $0["path"] as! String } == ["a.txt", "img/c.png", "img/e.png", "img2/d.png"])
+        #expect(entries.map { $0["pack"] as! String } == [patch, base, patch, base])
+
+        // cat: the override, and the deleted path is not found (exit 3).
+        let cat = try CLI.run(["cat", base, "a.txt", "--over", patch], password: Self.password)
+        #expect(cat.status == 0 && cat.text == "BASE A")
+        let deleted = try CLI.run(["cat", base, "b.txt", "--over", patch], password: Self.password)
+        #expect(deleted.status == 3)
+        #expect(try CLI.run(["cat", base, "b.txt"], password: Self.password).text == "base b")
+
+        // extract: the set's tree.
+        let into = dir.appending("out").path
+        let extract = try CLI.run(["extract", base, "--over", patch, "--into", into], password: Self.password)
+        #expect(extract.status == 0, "\(extract.stderr)")
+        #expect(try String(contentsOfFile: into + "/a.txt", encoding: .utf8) == "BASE A")
+        #expect(try String(contentsOfFile: into + "/img/c.png", encoding: .utf8) == "base c")
+        #expect(!FileManager.default.fileExists(atPath: into + "/b.txt"))
+
+        // verify: every entry of the set, naming its pack in JSON.
+        let verify = try CLI.run(["verify", base, "--over", patch, "--json"], password: Self.password)
+        #expect(verify.status == 0, "\(verify.stderr)")
+        let verified = try JSONSerialization.jsonObject(with: Data(verify.stdout)) as! [String: Any]
+        let results = verified["entries"] as! [[String: Any]]
+        #expect(results.count == 4 && results.allSatisfy { $0["status"] as? String == "ok" })
+        #expect(results.first { $0["path"] as? String == "a.txt" }?["pack"] as? String == patch)
+    }
+
+    @Test func aLaterPackAddsADeletedPathBack() throws {
+        let dir = TemporaryDirectory()
+        let base = try Self.pack(Self.baseTree, "base", in: dir).path
+        let patch = try Self.pack(
+            ["a.txt": "base a", "img/c.png": "base c", "img2/d.png": "d"], "patch", in: dir, ["--patch-of", base]
+        ).path
+        let dlc = try Self.pack(["b.txt": "dlc b"], "dlc", in: dir, format: "container").path
+        #expect(try CLI.run(["cat", base, "b.txt", "--over", patch], password: Self.password).status == 3)
+        let back = try CLI.run(["cat", base, "b.txt", "--over", patch, "--over", dlc], password: Self.password)
+        #expect(back.status == 0 && back.text == "dlc b")
+        let list = try CLI.run(["list", base, "--over", patch, "--over", dlc, "--json"], password: Self.password)
+        #expect(list.text.contains(#""pack" : "\#(dlc)""#) || list.text.contains(#""pack":"\#(dlc)""#))
+    }
+
+    @Test func aDeletionOfAPathNoPackBelowHasFailsNamingThePack() throws {
+        let dir = TemporaryDirectory()
+        let base = try Self.pack(Self.baseTree, "base", in: dir).path
+        let patch = try Self.pack(["a.txt": "x"], "patch", in: dir, ["--patch-of", base]).path
+        let other = try Self.pack(["z.txt": "z"], "other", in: dir).path
+        let run = try CLI.run(["list", other, "--over", patch], password: Self.password)
+        #expect(run.status == 4)
+        #expect(run.stderr.contains("\(patch) deletes"), "\(run.stderr)")
+        #expect(run.stderr.contains("which no pack below it has"))
+    }
+
+    @Test func listFolder() throws {
+        let dir = TemporaryDirectory()
+        let base = try Self.pack(Self.baseTree, "base", in: dir).path
+        let patch = try Self.pack(["img/new.png": "n", "imgx.png": "x"], "patch", in: dir).path
+        let one = try CLI.run(["list", base, "--folder", "img", "--json"], password: Self.password)
+        #expect(one.status == 0)
+        let paths = { (run: CLI.Run) in
+            ((try? JSONSerialization.jsonObject(with: Data(run.stdout))) as? [String: Any])
+                .map { ($0["entries"] as! [[String: Any]]).map { $0["path"] as! String } } ?? []
+        }
+        #expect(paths(one) == ["img/c.png"])
+        let set = try CLI.run(
+            ["list", base, "--over", patch, "--folder", "img/", "--json"], password: Self.password)
+        #expect(paths(set) == ["img/c.png", "img/new.png"])
+        let table = try CLI.run(["list", base, "--over", patch, "--folder", "img"], password: Self.password)
+        #expect(table.stderr.contains("2 entries"))
+        let none = try CLI.run(["list", base, "--folder", "nothing", "--json"], password: Self.password)
+        #expect(none.status == 0 && paths(none) == [])
+    }
+
+    @Test(arguments: ["zip", "container"])
+    func aSignedPatchVerifiesWithTrust(format: String) throws {
+        let dir = TemporaryDirectory()
+        let keygen = try CLI.run(["keygen", "--out", dir.appending("pub").path])
+        #expect(keygen.status == 0, "\(keygen.stderr)")
+        let key = dir.appending("pub.key").path
+        let trust = dir.appending("pub.pub").path
+        let base = try Self.pack(Self.baseTree, "base", in: dir, format: format, ["--sign-key", key]).path
+        let (patch, run) = try Self.pack(
+            ["a.txt": "new a"], "patch", in: dir, format: format, ["--patch-of", base, "--sign-key", key])
+        #expect(run.stderr.contains("1 added") == false)
+        #expect(run.stderr.contains("0 added, 1 changed, 3 deleted"), "\(run.stderr)")
+        #expect(run.stderr.contains("signed by key"))
+        let verify = try CLI.run(["verify", base, "--over", patch, "--trust", trust], password: Self.password)
+        #expect(verify.status == 0, "\(verify.stderr)")
+        #expect(verify.stderr.contains("1 of 1 entry verified"), "\(verify.stderr)")
+    }
+
+    @Test func aUnicodeConflictBetweenPacksIsRefused() throws {
+        let dir = TemporaryDirectory()
+        let base = try Self.pack(["caf\u{E9}.txt": "nfc"], "base", in: dir, format: "container").path
+        // A container whose path is stored NFD (the writer keeps the bytes it is given).
+        let file = dir.appending("nfd")
+        try Data("nfd".utf8).write(to: file)
+        var options = PackOptions()
+        options.format = .container
+        options.credential = .password(Self.password)
+        options.container.kdf = .scrypt(logN: 10, r: 8, p: 1)
+        let other = dir.appending("nfd.pack").path
+        try AssetPacks.driver(for: .container).makeWriter().write(
+            [SourceFile(path: "cafe\u{301}.txt", url: file, size: 3)], to: other, options: options)
+        let run = try CLI.run(["list", base, "--over", other], password: Self.password)
+        #expect(run.status == 4)
+        #expect(run.stderr.contains("\(base) and \(other) hold"), "\(run.stderr)")
+    }
+}
