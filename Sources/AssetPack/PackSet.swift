@@ -191,6 +191,11 @@ public final class PackSet: PackReader {
         return timing
     }
 
+    /// The serving pack's answer: a set's entries come from packs of any format.
+    public func authenticatesEachPiece(_ path: String) -> Bool {
+        resolve(path).map { members[$0.member].reader.authenticatesEachPiece(path) } ?? false
+    }
+
     public func readRange(_ path: String, offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws {
         let (reader, stored, pack) = try resolved(path)
         try named(pack) { try reader.readRange(stored, offset: offset, into: buffer) }

@@ -17,7 +17,8 @@ extension PackReader {
     /// Writes an entry's bytes to `fd` with bounded memory, never handing out bytes that a
     /// check will reject, and returns the timing record.
     ///
-    /// - **Container:** chunks are written as they are decoded; each was authenticated by its
+    /// - **Container** (a reader whose `authenticatesEachPiece` says so; in a set, the serving
+    ///   pack's): chunks are written as they are decoded; each was authenticated by its
     ///   AES-GCM tag first. The entry's CRC-32 is checked at the end (a mismatch means the
     ///   pack was written wrong, not tampered with) and throws after the bytes were written.
     /// - **Zip:** the MAC and CRC cover the whole entry and are known only at its end, so
@@ -38,7 +39,8 @@ extension PackReader {
         memoryLimit: UInt64 = 64 << 20
     ) throws -> EntryTiming {
         guard let info = entry(path) else { throw AssetPackError(.entryNotFound, "no such entry", path: path) }
-        if format == .container {
+        let fd = FileDescriptor(rawValue: fd)  // the caller's: not closed here
+        if authenticatesEachPiece(path) {
             return try stream(path) { try FileOutput.writeAll(fd, $0, path: outputName) }
         }
         if info.size <= memoryLimit {
@@ -48,7 +50,7 @@ extension PackReader {
         }
         let spool = try SpoolFile(in: spoolDirectory)
         defer { spool.close() }
-        let timing = try stream(path) { try FileOutput.writeAll(spool.fd.rawValue, $0, path: spool.name) }
+        let timing = try stream(path) { try FileOutput.writeAll(spool.fd, $0, path: spool.name) }
         try spool.copy(to: fd, outputName: outputName)
         return timing
     }
@@ -69,7 +71,7 @@ private final class SpoolFile {
     }
 
     /// Copies everything written so far to `out`.
-    func copy(to out: Int32, outputName: String) throws {
+    func copy(to out: FileDescriptor, outputName: String) throws {
         do { try fd.seek(to: 0) } catch { throw error.io("cannot rewind \(name)") }
         try FileChunks.forEach(fd: fd, name: name, chunkSize: 1 << 20) {
             try FileOutput.writeAll(out, $0, path: outputName)

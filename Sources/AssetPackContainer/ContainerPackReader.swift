@@ -87,10 +87,10 @@ public final class ContainerPackReader: PackReader {
             return
         }
         let record = opened.records[position]
-        var bytes = [UInt8](repeating: 0, count: Int(record.info.size))
         let deleted: [String]
         do {
-            try limits.check(record.info)
+            try limits.check(record.info)  // before the allocation
+            var bytes = [UInt8](repeating: 0, count: Int(record.info.size))
             try bytes.withUnsafeMutableBytes {
                 _ = try opened.read(record, into: $0, timing: EntryTiming(path: record.info.path))
             }
@@ -260,6 +260,9 @@ public final class ContainerPackReader: PackReader {
         let deletion = reserved.first { records[$0].info.path == DeletionRecord.entryName }
         return (entries, index, deletion)
     }
+
+    /// `true`: each chunk is authenticated by its AES-GCM tag before it is handed over.
+    public func authenticatesEachPiece(_ path: String) -> Bool { true }
 
     /// Looks up an entry by path (normalised first).
     public func entry(_ path: String) -> EntryInfo? {

@@ -89,8 +89,7 @@ package struct ContainerPackWriter: PackWriter {
         var report = PackWriteReport()
         let bytesTotal = sorted.reduce(UInt64(0)) { $0 + $1.size }
         var bytesDone: UInt64 = 0
-        try AtomicFile.write(output) { raw in
-            let fd = FileDescriptor(rawValue: raw)
+        try AtomicFile.write(output) { fd in
             let buffers = Buffers(chunkShift: Int(header.chunkShift))
             defer { buffers.free() }
             var pos = UInt64(ContainerFormat.headerSize)

@@ -84,7 +84,7 @@ package enum AtomicFile {
     @discardableResult
     package static func write<T>(
         _ path: String, mode: mode_t = 0o666, exactMode: Bool = false, durable: Bool = true,
-        _ body: (Int32) throws -> T, verify: (String) throws -> Void = { _ in }
+        _ body: (FileDescriptor) throws -> T, verify: (String) throws -> Void = { _ in }
     ) throws -> T {
         try checkTarget(path)
         let folder = folder(of: path)
@@ -98,7 +98,7 @@ package enum AtomicFile {
         do {
             defer { try? fd.close() }
             do { if exactMode { try fd.fchmod(mode) } } catch { throw error.io("cannot chmod \(temporary)") }
-            result = try body(fd.rawValue)
+            result = try body(fd)
             do { if durable { try fd.fsync() } } catch { throw error.io("cannot sync \(temporary)") }
         }
         try verify(temporary)

@@ -46,7 +46,7 @@ package enum FileOutput {
 
     /// Writes all of `bytes` to `fd`, retrying short writes and `EINTR`.
     /// - Throws: `.io` naming `path` (e.g. `ENOSPC`, `EFBIG`, `EPIPE`).
-    package static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, path: String) throws {
-        do { try FileDescriptor(rawValue: fd).writeAll(bytes) } catch { throw error.io("cannot write \(path)") }
+    package static func writeAll(_ fd: FileDescriptor, _ bytes: UnsafeRawBufferPointer, path: String) throws {
+        do { try fd.writeAll(bytes) } catch { throw error.io("cannot write \(path)") }
     }
 }

@@ -84,6 +84,11 @@ public protocol PackReader: AnyObject, Sendable {
     /// - Throws: `.entryNotFound`, `.invalidArgument` when the range is outside the entry,
     ///   `.integrityFailure`, `.untrusted`, `.io`, `.remote`.
     func readRange(_ path: String, offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws
+
+    /// Whether every piece ``stream(_:_:)`` hands over for `path` was authenticated before it
+    /// was (a container's chunks, each by its tag), so that a caller may write pieces as they
+    /// come; otherwise only the end of the stream vouches for them (a zip entry's MAC and CRC).
+    func authenticatesEachPiece(_ path: String) -> Bool
 }
 
 extension PackReader {
@@ -114,6 +119,9 @@ extension PackReader {
     public func readData(_ path: String) throws -> Data {
         Data(try readTimed(path).bytes)
     }
+
+    /// `false`: the end of a stream vouches for its pieces.
+    public func authenticatesEachPiece(_ path: String) -> Bool { false }
 
     /// Reads the entry's bytes `[offset, offset + count)` (see ``readRange(_:offset:into:)``).
     /// - Returns: The `count` bytes.

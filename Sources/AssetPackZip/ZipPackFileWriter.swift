@@ -51,8 +51,8 @@ final class PackFileWriter {
     private var bufferStart: UInt64 = 0
     private static let capacity = 1 << 20
 
-    init(fd: Int32, path: String) {
-        self.fd = FileDescriptor(rawValue: fd)
+    init(fd: FileDescriptor, path: String) {
+        self.fd = fd
         self.path = path
         buffer.reserveCapacity(Self.capacity)
     }

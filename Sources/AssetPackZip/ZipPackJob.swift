@@ -15,7 +15,7 @@ struct ZipPackJob {
     let progress: (@Sendable (PackProgress) -> Void)?
 
     /// Runs every task and writes the pack to `fd`.
-    func run(to fd: Int32, path: String) throws -> PackWriteReport {
+    func run(to fd: FileDescriptor, path: String) throws -> PackWriteReport {
         let (plans, tasks, firstTask) = try schedule()
         let piece = writer.pieceSize
         let encoder = encoder

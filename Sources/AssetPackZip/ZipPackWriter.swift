@@ -83,7 +83,7 @@ package struct ZipPackWriter: PackWriter {
             let report = try pack.run(to: fd, path: output)
             if let key = options.signingKey {
                 try ZipSignature.sign(
-                    FileDescriptor(rawValue: fd), path: output, key: key, release: try options.release(for: output))
+                    fd, path: output, key: key, release: try options.release(for: output))
             }
             return report
         }

@@ -53,7 +53,8 @@ extension AssetPackCommand {
             }
             switch AtomicFile.stream(output) {
             case nil:
-                return try AtomicFile.write(output) { fd in try reader.writeVerified(entry, to: fd, outputName: output)
+                return try AtomicFile.write(output) { fd in
+                    try reader.writeVerified(entry, to: fd.rawValue, outputName: output)
                 }
             case .descriptor(let fd):
                 return try reader.writeVerified(entry, to: fd, outputName: output)

@@ -69,4 +69,5 @@ final class RemotePackReader: PackReader, @unchecked Sendable {
     func readRange(_ path: String, offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws {
         try reader.readRange(path, offset: offset, into: buffer)
     }
+    func authenticatesEachPiece(_ path: String) -> Bool { reader.authenticatesEachPiece(path) }
 }

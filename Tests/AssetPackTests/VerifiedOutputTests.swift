@@ -64,4 +64,29 @@ import Testing
         #expect(written.isEmpty)
         #expect(throws: AssetPackError.self) { try reader.verify("big.bin") }
     }
+
+    /// In a set, what is verified before a byte is written is the serving pack's business: a
+    /// zip entry below a container on top must be spooled or held, not streamed (the check used
+    /// to ask the set's format, which is the top pack's).
+    @Test func aCorruptZipEntryBelowAContainerWritesNothing() throws {
+        let dir = TemporaryDirectory()
+        let zip = try Self.pack(["big.bin": testBytes(200_000, seed: 8)], format: .zip, in: dir)
+        var bytes = [UInt8](try Data(contentsOf: zip))
+        bytes[150_000] ^= 0x40  // inside the entry's ciphertext
+        try Data(bytes).write(to: zip)
+        let container = try Self.pack(["other.txt": Array("top".utf8)], format: .container, in: dir)
+        let set = try PackSet([
+            .init(name: "base", reader: AssetPacks.open(zip.path, credential: .password("pw"))),
+            .init(name: "top", reader: AssetPacks.open(container.path, credential: .password("pw"))),
+        ])
+        #expect(set.format == .container)
+        var thrown: AssetPackError?
+        let written = Self.captured(in: dir) { fd in
+            do { try set.writeVerified("big.bin", to: fd, spoolDirectory: dir.path, memoryLimit: 1_000) } catch {
+                thrown = error as? AssetPackError
+            }
+        }
+        #expect(thrown?.code == .integrityFailure)
+        #expect(written.isEmpty, "\(written.count) bytes written")
+    }
 }
