@@ -61,9 +61,12 @@ public final class PackSet: PackReader {
     public init(_ members: [Member]) throws {
         guard !members.isEmpty else { throw AssetPackError(.invalidArgument, "a pack set needs at least one pack") }
         let watch = Stopwatch()
+        // Room for every entry of every pack: the index never rehashes while it fills.
+        let total = members.reduce(0) { $0 + $1.reader.entries.count }
         var index: [String: Int] = [:]
-        index.reserveCapacity(members.map(\.reader.entries.count).max() ?? 0)
+        index.reserveCapacity(total)
         var slots: [Slot] = []
+        slots.reserveCapacity(total)
         for (m, member) in members.enumerated() {
             for path in member.reader.deletedPaths {
                 guard let s = index[path] else {
