@@ -1,3 +1,5 @@
+import Dispatch
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
@@ -488,4 +490,32 @@ package func wipeMemory(_ buffer: UnsafeMutableRawBufferPointer) {
     #else
         explicit_bzero(base, buffer.count)
     #endif
+}
+
+/// SIGINT and SIGTERM, handled on a dispatch queue rather than in a signal handler.
+package enum InterruptSignals {
+    /// The signal sources installed (kept alive for the process).
+    nonisolated(unsafe) private static var sources: [any DispatchSourceSignal] = []
+
+    /// Runs `handler` when SIGINT or SIGTERM arrives, then dies of that signal. Call once.
+    package static func onInterrupt(_ handler: @escaping @Sendable () -> Void) {
+        // A parent may have started us with these blocked (a dispatch worker thread's mask is
+        // inherited through posix_spawn); then they would never arrive.
+        var mask = sigset_t()
+        sigemptyset(&mask)
+        sigaddset(&mask, SIGINT)
+        sigaddset(&mask, SIGTERM)
+        pthread_sigmask(SIG_UNBLOCK, &mask, nil)
+        for signalNumber in [SIGINT, SIGTERM] {
+            signal(signalNumber, SIG_IGN)  // delivered to the dispatch source instead
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+            source.setEventHandler {
+                handler()
+                signal(signalNumber, SIG_DFL)
+                kill(getpid(), signalNumber)  // to the process: dispatch threads block signals
+            }
+            source.resume()
+            sources.append(source)
+        }
+    }
 }

@@ -47,3 +47,16 @@ package enum TemporaryFiles {
         return all.count
     }
 }
+
+extension TemporaryFiles {
+    /// Ctrl-C and SIGTERM: runs `first` (a tool clears its progress line, says what it leaves),
+    /// removes the registered temporary files, then dies of the signal (exit status 128 + signal
+    /// to a shell). Both tools call it once at start; what a command was replacing is left as it
+    /// was, because it is replaced only by renaming a complete temporary.
+    package static func removeOnInterrupt(then first: @escaping @Sendable () -> Void = {}) {
+        InterruptSignals.onInterrupt {
+            first()
+            removeAll()
+        }
+    }
+}

@@ -88,4 +88,22 @@ extension PackRelease {
         formatter.formatOptions = text.contains("T") ? [.withInternetDateTime] : [.withFullDate]
         return formatter.date(from: text)
     }
+
+    /// `--expires text` as an instant after `now`, or what the tools say when it is not one:
+    /// malformed, or not in the future (a `what` signed so would be refused at once).
+    package static func futureExpiry(_ text: String, now: Date, of what: String) -> Result<Date, ExpiryMessage> {
+        guard let date = parseExpiry(text, now: now) else {
+            return .failure(ExpiryMessage(text: "--expires \(text): \(expirySyntax)"))
+        }
+        guard date > now else {
+            return .failure(
+                ExpiryMessage(text: "--expires \(text) is not in the future: the \(what) would be refused at once"))
+        }
+        return .success(date)
+    }
+}
+
+/// Why `--expires` was refused, for a tool to report as its usage error.
+package struct ExpiryMessage: Error {
+    package let text: String
 }

@@ -31,7 +31,9 @@ enum PackTool {
         // As the CLI does: libzip converts every entry's DOS time with mktime(3) when it reopens the
         // previous pack; with TZ unset glibc re-stats /etc/localtime on every call.
         if getenv("TZ") == nil { setenv("TZ", ":/etc/localtime", 0) }
-        removeTemporariesOnInterrupt()
+        // Ctrl-C or SIGTERM while a build packs: remove the temporary pack in flight (the
+        // previous pack at OUTPUT is only ever replaced by renaming a complete one).
+        TemporaryFiles.removeOnInterrupt()
         let arguments = Array(CommandLine.arguments.dropFirst())
         let request: Request
         do {
@@ -57,29 +59,6 @@ enum PackTool {
     static func fail(_ message: String, _ code: Int32) -> Never {
         FileHandle.standardError.write(Data("assetpack-pack: error: \(message)\n".utf8))
         exit(code)
-    }
-
-    nonisolated(unsafe) static var signalSources: [any DispatchSourceSignal] = []
-
-    /// Ctrl-C or SIGTERM while a build packs: remove the temporary pack in flight (the previous
-    /// pack at OUTPUT is only ever replaced by renaming a complete one), then die of the signal.
-    static func removeTemporariesOnInterrupt() {
-        var mask = sigset_t()
-        sigemptyset(&mask)
-        sigaddset(&mask, SIGINT)
-        sigaddset(&mask, SIGTERM)
-        pthread_sigmask(SIG_UNBLOCK, &mask, nil)
-        for signalNumber in [SIGINT, SIGTERM] {
-            signal(signalNumber, SIG_IGN)  // delivered to the dispatch source instead
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-            source.setEventHandler {
-                _ = TemporaryFiles.removeAll()
-                signal(signalNumber, SIG_DFL)
-                kill(getpid(), signalNumber)
-            }
-            source.resume()
-            signalSources.append(source)
-        }
     }
 }
 
@@ -191,13 +170,10 @@ struct Request {
             options.releaseName = packName
             options.releaseVersion = packVersion ?? 0
             if let expires {
-                guard let date = PackRelease.parseExpiry(expires, now: now) else {
-                    throw UsageError("--expires \(expires): \(PackRelease.expirySyntax)")
+                do { options.releaseExpires = try PackRelease.futureExpiry(expires, now: now, of: "pack").get() } catch
+                {
+                    throw UsageError(error.text)
                 }
-                guard date > now else {
-                    throw UsageError("--expires \(expires) is not in the future: the pack would be refused at once")
-                }
-                options.releaseExpires = date
             }
         }
         return options

@@ -65,7 +65,6 @@ struct AssetPackCommand: ParsableCommand {
 /// status 128 + signal to a shell). The output a command was replacing is left as it was,
 /// because it is replaced only by renaming a complete temporary.
 enum Interrupts {
-    nonisolated(unsafe) private static var sources: [any DispatchSourceSignal] = []
     /// Set once a signal arrived: the main thread must not exit with an ordinary status (say,
     /// because its temporary vanished under it) before the handler re-raises the signal.
     private static let interrupted = Atomic<Bool>(false)
@@ -85,27 +84,11 @@ enum Interrupts {
     static func clearOnInterrupt(_ line: ProgressLine) { progress.withLock { $0 = line } }
 
     static func removeTemporariesOnInterrupt() {
-        // A parent may have started us with these blocked (a dispatch worker thread's mask is
-        // inherited through posix_spawn); then they would never arrive.
-        var mask = sigset_t()
-        sigemptyset(&mask)
-        sigaddset(&mask, SIGINT)
-        sigaddset(&mask, SIGTERM)
-        pthread_sigmask(SIG_UNBLOCK, &mask, nil)
-        for signalNumber in [SIGINT, SIGTERM] {
-            signal(signalNumber, SIG_IGN)  // delivered to the dispatch source instead
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-            source.setEventHandler {
-                interrupted.store(true, ordering: .sequentiallyConsistent)
-                progress.withLock { $0?.stop() }
-                TemporaryFiles.removeAll()
-                let said = outcome.withLock { $0 }.map { "interrupted: \($0)" } ?? "interrupted"
-                FileHandle.standardError.write(Data("assetpack: \(said)\n".utf8))
-                signal(signalNumber, SIG_DFL)
-                kill(getpid(), signalNumber)  // to the process: dispatch threads block signals
-            }
-            source.resume()
-            sources.append(source)
+        TemporaryFiles.removeOnInterrupt {
+            interrupted.store(true, ordering: .sequentiallyConsistent)
+            progress.withLock { $0?.stop() }
+            let said = outcome.withLock { $0 }.map { "interrupted: \($0)" } ?? "interrupted"
+            FileHandle.standardError.write(Data("assetpack: \(said)\n".utf8))
         }
         atexit {
             while Interrupts.interrupted.load(ordering: .sequentiallyConsistent) { pause() }

@@ -84,13 +84,9 @@ extension AssetPackCommand {
         /// `--expires` as an instant, refused unless it is after `now`.
         func expiry(now: Date) throws -> Date? {
             guard let expires else { return nil }
-            guard let date = PackRelease.parseExpiry(expires, now: now) else {
-                throw ValidationError("--expires \(expires): \(PackRelease.expirySyntax)")
+            do { return try PackRelease.futureExpiry(expires, now: now, of: "pack").get() } catch {
+                throw ValidationError(error.text)
             }
-            guard date > now else {
-                throw ValidationError("--expires \(expires) is not in the future: the pack would be refused at once")
-            }
-            return date
         }
 
         func run() throws {

@@ -51,13 +51,9 @@ extension AssetPackCommand {
 
         func expiry(now: Date) throws -> Date? {
             guard let expires else { return nil }
-            guard let date = PackRelease.parseExpiry(expires, now: now) else {
-                throw ValidationError("--expires \(expires): \(PackRelease.expirySyntax)")
+            do { return try PackRelease.futureExpiry(expires, now: now, of: "release").get() } catch {
+                throw ValidationError(error.text)
             }
-            guard date > now else {
-                throw ValidationError("--expires \(expires) is not in the future: the release would be refused at once")
-            }
-            return date
         }
 
         func run() throws {
