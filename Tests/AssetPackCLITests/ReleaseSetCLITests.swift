@@ -151,4 +151,41 @@ import Testing
         let altered = try run(["list", manifest])
         #expect(altered.status == 5 && altered.stderr.contains("does not verify"), "\(altered.stderr)")
     }
+
+    @Test func aSetOfPacksOnAServerReadsAsOne() throws {
+        let manifest = try baseAndPatch()
+        let nginx = try NginxServer(root: pub)
+        let base = nginx.url("base.pack").absoluteString
+        let patch = nginx.url("patch.pack").absoluteString
+
+        let list = try run(["list", base, "--over", patch, "--json"] + trust)
+        #expect(list.status == 0, "\(list.stderr)")
+        let entries = try Self.entries(list)
+        #expect(entries.map { $0["path"] as? String } == ["a.txt", "c/c.txt", "d.txt"])
+        #expect(entries.map { $0["pack"] as? String } == [patch, base, patch])
+        let cat = try run(["cat", base, "a.txt", "--over", patch] + trust)
+        #expect(cat.status == 0 && cat.text == "PATCHED", "\(cat.stderr)")
+        let deleted = try run(["cat", base, "b.txt", "--over", patch])
+        #expect(deleted.status == 3, "\(deleted.stderr)")
+        let into = dir.appending("remote-out").path
+        let extract = try run(["extract", base, "--over", patch, "--into", into])
+        #expect(extract.status == 0, "\(extract.stderr)")
+        #expect(try String(contentsOfFile: into + "/a.txt", encoding: .utf8) == "PATCHED")
+        #expect(try String(contentsOfFile: into + "/c/c.txt", encoding: .utf8) == "base c")
+        #expect(!FileManager.default.fileExists(atPath: into + "/b.txt"))
+        let verify = try run(["verify", base, "--over", patch, "--json"] + trust)
+        #expect(verify.status == 0, "\(verify.stderr)")
+        #expect(try Self.entries(verify).allSatisfy { $0["status"] as? String == "ok" })
+
+        // A local base under a remote patch, and the release manifest itself from the server.
+        let local = pub.appendingPathComponent("base.pack").path
+        let mixed = try run(["cat", local, "a.txt", "--over", patch])
+        #expect(mixed.status == 0 && mixed.text == "PATCHED", "\(mixed.stderr)")
+        #expect(manifest.hasSuffix("game.json"))
+        let release = nginx.url("game.json").absoluteString
+        let remote = try run(["list", release, "--json"] + trust)
+        #expect(remote.status == 0, "\(remote.stderr)")
+        #expect(try Self.entries(remote).map { $0["pack"] as? String } == ["patch", "base", "patch"])
+        #expect(try run(["cat", release, "b.txt"] + trust).status == 3)
+    }
 }
