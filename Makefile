@@ -181,6 +181,8 @@ pack-assets: deps
 
 ## example: build Examples/HelloAssets (the PackAssets plugin packs its Assets/ folder during `swift build`)
 ## and run it twice with a throwaway XDG_DATA_HOME: the first run installs the pack, the second copies nothing.
+## Then a patch pack of it (assetpack pack --patch-of: one file changed, one removed), read with the
+## installed pack as one set (HELLOASSETS_PATCH): the changed entry comes from the patch, the removed one is gone.
 ## Then the plugin's signing end to end, with a throwaway publisher key made by openssl (its seed and public
 ## key in assetpack keygen's text forms): a build with ASSETPACK_SIGNING_KEY_FILE whose pack the app opens
 ## only with that key pinned (HELLOASSETS_PUBLISHER_KEY); a missing key file failing the build with a message
@@ -197,6 +199,16 @@ example: deps
 	rm -rf "$$XDG_DATA_HOME"; \
 	echo; echo "== HelloAssets, first run"; "$$bin"; \
 	echo; echo "== HelloAssets, second run"; "$$bin"; \
+	patch="$$PWD/.build/example-patch"; rm -rf "$$patch"; mkdir -p "$$patch"; cp -R Sources/HelloAssets/Assets "$$patch/tree"; \
+	printf 'Hello from the patch pack!\n' > "$$patch/tree/hello.txt"; rm "$$patch/tree/images/noise.bin"; \
+	$(SWIFT) build --package-path "$(CURDIR)" --product assetpack; \
+	echo; echo "== a patch pack: hello.txt changed, images/noise.bin removed (assetpack pack --patch-of)"; \
+	"$$($(SWIFT) build --package-path "$(CURDIR)" --show-bin-path)/assetpack" pack "$$patch/tree" --format container \
+	  --patch-of "$$(find "$$(dirname "$$bin")" -path '*HelloAssets*resources/assets.pack' | head -1)" -o "$$patch/patch.pack"; \
+	echo; echo "== HelloAssets, base + patch (HELLOASSETS_PATCH)"; HELLOASSETS_PATCH="$$patch/patch.pack" "$$bin" | tee "$$patch/run.out"; \
+	grep -q '^hello.txt .* from patch.pack$$' "$$patch/run.out" && grep -q '^images/noise.bin .*deleted by the patch$$' "$$patch/run.out" \
+	  && grep -q '^data/config.json .* from assets.pack$$' "$$patch/run.out" && grep -q '^Hello from the patch pack!$$' "$$patch/run.out" \
+	  || { echo "example: FAILED: the patch did not override hello.txt and delete images/noise.bin" >&2; exit 1; }; \
 	keys="$$PWD/.build/example-keys"; rm -rf "$$keys"; mkdir -p -m 0700 "$$keys"; \
 	openssl genpkey -algorithm ed25519 -outform DER -out "$$keys/example.der"; \
 	(umask 077; printf 'assetpack-ed25519-key:%s\n' "$$(tail -c 32 "$$keys/example.der" | base64 -w0)" > "$$keys/example.key"); \

@@ -13,7 +13,7 @@ extension AssetPackCommand {
                 With --output, a file appears (atomically, by rename) only after the whole entry verified; a device or FIFO (/dev/null) is written into like standard output.
                 """)
 
-        @Argument(help: "The pack: a path, or an http:// or https:// URL.") var pack: String
+        @Argument(help: PackSetOptions.packHelp) var pack: String
         @Argument(help: "The entry's path.") var entry: String
         @OptionGroup var set: PackSetOptions
         @Option(name: .shortAndLong, help: "Write to this file instead of standard output.") var output: String?

@@ -14,7 +14,7 @@ extension AssetPackCommand {
                 (ReadLimits.maxExtractBytes). Each file written is printed on stdout; the summary goes to stderr.
                 """)
 
-        @Argument(help: "The pack: a path, or an http:// or https:// URL.") var pack: String
+        @Argument(help: PackSetOptions.packHelp) var pack: String
         @Argument(help: "Entries to extract (default: all).") var entries: [String] = []
         @Option(help: "The directory to extract into.") var into: String
         @OptionGroup var set: PackSetOptions

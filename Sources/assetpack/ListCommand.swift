@@ -12,7 +12,7 @@ extension AssetPackCommand {
                 """
         )
 
-        @Argument(help: "The pack: a path, or an http:// or https:// URL.") var pack: String
+        @Argument(help: PackSetOptions.packHelp) var pack: String
         @Option(
             help: ArgumentHelp(
                 "List only the entries below this folder ('/'-separated, at any depth; 'a' holds 'a/b', not 'ab').",
@@ -27,7 +27,8 @@ extension AssetPackCommand {
 
         func run() throws {
             try reporting {
-                let reader = try credentials.open(pack, set: set, forData: false, trust: trust, network: network).reader
+                let opened = try credentials.open(pack, set: set, forData: false, trust: trust, network: network)
+                let reader = opened.reader
                 let entries = folder.map { reader.entries(under: $0) } ?? reader.entries
                 if json {
                     let document = ListDocument(
@@ -38,8 +39,8 @@ extension AssetPackCommand {
                     print(String(decoding: try encoder.encode(document), as: UTF8.self))
                     return
                 }
-                // With --over: which pack serves each entry, in a column as wide as the longest name.
-                let names = set.over.isEmpty ? [] : set.packs(pack).map(EntryPath.printable)
+                // A set: which pack serves each entry, in a column as wide as the longest name.
+                let names = opened.names.map(EntryPath.printable)
                 let packWidth = names.isEmpty ? 0 : max(4, names.map(\.count).max()!)
                 let packColumn = { (name: String) in packWidth == 0 ? [] : [pad(name, packWidth)] }
                 print(
@@ -59,7 +60,8 @@ extension AssetPackCommand {
                 let total = entries.reduce(UInt64(0)) { $0 + $1.size }
                 quiet.say(
                     "\(plural(entries.count, "entry", "entries")), \(total) bytes, format \(reader.format.rawValue)"
-                        + (set.over.isEmpty ? "" : ", \(plural(set.over.count + 1, "pack", "packs"))")
+                        + (names.isEmpty ? "" : ", \(plural(names.count, "pack", "packs"))")
+                        + (opened.release.map { "; release \($0.release.summary)" } ?? "")
                         + (reader.release.map { "; signed release: \($0.summary)" } ?? ""))
             }
         }

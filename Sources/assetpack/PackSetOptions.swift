@@ -1,5 +1,6 @@
 import ArgumentParser
 import AssetPack
+import AssetPackCrypto
 import AssetPackRemote
 import Foundation
 
@@ -17,6 +18,15 @@ struct PackSetOptions: ParsableArguments {
 
     /// The packs in order, bottom first.
     func packs(_ base: String) -> [String] { [base] + over }
+
+    /// The help of the PACK argument of the commands that read sets.
+    static let packHelp = ArgumentHelp(
+        """
+        The pack: a path or an http(s) URL. Or a release, read as the set of its packs in order: an installed \
+        release's directory (install RELEASE --into DIR), or a release manifest (a .json file whose packs are \
+        beside it, or its URL). With --trust, the manifest must be signed by a trusted key and not expired, and \
+        each pack must be the one it names (size and SHA-256), exit 5 otherwise; without, sizes are compared.
+        """)
 }
 
 /// What a command reads: one pack, or a set of several.
@@ -27,6 +37,11 @@ struct OpenedPacks {
     var set: PackSet?
     /// Every pack's byte source, bottom first.
     var sources: [any ByteSource]
+    /// The release read, when PACK was one.
+    var release: ReleaseManifest? = nil
+
+    /// The packs' names, bottom first, when a set was read (the release's pack names, then --over's).
+    var names: [String] { self.set?.members.map(\.name) ?? [] }
 
     /// The format of the pack that serves `path` (the single pack's otherwise).
     func format(serving path: String) -> PackFormat {
@@ -35,27 +50,113 @@ struct OpenedPacks {
 }
 
 extension CredentialOptions {
-    /// Opens `base` alone (as before: no pack names in the output), or `base` and `set.over` as
-    /// one ``PackSet`` whose packs are named as given on the command line.
+    /// Opens `base` alone (as before: no pack names in the output); or `base` and `set.over` as
+    /// one ``PackSet`` whose packs are named as given on the command line; or, when `base` is a
+    /// release (``ReleaseInput``), its packs (named as the manifest names them) and then `set.over`.
     func open(
         _ base: String, set: PackSetOptions, forData: Bool, trust: TrustOptions, network: NetworkOptions
     ) throws -> OpenedPacks {
-        if set.over.isEmpty {
+        let release = try ReleaseInput.load(base, trust: trust, network: network)
+        if set.over.isEmpty, release == nil {
             let (reader, source) = try openPack(base, forData: forData, trust: trust, network: network)
             return OpenedPacks(reader: reader, set: nil, sources: [source])
         }
         var members: [PackSet.Member] = []
         var sources: [any ByteSource] = []
-        for pack in set.packs(base) {
+        let named: [(name: String, location: String, pinned: ReleaseManifest.Pack?)] =
+            (release.map { input in zip(input.manifest.packs, input.locations).map { ($0.name, $1, $0) } }
+                ?? [(base, base, nil)]) + set.over.map { ($0, $0, nil) }
+        for pack in named {
+            let opened: (reader: any PackReader, source: any ByteSource)
             do {
-                let (reader, source) = try openPack(pack, forData: forData, trust: trust, network: network)
-                members.append(PackSet.Member(name: pack, reader: reader))
-                sources.append(source)
+                opened = try openPack(pack.location, forData: forData, trust: trust, network: network)
             } catch let error as AssetPackError {
-                throw error.naming(pack: pack)
+                throw error.naming(pack: pack.name)
             }
+            if let pinned = pack.pinned {
+                try ReleaseInput.check(opened.source, is: pinned, at: pack.location, hashing: !trust.files.isEmpty)
+            }
+            members.append(PackSet.Member(name: pack.name, reader: opened.reader))
+            sources.append(opened.source)
         }
         let packSet = try PackSet(members)
-        return OpenedPacks(reader: packSet, set: packSet, sources: sources)
+        return OpenedPacks(reader: packSet, set: packSet, sources: sources, release: release?.manifest)
+    }
+}
+
+/// A release given where a command takes a pack, read as a set of its packs in order: an
+/// installed release's directory (its `.assetpack.release`, packs under their stored names), a
+/// release manifest file (a local file starting with `{`; packs relative to its folder, or
+/// URLs), or a manifest URL ending in `.json`.
+struct ReleaseInput {
+    /// The manifest, parsed and its signature checked (under --trust's keys when given).
+    var manifest: ReleaseManifest
+    /// Where each pack is (a path or a URL), in the manifest's order.
+    var locations: [String]
+
+    /// The release at `path`, or `nil` when `path` is not one (a pack).
+    /// - Throws: As ``ReleaseManifest/parse(_:trustedKeys:)``; `.untrusted` for an expired
+    ///   release with --trust; `.invalidArgument` for a directory holding no installed release.
+    static func load(_ path: String, trust: TrustOptions, network: NetworkOptions) throws -> ReleaseInput? {
+        let document: Data
+        let base: String
+        var installed: String?
+        if AssetPacks.isRemote(path) {
+            guard URL(string: path)?.path.lowercased().hasSuffix(".json") == true else { return nil }
+            let limits = try network.limits()
+            let source = try AssetPacks.source(location: path, limits: limits, transfer: try network.transfer())
+            guard source.size <= UInt64(ReleaseManifest.maxDocumentSize) else {
+                throw AssetPackError(.integrityFailure, "\(path) is too large to be a release manifest")
+            }
+            document = Data(try source.bytes(at: 0, count: Int(source.size)))
+            base = path
+        } else {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { return nil }
+            if isDirectory.boolValue {
+                let current = path + "/" + PrivateInstaller.currentReleaseName
+                guard FileManager.default.fileExists(atPath: current) else {
+                    throw AssetPackError(
+                        .invalidArgument,
+                        "\(path) is a directory with no installed release in it (no \(PrivateInstaller.currentReleaseName))"
+                    )
+                }
+                document = try PrivateInstaller.readManifest(current)
+                installed = path
+            } else {
+                guard let handle = FileHandle(forReadingAtPath: path),
+                    let first = try? handle.read(upToCount: 1), first.first == UInt8(ascii: "{")
+                else { return nil }
+                try? handle.close()
+                document = try PrivateInstaller.readManifest(path)
+            }
+            base = PrivateInstaller.folder(of: path)
+        }
+        let keys = try trust.keys()
+        let manifest = try ReleaseManifest.parse(document, trustedKeys: keys)
+        if !keys.isEmpty { try manifest.release.checkNotExpired(now: Date()) }
+        let locations = manifest.packs.map { pack in
+            installed.map { $0 + "/" + pack.storedName } ?? PrivateInstaller.location(of: pack.file, base: base)
+        }
+        return ReleaseInput(manifest: manifest, locations: locations)
+    }
+
+    /// Refuses a pack that is not the one the release names (mix-and-match): its size, and with
+    /// `hashing` (--trust) its SHA-256 over every byte of `source`.
+    /// - Throws: `.untrusted` naming the pack.
+    static func check(_ source: any ByteSource, is pack: ReleaseManifest.Pack, at location: String, hashing: Bool)
+        throws
+    {
+        guard source.size == pack.size else { throw pack.mismatch(location, size: source.size, sha256: nil) }
+        guard hashing else { return }
+        let hasher = SHA256Hasher()
+        var offset: UInt64 = 0
+        while offset < source.size {
+            let count = Int(min(UInt64(1 << 20), source.size - offset))
+            hasher.update(try source.bytes(at: offset, count: count))
+            offset += UInt64(count)
+        }
+        let digest = hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        guard digest == pack.sha256 else { throw pack.mismatch(location, size: source.size, sha256: digest) }
     }
 }

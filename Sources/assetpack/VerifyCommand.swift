@@ -20,7 +20,7 @@ extension AssetPackCommand {
                 Exits non-zero if any entry fails (2 password, 4 integrity, 5 untrusted with --trust).
                 """)
 
-        @Argument(help: "The pack: a path, or an http:// or https:// URL.") var pack: String
+        @Argument(help: PackSetOptions.packHelp) var pack: String
         @Flag(help: "Print a JSON document on stdout instead of the table.") var json = false
         @OptionGroup var set: PackSetOptions
         @OptionGroup var quiet: QuietOption

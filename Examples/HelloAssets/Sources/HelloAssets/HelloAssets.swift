@@ -5,7 +5,9 @@ import Foundation
 /// resource of this target. At launch: find it with Bundle.module, install it into the app's private
 /// directory (PrivateInstaller, through AssetLibrary.openInstalling: the first run copies, later runs
 /// do not), open it, and read entries by path, verified and timed. With a publisher key in
-/// HELLOASSETS_PUBLISHER_KEY (the line of NAME.pub), only a pack that key signed opens.
+/// HELLOASSETS_PUBLISHER_KEY (the line of NAME.pub), only a pack that key signed opens. With a patch
+/// pack in HELLOASSETS_PATCH (made by `assetpack pack NEW --patch-of assets.pack`), the installed
+/// pack and the patch are read as one PackSet: the patch's entries override, its deletions hide.
 @main
 struct HelloAssetsApp {
     static let appID = "com.example.hello-assets"
@@ -36,7 +38,7 @@ struct HelloAssetsApp {
         }
         do {
             // Install (a copy and a SHA-256 the first time) and open (scrypt) off the main thread.
-            let library = try await AssetLibrary.openInstalling(
+            var library = try await AssetLibrary.openInstalling(
                 bundled: bundled, appID: appID, credential: .password(password), trustedKeys: trustedKeys)
             if let installed = library.installation {
                 let sha = installed.sha256.prefix(16)
@@ -44,6 +46,17 @@ struct HelloAssetsApp {
                     installed.copied
                         ? "first run: copied the bundled pack into \(installed.path.path) (sha256 \(sha)…)"
                         : "already installed: \(installed.path.path) is current (sha256 \(sha)…), nothing copied")
+            }
+            if let patch = ProcessInfo.processInfo.environment["HELLOASSETS_PATCH"], !patch.isEmpty {
+                // Base and patch as one set, bottom first: a path resolves to the last pack that has it.
+                let set = try PackSet([
+                    .init(name: "assets.pack", reader: library.reader),
+                    .init(
+                        name: "patch.pack",
+                        reader: try AssetPacks.open(patch, credential: .password(password), trustedKeys: trustedKeys)),
+                ])
+                library = AssetLibrary(reader: set, url: library.url, installation: library.installation)
+                print("patched: reading assets.pack with \(patch) over it")
             }
             print(
                 "opened \(library.format.rawValue) pack: \(library.entries.count) entries, "
@@ -58,6 +71,10 @@ struct HelloAssetsApp {
                 "path".padding(toLength: 22, withPad: " ", startingAt: 0)
                     + "  size  crc32     total ms  (lookup / key / decrypt / crc, ms)")
             for path in paths {
+                guard library.entry(path) != nil else {
+                    print(path.padding(toLength: 22, withPad: " ", startingAt: 0) + "  deleted by the patch")
+                    continue
+                }
                 let (bytes, timing) = try await library.loadTimed(path)
                 // The CRC the pack records (the read already checked the bytes against it).
                 let crc = library.entry(path)?.crc32.map { String(format: "%08x", $0) } ?? "-       "
@@ -65,6 +82,7 @@ struct HelloAssetsApp {
                     path.padding(toLength: 22, withPad: " ", startingAt: 0)
                         + String(format: "%6ld", bytes.count) + "  " + crc + "  " + leftPadded(ms(timing.total), 8)
                         + "  (\(ms(timing.lookup)) / \(ms(timing.keyDerivation)) / \(ms(timing.decrypt)) / \(ms(timing.crc)))"
+                        + (timing.pack.map { "  from \($0)" } ?? "")
                 )
             }
 
