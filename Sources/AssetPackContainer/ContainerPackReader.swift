@@ -285,11 +285,13 @@ public final class ContainerPackReader: PackReader {
     /// the CPU time each part took.
     /// - Throws: `.entryNotFound`, `.integrityFailure` (tag, inflate or CRC), `.io`.
     public func readTimed(_ path: String) throws -> (bytes: [UInt8], timing: EntryTiming) {
-        let e = try find(path)
+        let whole = Stopwatch()
         var timing = EntryTiming(path: path)
+        timing.decoder = "container"
+        let e = try Stopwatch.time(&timing.lookup) { try find(path) }  // one lookup, timed
         let bytes = try [UInt8](unsafeUninitializedCapacity: Int(e.info.size)) { buf, initialized in
             adviseHugePages(UnsafeMutableRawBufferPointer(buf))
-            timing = try read(path, into: UnsafeMutableRawBufferPointer(buf))
+            timing = try read(e, into: UnsafeMutableRawBufferPointer(buf), timing: timing, watch: whole)
             initialized = Int(e.info.size)
         }
         return (bytes, timing)

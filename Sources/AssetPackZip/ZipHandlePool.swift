@@ -51,12 +51,7 @@ final class ZipHandlePool: @unchecked Sendable {
 
     /// Reads exactly `count` bytes at `offset`.
     /// - Throws: `.integrityFailure` when the pack ends first, and what the source throws.
-    func read(at offset: UInt64, count: Int) throws -> [UInt8] {
-        try [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            initialized = try read(into: UnsafeMutableRawBufferPointer(buffer), at: offset)
-            if initialized < count { throw AssetPackError(.integrityFailure, "zip is truncated") }
-        }
-    }
+    func read(at offset: UInt64, count: Int) throws -> [UInt8] { try ZipStructure.reader(source)(offset, count) }
 
     /// Fills `buffer` from `offset` or up to the end of the pack.
     /// - Returns: The bytes read, fewer than `buffer.count` only at the end of the pack.

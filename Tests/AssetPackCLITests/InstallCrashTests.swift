@@ -32,15 +32,7 @@ import Testing
         let installed = priv.appendingPathComponent("assets.pack")
 
         for delayMs in [0, 2, 5, 10, 20, 35, 50, 80, 120, 200, 300] {
-            let process = Process()
-            process.executableURL = CLI.binary
-            process.arguments = ["install", new.path, "--into", priv.path]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            usleep(useconds_t(delayMs * 1000))
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            try CLI.killed(["install", new.path, "--into", priv.path], afterMilliseconds: delayMs)
 
             let now = try Data(contentsOf: installed)
             #expect(now == oldBytes || now == newBytes, "torn pack after a kill at \(delayMs) ms")

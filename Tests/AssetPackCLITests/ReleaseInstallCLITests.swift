@@ -16,10 +16,7 @@ import Testing
 
     init() throws {
         try FileManager.default.createDirectory(at: dir.appending("pub"), withIntermediateDirectories: true)
-        for key in ["k", "other"] {
-            let keygen = try CLI.run(["keygen", "--out", dir.appending(key).path, "--quiet"])
-            #expect(keygen.status == 0, "\(keygen.stderr)")
-        }
+        try CLI.keygen(["k", "other"], in: dir)
     }
 
     /// `pub/<name>.pack`, signed by `key` with `version`, holding `size` bytes of seed `seed`.

@@ -59,15 +59,7 @@ import Testing
         #expect(try CLI.run(["install", v1, "--into", home]).status == 0)
         var seen: Set<UInt64> = []
         for delayMs in [0, 3, 10, 25, 50, 80, 120, 180, 260, 400, 600] {
-            let process = Process()
-            process.executableURL = CLI.binary
-            process.arguments = ["install", v2, "--into", home]
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            usleep(useconds_t(delayMs * 1000))
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            try CLI.killed(["install", v2, "--into", home], afterMilliseconds: delayMs)
             let version = try installedWhole()
             #expect(version == 1 || version == 2, "after a kill at \(delayMs) ms")
             seen.insert(version ?? 0)

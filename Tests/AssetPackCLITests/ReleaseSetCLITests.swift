@@ -15,10 +15,7 @@ import Testing
 
     init() throws {
         try FileManager.default.createDirectory(at: dir.appending("pub"), withIntermediateDirectories: true)
-        for key in ["k", "other"] {
-            let keygen = try CLI.run(["keygen", "--out", dir.appending(key).path, "--quiet"])
-            #expect(keygen.status == 0, "\(keygen.stderr)")
-        }
+        try CLI.keygen(["k", "other"], in: dir)
     }
 
     /// `pub/<name>.pack` of `files`, signed by `key` (extra arguments appended).

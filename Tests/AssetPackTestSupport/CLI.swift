@@ -92,6 +92,36 @@ extension CLI {
         public var stderr: String
     }
 
+    /// Starts `assetpack ARGS` (no input, output discarded), kills it with SIGKILL after
+    /// `milliseconds`, and waits for it: a crash at that point, for the tests that require an
+    /// install to leave the old version or the new one whole.
+    public static func killed(_ arguments: [String], afterMilliseconds milliseconds: Int) throws {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        usleep(useconds_t(milliseconds * 1000))
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// A helper's command failed.
+    public struct CLIError: Error, CustomStringConvertible {
+        public let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    /// `assetpack keygen --out DIR/NAME` for each name (NAME.key and NAME.pub in `dir`).
+    public static func keygen(_ names: [String], in dir: TemporaryDirectory) throws {
+        for name in names {
+            let run = try run(["keygen", "--out", dir.appending(name).path, "--quiet"])
+            guard run.status == 0 else { throw CLIError("keygen \(name) failed: \(run.stderr)") }
+        }
+    }
+
     /// Runs `assetpack ARGS` with the password in `$ASSETPACK_PASSWORD`, waits until a temporary
     /// file appears in `folder` (and, with `terminal`, until the progress bar was drawn), sends
     /// `signal`, and reports what the process and folder show. With `terminal`, stderr is a
