@@ -12,11 +12,11 @@ SWIFT_TEST = $(SWIFT) test --disable-xctest
 .PHONY: deps test-deps build release install test test-full demo fmt lint samples clean tsan asan fuzz
 
 ## deps: install the C libraries' headers with apt when missing: libzip, zlib, OpenSSL, libdeflate,
-## and libcurl (remote packs).
+## libzstd, and libcurl (remote packs).
 deps:
-	@if ! pkg-config --exists libzip zlib libcrypto libdeflate libcurl 2>/dev/null; then \
-	  echo "installing libzip-dev zlib1g-dev libssl-dev libdeflate-dev libcurl4-openssl-dev pkg-config"; \
-	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libzip-dev zlib1g-dev libssl-dev libdeflate-dev libcurl4-openssl-dev pkg-config; \
+	@if ! pkg-config --exists libzip zlib libcrypto libdeflate libzstd libcurl 2>/dev/null; then \
+	  echo "installing libzip-dev zlib1g-dev libssl-dev libdeflate-dev libzstd-dev libcurl4-openssl-dev pkg-config"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libzip-dev zlib1g-dev libssl-dev libdeflate-dev libzstd-dev libcurl4-openssl-dev pkg-config; \
 	fi
 
 ## test-deps: what the tests need beyond the libraries: nginx, Apache httpd and lighttpd (remote-pack
@@ -144,7 +144,7 @@ asan: deps
 ## libFuzzer refuses a corpus folder that does not exist, and git keeps no empty folder, so a
 ## target's corpus, seed and regression folders are made when missing.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= FuzzZip FuzzZipStructure FuzzContainer FuzzContainerIndex FuzzSignature
+FUZZ_TARGETS ?= FuzzZip FuzzZipStructure FuzzContainer FuzzContainerIndex FuzzSignature FuzzZstd
 FUZZ_FLAGS = -c release --scratch-path .build-fuzz -Xswiftc -DFUZZING -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library
 fuzz: deps
 	$(SWIFT) build

@@ -19,7 +19,7 @@ let package = Package(
     ],
     targets: [
         // C libraries, each imported by exactly one Swift module: libzip by AssetPackZip, libcrypto
-        // (OpenSSL 3) by AssetPackCrypto, zlib and libdeflate by AssetPackCore, libcurl by
+        // (OpenSSL 3) by AssetPackCrypto, zlib, libdeflate and libzstd by AssetPackCore, libcurl by
         // AssetPackHTTP.
         .systemLibrary(
             name: "CLibzip", pkgConfig: "libzip",
@@ -34,11 +34,14 @@ let package = Package(
             name: "CZlib", pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(
+            name: "CZstd", pkgConfig: "libzstd",
+            providers: [.apt(["libzstd-dev"]), .brew(["zstd"])]),
+        .systemLibrary(
             name: "CLibcurl", pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
 
-        // Backend-neutral vocabulary: reader protocol, errors, timing, CRC, paths, limits.
-        .target(name: "AssetPackCore", dependencies: ["CZlib", "CLibdeflate"]),
+        // Backend-neutral vocabulary: reader protocol, errors, timing, CRC, paths, limits, the codecs.
+        .target(name: "AssetPackCore", dependencies: ["CZlib", "CLibdeflate", "CZstd"]),
         // The cryptographic primitives, over the system OpenSSL 3 (libcrypto): AES-256-GCM,
         // SHA-256, HMAC, HKDF, scrypt, PBKDF2, random bytes. See docs/ARCHITECTURE.md, "Crypto".
         .target(name: "AssetPackCrypto", dependencies: ["AssetPackCore", "CLibcrypto"]),
@@ -90,6 +93,7 @@ let package = Package(
         .executableTarget(
             name: "FuzzContainerIndex", dependencies: ["AssetPackContainer", "FuzzSupport"],
             path: "Fuzz/FuzzContainerIndex"),
+        .executableTarget(name: "FuzzZstd", dependencies: ["AssetPackCore", "FuzzSupport"], path: "Fuzz/FuzzZstd"),
         .executableTarget(
             name: "FuzzSignature", dependencies: ["AssetPackZip", "AssetPackFormat", "FuzzSupport"],
             path: "Fuzz/FuzzSignature"),
@@ -101,6 +105,9 @@ let package = Package(
         .executableTarget(name: "ZipAESBench", dependencies: ["AssetPack"], path: "Benchmarks/Sources/ZipAESBench"),
         // make bench-sets: reads through a PackSet against one pack, and opening a set.
         .executableTarget(name: "SetsBench", dependencies: ["AssetPack"], path: "Benchmarks/Sources/SetsBench"),
+        // The zstd levels against libdeflate per container chunk: bytes, compress and decode speed
+        // (docs/PERFORMANCE.md, "zstd levels"; Benchmarks/zstd-levels.sh).
+        .executableTarget(name: "ZstdBench", dependencies: ["AssetPackCore"], path: "Benchmarks/Sources/ZstdBench"),
         // The HTTP client against a bare URLSession, for make bench-remote's transport comparison.
         .executableTarget(
             name: "TransportBench", dependencies: ["AssetPackHTTP"], path: "Benchmarks/Sources/TransportBench"),
@@ -109,7 +116,8 @@ let package = Package(
         .target(
             name: "AssetPackTestSupport", dependencies: ["AssetPackCore"], path: "Tests/AssetPackTestSupport",
             resources: [.copy("fault_server.py")]),
-        .testTarget(name: "AssetPackCoreTests", dependencies: ["AssetPackCore", "AssetPackTestSupport"]),
+        // CZstd: the zstd tests build hostile frames with the library itself (a window no writer of ours uses).
+        .testTarget(name: "AssetPackCoreTests", dependencies: ["AssetPackCore", "AssetPackTestSupport", "CZstd"]),
         // The test helpers' own tests (the fault-injecting HTTP server does what the remote tests rely on).
         .testTarget(name: "AssetPackTestSupportTests", dependencies: ["AssetPackTestSupport"]),
         .testTarget(name: "AssetPackCryptoTests", dependencies: ["AssetPackCrypto", "AssetPackTestSupport"]),

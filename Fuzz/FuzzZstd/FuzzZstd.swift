@@ -1,0 +1,63 @@
+// libFuzzer target: the zstd decoder (Zstd.Decompressor) on arbitrary bytes, into the size the
+// frame declares (bounded) and into sizes around it, plus a round trip of the input through
+// Zstd.Compressor that must give back the input. Built by `make fuzz`.
+import AssetPackCore
+import Foundation
+import FuzzSupport
+
+#if FUZZING
+    let decompressor = Zstd.Decompressor()
+    let compressor = Zstd.Compressor(level: Zstd.fastLevel)
+    let maxOutput = 4 << 20
+    let output = UnsafeMutableRawBufferPointer.allocate(byteCount: maxOutput + 1, alignment: 64)
+
+    /// The content size a zstd frame header declares (RFC 8878 §3.1.1.1), if it has one.
+    func declaredSize(_ bytes: UnsafeRawBufferPointer) -> Int? {
+        guard bytes.count >= 6 else { return nil }
+        let fhd = bytes[4]
+        let single = fhd & 0x20 != 0
+        let fcsFlag = Int(fhd >> 6)
+        let at = 5 + (single ? 0 : 1) + [0, 1, 2, 4][Int(fhd & 3)]
+        let size = fcsFlag == 0 ? (single ? 1 : 0) : [0, 2, 4, 8][fcsFlag]
+        guard size > 0, bytes.count >= at + size else { return nil }
+        var value = 0
+        for i in 0..<size { value |= Int(bytes[at + i]) << (8 * i) }
+        return size == 2 ? value + 256 : value
+    }
+
+    @_cdecl("LLVMFuzzerTestOneInput")
+    public func fuzzZstd(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
+        let bytes = UnsafeRawBufferPointer(start: data, count: size)
+        var sizes = [0, 1, 4096]
+        if let declared = declaredSize(bytes), declared <= maxOutput {
+            sizes += [declared, max(0, declared - 1), declared + 1]
+        }
+        for n in sizes {
+            let out = UnsafeMutableRawBufferPointer(rebasing: output[0..<n])
+            if (try? decompressor.decompress(bytes, into: out)) != nil {
+                // Success means the frame declared exactly this size (never wrong bytes as success
+                // in length, at least: without a checksum, content is the caller's AES-GCM's job).
+                precondition(declaredSize(bytes) == n, "decoded a frame into a size it does not declare")
+            }
+        }
+        // Round trip: the input compressed and decoded must be the input.
+        if size <= maxOutput {
+            let frame = UnsafeMutableRawBufferPointer.allocate(byteCount: compressor.bound(size), alignment: 16)
+            defer { frame.deallocate() }
+            let n = compressor.compress(bytes, into: frame)!
+            let out = UnsafeMutableRawBufferPointer(rebasing: output[0..<size])
+            try! decompressor.decompress(UnsafeRawBufferPointer(rebasing: frame[0..<n]), into: out)
+            precondition(size == 0 || memcmp(out.baseAddress!, data, size) == 0, "round trip changed the bytes")
+        }
+        return 0
+    }
+
+    @_cdecl("FuzzZstd_main")
+    public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+        runFuzzer(argc, argv, fuzzZstd)
+    }
+#else
+    @main enum FuzzZstd {
+        static func main() { fuzzStub() }
+    }
+#endif
