@@ -133,6 +133,11 @@ public enum AssetPacks {
         public var reused = 0
         /// Entries compressed and encrypted by this run.
         public var packed = 0
+        /// Container: chunks in the pack, and how many were copied from the pack that was at the output.
+        public var chunks = 0
+        public var reusedChunks = 0
+        /// Bytes written to the new pack (container; sealed chunks, copied or new, and the index).
+        public var bytesWritten: UInt64 = 0
     }
 
     /// Packs the files below `source` into `output`.
@@ -173,7 +178,8 @@ public enum AssetPacks {
         let size = (try? FileSystem.stat(output.path).size) ?? 0
         return PackSummary(
             files: files, packSize: size, seconds: watch.elapsed, skipped: skipped, reused: report.reused,
-            packed: report.packed)
+            packed: report.packed, chunks: report.chunks, reusedChunks: report.reusedChunks,
+            bytesWritten: report.bytesWritten)
     }
 }
 

@@ -7,14 +7,18 @@ package enum ContainerFormat {
     /// The eight bytes every container pack starts with: `"APACK\0\r\n"`.
     public static let magic: [UInt8] = [0x41, 0x50, 0x41, 0x43, 0x4B, 0x00, 0x0D, 0x0A]
     /// The format version this build writes for unsigned packs. It reads `readableVersions`.
-    public static let version: UInt8 = 2
-    /// The version of a publisher-signed pack: version 2 followed by a signature block.
-    package static let signedVersion: UInt8 = 3
+    public static let version: UInt8 = 4
+    /// The version of a publisher-signed pack: version 4 followed by a signature block.
+    package static let signedVersion: UInt8 = 5
     /// Version 1 (round 1: keys and nonces bound to the entry's index position, fixed index
     /// nonce), version 2 (per-entry random key ids, plaintext SHA-256 in the index, random
-    /// index nonce), so that unchanged entries can be reused by an incremental re-pack, and
-    /// version 3 (version 2 with a signature block after the index).
-    static let readableVersions: ClosedRange<UInt8> = 1...3
+    /// index nonce), so that unchanged entries can be reused by an incremental re-pack,
+    /// version 3 (version 2 with a signature block after the index), version 4 (content-defined
+    /// chunks with their own random nonces and digests, a codec per entry: deflate or zstd) and
+    /// version 5 (version 4 with a signature block).
+    static let readableVersions: ClosedRange<UInt8> = 1...5
+    /// The versions followed by a signature block.
+    static let signedVersions: Set<UInt8> = [3, 5]
     /// Size of a version-2 entry key id, in bytes.
     static let keyIDSize = 16
     /// Size of the random nonce in front of a version-2 index.
@@ -46,6 +50,11 @@ package struct ContainerHeader: Equatable {
     var commitment: [UInt8] = []
 
     package var chunkSize: Int { 1 << Int(chunkShift) }
+    /// Whether a signature block follows the index (versions 3 and 5).
+    package var isSigned: Bool { ContainerFormat.signedVersions.contains(version) }
+    /// Whether the index has a chunk table (versions 4 and 5): content-defined chunks, each
+    /// with its own nonce; otherwise chunks are `chunkSize` bytes with derived nonces.
+    package var hasChunkTable: Bool { version >= 4 }
 
     /// The header bytes covered by the commitment (everything before it).
     func committedBytes() -> [UInt8] {
@@ -138,11 +147,15 @@ struct ContainerKeys: Sendable {
     static let entryInfo = Array("AssetPack container v1 entry".utf8)
     static let indexInfoV2 = Array("AssetPack container v2 index".utf8)
     static let entryInfoV2 = Array("AssetPack container v2 entry".utf8)
+    static let indexInfoV4 = Array("AssetPack container v4 index".utf8)
+    static let entryInfoV4 = Array("AssetPack container v4 entry".utf8)
 
     /// Key of the header's HMAC-SHA256 key commitment (both versions).
     var commitmentKey: [UInt8] { expand(Self.commitmentInfo) }
     /// Key sealing the index of a pack of `version`.
-    func indexKey(version: UInt8) -> [UInt8] { expand(version == 1 ? Self.indexInfo : Self.indexInfoV2) }
+    func indexKey(version: UInt8) -> [UInt8] {
+        expand(version == 1 ? Self.indexInfo : version < 4 ? Self.indexInfoV2 : Self.indexInfoV4)
+    }
     /// Key sealing the chunks of a version-1 entry: bound to its position `id` in the index.
     func entryKey(_ id: UInt32) -> [UInt8] {
         var info = Self.entryInfo
@@ -152,9 +165,13 @@ struct ContainerKeys: Sendable {
     /// Key sealing the chunks of a version-2 entry: bound to its random 16-byte key id, so it
     /// does not change when other entries are added or removed.
     func entryKey(keyID: [UInt8]) -> [UInt8] { expand(Self.entryInfoV2 + keyID) }
-    /// Key sealing the chunks of `entry`, either version.
+    /// Key sealing the chunks of a version-4 entry: its own label, so no version-2 key (whose
+    /// nonces are chunk positions) is ever a version-4 key (whose nonces are random).
+    func entryKeyV4(keyID: [UInt8]) -> [UInt8] { expand(Self.entryInfoV4 + keyID) }
+    /// Key sealing the chunks of `entry`, any version.
     func entryKey(_ entry: ContainerEntry) -> [UInt8] {
-        entry.keyID.map { entryKey(keyID: $0) } ?? entryKey(entry.id)
+        guard let keyID = entry.keyID else { return entryKey(entry.id) }
+        return entry.codec == nil ? entryKey(keyID: keyID) : entryKeyV4(keyID: keyID)
     }
 
     /// The commitment over `committed` header bytes.

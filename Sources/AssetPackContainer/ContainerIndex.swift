@@ -15,8 +15,12 @@ package struct ContainerEntry: Sendable {
     /// Number of chunks (at least one; an empty entry has one empty chunk).
     let chunkCount: Int
     /// For entries with deflated chunks, `chunkCount + 1` chunk start offsets relative to
-    /// `offset`; `nil` when every chunk is stored (then chunks sit at a fixed stride).
+    /// `offset`; `nil` when every chunk is stored (then chunks sit at a fixed stride). Versions 1–3.
     let starts: [UInt64]?
+    /// Version 4: where the entry's chunks start in the reader's ``ChunkTable``.
+    var firstChunk = 0
+    /// Version 4: the codec of its compressed chunks; `nil` for versions 1–3 (deflate).
+    var codec: ChunkCodec? = nil
 }
 
 /// What the writer records about one entry (version 2).

@@ -31,6 +31,12 @@ public final class ContainerPackReader: PackReader {
     package let source: any ByteSource
     /// Every entry's record, in index order (what an incremental re-pack reuses).
     let records: [ContainerEntry]
+    /// Version 4: every chunk's lengths, place, nonce and digest (empty before version 4).
+    let chunks: ChunkTable
+    /// Version 4: how the writer cut entries into chunks.
+    let chunking: ChunkingParameters?
+    /// Reusable zstd decoders (allocating one costs more than decoding a small chunk).
+    private let zstdDecoders = DecoderPool()
     private let index: EntryIndex<Int>
     /// The pack's keys (an incremental re-pack keeps the salt, hence the keys).
     let keys: ContainerKeys
@@ -111,6 +117,8 @@ public final class ContainerPackReader: PackReader {
         deletionPosition = opened.deletionPosition
         source = opened.source
         records = opened.records
+        chunks = opened.chunks
+        chunking = opened.chunking
         index = opened.index
         keys = opened.keys
         header = opened.header
@@ -126,8 +134,10 @@ public final class ContainerPackReader: PackReader {
         deletedPaths = []
         self.source = source
         do {
-            let (header, keys, records, block) = try Self.load(
+            let (header, keys, records, table, block) = try Self.load(
                 source, credential: credential, limits: limits, trusted: trustedKeys)
+            self.chunks = table.chunks
+            self.chunking = table.chunking
             // Entries below `.assetpack/` are the pack's own (the deletion record): not listed, not found.
             let (entries, index, deletionPosition) = try Self.visibleEntries(records)
             self.deletionPosition = deletionPosition
@@ -167,7 +177,10 @@ public final class ContainerPackReader: PackReader {
 
     private static func load(
         _ source: any ByteSource, credential: PackCredential?, limits: ReadLimits, trusted: [PublisherKey]
-    ) throws -> (ContainerHeader, ContainerKeys, [ContainerEntry], PackSignature?) {
+    ) throws -> (
+        ContainerHeader, ContainerKeys, [ContainerEntry], (chunks: ChunkTable, chunking: ChunkingParameters?),
+        PackSignature?
+    ) {
         let fileSize = source.size
         let magic = ContainerFormat.magic
         guard fileSize >= UInt64(magic.count), try preadArray(source, count: magic.count, at: 0) == magic else {
@@ -181,7 +194,7 @@ public final class ContainerPackReader: PackReader {
         let tag = UInt64(ContainerFormat.tagSize)
         let (end, overflow) = header.indexOffset.addingReportingOverflow(header.indexLength)
         let nonceSize = UInt64(header.version == 1 ? 0 : ContainerFormat.indexNonceSize)
-        let isSigned = header.version == ContainerFormat.signedVersion
+        let isSigned = header.isSigned
         guard header.indexOffset >= UInt64(ContainerFormat.headerSize), header.indexLength >= nonceSize + 4 + tag,
             !overflow, end <= fileSize, isSigned || end == fileSize
         else {
@@ -232,12 +245,19 @@ public final class ContainerPackReader: PackReader {
         else {
             throw AssetPackError(.integrityFailure, "container index failed authentication")
         }
+        if header.hasChunkTable {
+            let v4 = try plain.withUnsafeBytes {
+                try ContainerIndex.decodeV4(
+                    $0, chunkShift: header.chunkShift, dataEnd: header.indexOffset, limits: limits)
+            }
+            return (header, keys, v4.entries, (v4.chunks, v4.chunking), block)
+        }
         let records = try plain.withUnsafeBytes {
             try ContainerIndex.decode(
                 $0, version: header.version, chunkShift: header.chunkShift, dataEnd: header.indexOffset,
                 limits: limits)
         }
-        return (header, keys, records, block)
+        return (header, keys, records, (ChunkTable(), nil), block)
     }
 
     /// The entries a caller sees (all but the reserved `.assetpack/` ones), their index, and
@@ -373,8 +393,8 @@ public final class ContainerPackReader: PackReader {
         try source.access(entrySpan(e), largestRead: largestRead) {
             while first < e.chunkCount {
                 let last = min(first + group, e.chunkCount)
-                let base = UInt64(first) << chunkShift
-                let bytes = Int(min(e.info.size - base, UInt64(last - first) << chunkShift))
+                let base = plainStart(e, first)
+                let bytes = Int((last == e.chunkCount ? e.info.size : plainStart(e, last)) - base)
                 let out = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<bytes])
                 let phase = Stopwatch()
                 let cpu = try decode(e, key, first..<last, into: out, base: base, crcs: crcs.baseAddress)
@@ -411,7 +431,8 @@ public final class ContainerPackReader: PackReader {
         try e.info.checkRange(offset: offset, count: buffer.count)
         if buffer.isEmpty { return }
         let key = keys.entryKey(e)
-        let first = Int(offset >> chunkShift), last = Int((offset + UInt64(buffer.count) - 1) >> chunkShift)
+        let first = chunk(of: e, containing: offset)
+        let last = chunk(of: e, containing: offset + UInt64(buffer.count) - 1)
         _ = try source.access(storedChunks(e, first...last), largestRead: largestRead) {
             try decode(e, key, first..<last + 1, into: buffer, base: offset, crcs: nil)
         }
@@ -421,6 +442,10 @@ public final class ContainerPackReader: PackReader {
 
     /// The file offset and length of chunk `c` of `e` as stored (payload and tag).
     func storedChunk(_ e: ContainerEntry, _ c: Int) -> (offset: UInt64, length: Int) {
+        if e.codec != nil {
+            let k = e.firstChunk + c
+            return (chunks.offset[k], chunks.payloadLength(k) + ContainerFormat.tagSize)
+        }
         if let s = e.starts { return (e.offset + s[c], Int(s[c + 1] - s[c])) }
         let slot = UInt64((1 << chunkShift) + ContainerFormat.tagSize)
         return (e.offset + UInt64(c) * slot, plainLength(e, c) + ContainerFormat.tagSize)
@@ -446,7 +471,39 @@ public final class ContainerPackReader: PackReader {
     static let cores = ProcessInfo.processInfo.activeProcessorCount
 
     func plainLength(_ e: ContainerEntry, _ c: Int) -> Int {
-        c == e.chunkCount - 1 ? Int(e.info.size - (UInt64(c) << chunkShift)) : 1 << chunkShift
+        if e.codec != nil { return Int(chunks.plainLength[e.firstChunk + c]) }
+        return c == e.chunkCount - 1 ? Int(e.info.size - (UInt64(c) << chunkShift)) : 1 << chunkShift
+    }
+
+    /// Where chunk `c`'s plaintext starts in its entry.
+    func plainStart(_ e: ContainerEntry, _ c: Int) -> UInt64 {
+        e.codec != nil ? chunks.plainStart[e.firstChunk + c] : UInt64(c) << chunkShift
+    }
+
+    /// The chunk of `e` that holds plaintext byte `offset` (< the entry's size): a division for
+    /// fixed-size chunks, a binary search of the chunk table for content-defined ones.
+    func chunk(of e: ContainerEntry, containing offset: UInt64) -> Int {
+        guard e.codec != nil else { return Int(offset >> chunkShift) }
+        var lo = e.firstChunk, hi = e.firstChunk + e.chunkCount  // the answer is in lo..<hi
+        while hi - lo > 1 {
+            let mid = (lo + hi) / 2
+            if chunks.plainStart[mid] <= offset { lo = mid } else { hi = mid }
+        }
+        return lo - e.firstChunk
+    }
+
+    /// The AES-GCM nonce of chunk `c` of `e`: stored in a version-4 index, derived before.
+    func nonce(_ e: ContainerEntry, _ c: Int) -> [UInt8] {
+        if e.codec != nil { return chunks.nonce(e.firstChunk + c) }
+        return chunkNonce(
+            entry: e.keyID == nil ? e.id : 0, chunk: UInt32(c), final: c == e.chunkCount - 1,
+            deflated: storedChunk(e, c).length - ContainerFormat.tagSize < plainLength(e, c))
+    }
+
+    /// Whether chunk `c` of `e` is compressed (with the entry's codec; deflate before version 4).
+    func isCompressed(_ e: ContainerEntry, _ c: Int) -> Bool {
+        if e.codec != nil { return chunks.isCompressed(e.firstChunk + c) }
+        return storedChunk(e, c).length - ContainerFormat.tagSize < plainLength(e, c)
     }
 
     /// Decrypts chunks `range` of `e` into `out`, which holds the entry's bytes
@@ -474,9 +531,15 @@ public final class ContainerPackReader: PackReader {
             let hasher = signed == nil ? nil : SHA256Hasher()
             var temp: UnsafeMutableRawBufferPointer?
             defer { temp?.deallocate() }
+            var zstd: Zstd.Decompressor?
+            defer { if let zstd { give(zstd) } }
+            let decoder = {
+                if zstd == nil { zstd = self.takeZstd() }
+                return zstd!
+            }
             var dec = 0.0, crcTime = 0.0
             for c in lo..<hi {
-                let start = UInt64(c) << chunkShift
+                let start = plainStart(e, c)
                 let len = plainLength(e, c)
                 let end = start + UInt64(len)
                 let inPlace = start >= base && end <= outEnd
@@ -488,7 +551,8 @@ public final class ContainerPackReader: PackReader {
                     dest = UnsafeMutableRawBufferPointer(rebasing: temp![0..<len])
                 }
                 try Stopwatch.time(&dec) {
-                    try openChunk(e, key, c, gcm: gcm, hasher: hasher, scratch: scratch, into: dest)
+                    try openChunk(
+                        e, key, c, gcm: gcm, hasher: hasher, scratch: scratch, zstd: decoder, into: dest)
                 }
                 if let crcs {
                     crcs[c - range.lowerBound] = Stopwatch.time(&crcTime) {
@@ -513,26 +577,17 @@ public final class ContainerPackReader: PackReader {
     /// first compares the sealed chunk's SHA-256 (through `hasher`) with the signed one.
     private func openChunk(
         _ e: ContainerEntry, _ key: [UInt8], _ c: Int, gcm: AESGCM, hasher: SHA256Hasher?,
-        scratch: UnsafeMutableRawBufferPointer, into dest: UnsafeMutableRawBufferPointer
+        scratch: UnsafeMutableRawBufferPointer, zstd: () -> Zstd.Decompressor, into dest: UnsafeMutableRawBufferPointer
     ) throws {
         let plainLen = dest.count
         let tagSize = ContainerFormat.tagSize
-        let offset: UInt64, stored: Int
-        if let s = e.starts {
-            offset = e.offset + s[c]
-            stored = Int(s[c + 1] - s[c])
-        } else {
-            offset = e.offset + UInt64(c) * UInt64((1 << chunkShift) + tagSize)
-            stored = plainLen + tagSize
-        }
+        let (offset, stored) = storedChunk(e, c)
         let payload = stored - tagSize
-        let deflated = payload < plainLen
-        guard payload == plainLen || deflated else {
+        let compressed = isCompressed(e, c)
+        guard compressed ? payload < plainLen : payload == plainLen else {
             throw AssetPackError(.integrityFailure, "chunk \(c) has the wrong length", path: e.info.path)
         }
-        let nonce = chunkNonce(
-            entry: e.keyID == nil ? e.id : 0, chunk: UInt32(c), final: c == e.chunkCount - 1, deflated: deflated)
-        let ciphertext = deflated ? UnsafeMutableRawBufferPointer(rebasing: scratch[0..<payload]) : dest
+        let ciphertext = compressed ? UnsafeMutableRawBufferPointer(rebasing: scratch[0..<payload]) : dest
         let tag = UnsafeMutableRawBufferPointer(rebasing: scratch[(scratch.count - tagSize)...])
         try readExactly(source, ciphertext, at: offset)
         try readExactly(source, tag, at: offset + UInt64(payload))
@@ -545,15 +600,42 @@ public final class ContainerPackReader: PackReader {
                     .untrusted, "chunk \(c) is not the one its publisher signed", path: e.info.path)
             }
         }
-        guard gcm.open(ciphertext, tag: UnsafeRawBufferPointer(tag), nonce: nonce, key: key) else {
+        guard gcm.open(ciphertext, tag: UnsafeRawBufferPointer(tag), nonce: nonce(e, c), key: key) else {
             throw AssetPackError(.integrityFailure, "chunk \(c) failed authentication", path: e.info.path)
         }
-        if deflated {
-            do { try RawDeflate.decompress(UnsafeRawBufferPointer(ciphertext), into: dest) } catch let error
-                as AssetPackError
-            {
-                throw error.naming(e.info.path)
+        guard compressed else { return }
+        do {
+            if e.codec == .zstd {
+                try zstd().decompress(UnsafeRawBufferPointer(ciphertext), into: dest)
+            } else {
+                try RawDeflate.decompress(UnsafeRawBufferPointer(ciphertext), into: dest)
             }
+        } catch let error as AssetPackError {
+            throw error.naming(e.info.path)
         }
+    }
+
+    /// A zstd decoder from the reader's pool (a new one when all are in use).
+    private func takeZstd() -> Zstd.Decompressor { zstdDecoders.take() ?? Zstd.Decompressor() }
+
+    /// Returns `decoder` to the pool, which keeps one per concurrent task at most.
+    private func give(_ decoder: Zstd.Decompressor) { zstdDecoders.give(decoder, keeping: Self.cores * 4) }
+}
+
+/// Idle zstd decoders. A decoder serves one thread at a time; the pool hands each to one taker.
+private final class DecoderPool: @unchecked Sendable {
+    private let lock = NSLock()
+    private var idle: [Zstd.Decompressor] = []
+
+    func take() -> Zstd.Decompressor? {
+        lock.lock()
+        defer { lock.unlock() }
+        return idle.popLast()
+    }
+
+    func give(_ decoder: Zstd.Decompressor, keeping most: Int) {
+        lock.lock()
+        defer { lock.unlock() }
+        if idle.count < most { idle.append(decoder) }
     }
 }

@@ -17,10 +17,6 @@ extension ContainerPackReader {
         let key = keys.entryKey(e)
         let tagSize = ContainerFormat.tagSize
         let slot = (1 << chunkShift) + tagSize
-        func bounds(_ c: Int) -> (start: UInt64, length: Int) {
-            if let s = e.starts { return (s[c], Int(s[c + 1] - s[c])) }
-            return (UInt64(c) * UInt64(slot), plainLength(e, c) + tagSize)
-        }
         let piece = UnsafeMutableRawBufferPointer.allocate(byteCount: max(8 << 20, slot), alignment: 64)
         defer { piece.deallocate() }
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: slot, alignment: 64)
@@ -28,28 +24,27 @@ extension ContainerPackReader {
         let gcm = AESGCM()
         var c = 0
         while c < e.chunkCount {
-            let first = c, begin = bounds(c).start
+            let first = c, begin = storedChunk(e, c).offset
             var end = begin
-            while c < e.chunkCount, Int(bounds(c).start + UInt64(bounds(c).length) - begin) <= piece.count {
-                end = bounds(c).start + UInt64(bounds(c).length)
+            while c < e.chunkCount {
+                let (start, length) = storedChunk(e, c)
+                guard Int(start + UInt64(length) - begin) <= piece.count else { break }
+                end = start + UInt64(length)
                 c += 1
             }
             let bytes = UnsafeMutableRawBufferPointer(rebasing: piece[0..<Int(end - begin)])
-            try readExactly(source, bytes, at: e.offset + begin)
+            try readExactly(source, bytes, at: begin)
             for k in first..<c {
-                let (start, length) = bounds(k)
+                let (start, length) = storedChunk(e, k)
                 let payload = length - tagSize
                 let at = Int(start - begin)
                 let sealed = UnsafeRawBufferPointer(rebasing: bytes[at..<at + length])
                 UnsafeMutableRawBufferPointer(rebasing: scratch[0..<payload])
                     .copyMemory(from: UnsafeRawBufferPointer(rebasing: sealed[0..<payload]))
-                let nonce = chunkNonce(
-                    entry: e.keyID == nil ? e.id : 0, chunk: UInt32(k), final: k == e.chunkCount - 1,
-                    deflated: payload < plainLength(e, k))
                 guard
                     gcm.open(
                         UnsafeMutableRawBufferPointer(rebasing: scratch[0..<payload]),
-                        tag: UnsafeRawBufferPointer(rebasing: sealed[payload...]), nonce: nonce, key: key)
+                        tag: UnsafeRawBufferPointer(rebasing: sealed[payload...]), nonce: nonce(e, k), key: key)
                 else {
                     throw AssetPackError(.integrityFailure, "chunk \(k) failed authentication", path: e.info.path)
                 }
@@ -75,6 +70,27 @@ extension ContainerPackReader {
         var keys: [UInt8] = [ContainerFormat.cipherSuite, header.kdf.rawValue, header.chunkShift]
         for p in header.params { withUnsafeBytes(of: p.littleEndian) { keys += $0 } }
         keys += header.salt
+        if header.hasChunkTable {
+            // Version 4 entry keys have their own label: comparable only with version 4.
+            keys.append(4)
+            // Per chunk: a sealed chunk is its key id's key, its nonce and its plaintext (compressed
+            // or not): the same four, the same bytes. Chunks an incremental re-pack kept are
+            // found whatever else of their entry changed.
+            var entries: [(identity: [UInt8], span: Range<UInt64>)] = []
+            entries.reserveCapacity(chunks.count)
+            for e in records {
+                for c in 0..<e.chunkCount {
+                    let k = e.firstChunk + c
+                    var identity = e.keyID ?? []
+                    identity += chunks.nonces[12 * k..<12 * k + 12]
+                    identity += chunks.digests[32 * k..<32 * k + 32]
+                    withUnsafeBytes(of: chunks.payload[k].littleEndian) { identity += $0 }
+                    identity.append(e.codec?.rawValue ?? 0)
+                    entries.append((identity, storedChunks(e, c...c)))
+                }
+            }
+            return StoredIdentities(keys: keys, entries: entries)
+        }
         let entries = records.compactMap { e -> (identity: [UInt8], span: Range<UInt64>)? in
             guard let keyID = e.keyID, let sha256 = e.sha256 else { return nil }
             var identity = keyID + sha256
@@ -100,7 +116,7 @@ extension ContainerPackReader {
         -> PackSignature?
     {
         let header = try header(of: source).header
-        guard header.version == ContainerFormat.signedVersion else { return nil }
+        guard header.isSigned else { return nil }
         let (end, overflow) = header.indexOffset.addingReportingOverflow(header.indexLength)
         guard !overflow, end <= source.size else { throw AssetPackError(.integrityFailure, "container is truncated") }
         let length = try trailerLength(header, fileSize: source.size)

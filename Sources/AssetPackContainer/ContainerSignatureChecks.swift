@@ -26,7 +26,7 @@ extension ContainerPackReader {
         _ source: any ByteSource, header: ContainerHeader, headerBytes: [UInt8], sealedIndex: [UInt8],
         trusted: [PublisherKey]
     ) throws -> PackSignature {
-        guard header.version == ContainerFormat.signedVersion else {
+        guard header.isSigned else {
             throw AssetPackError(.untrusted, "the pack is not signed, and trusted keys were given")
         }
         let end = header.indexOffset + header.indexLength
@@ -53,7 +53,7 @@ extension ContainerPackReader {
 
     /// Whether the container in `source` is a signed one (version 3; the signature is not checked).
     package static func isSigned(_ source: any ByteSource) throws -> Bool {
-        try header(of: source).header.version == ContainerFormat.signedVersion
+        try header(of: source).header.isSigned
     }
 
     /// Checks the signature of the container in `source` without a password: the block, the

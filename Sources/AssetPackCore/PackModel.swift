@@ -26,6 +26,8 @@ public enum EntryCompression: String, Sendable, Codable {
     case store
     /// Raw deflate (RFC 1951).
     case deflate
+    /// zstd (RFC 8878), one frame per container chunk.
+    case zstd
     /// A method this build does not decode; reading such an entry fails with `.unsupportedFormat`.
     case other
 }

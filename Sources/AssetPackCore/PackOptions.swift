@@ -40,6 +40,8 @@ public struct PackOptions: Sendable {
     public var format: PackFormat = .zip
     /// Which entries to compress.
     public var compression: CompressionPolicy = .auto
+    /// How hard to compress what is compressed: for the reader (the default) or for a quick build.
+    public var level: CompressionLevel = .default
     /// The password or key. Required unless the zip's encryption is `.none`.
     public var credential: PackCredential?
     /// Whether dot-files are packed.
@@ -99,13 +101,32 @@ public struct ZipPackOptions: Sendable, Hashable {
 
 /// Settings only a container pack has.
 public struct ContainerPackOptions: Sendable, Hashable {
-    /// Chunk size in bytes: a power of two from 4 KiB to 16 MiB.
+    /// The average chunk size in bytes: a power of two from 4 KiB to 4 MiB. Chunks are cut at
+    /// content-defined boundaries, from a quarter of it to four times it (docs/FORMAT.md).
     public var chunkSize = 64 << 10
+    /// The codec of compressed chunks: zstd (the default) or deflate.
+    public var codec: ContainerCodec = .zstd
     /// How a password becomes the key (a raw-key credential uses no KDF).
     public var kdf: ContainerKDF = .default
 
     /// The defaults: 64 KiB chunks, scrypt N = 2^15, r = 8, p = 1.
     public init() {}
+}
+
+/// How a container pack compresses the chunks it compresses.
+public enum ContainerCodec: String, Sendable, Hashable, CaseIterable {
+    /// zstd, one frame per chunk: smaller and faster to decode than deflate (docs/PERFORMANCE.md).
+    case zstd
+    /// Raw deflate, one stream per chunk.
+    case deflate
+}
+
+/// How hard a writer compresses: for the reader (`.default`) or for a quick build (`.fast`).
+public enum CompressionLevel: String, Sendable, Hashable, CaseIterable {
+    /// Favours pack size and decode speed (a pack is written once and read on every device).
+    case `default`
+    /// Favours packing time, for iteration builds.
+    case fast
 }
 
 /// The key derivation a password-protected container pack uses (raw-key packs use none).
@@ -128,6 +149,13 @@ package struct PackWriteReport: Sendable, Equatable {
     package var packed = 0
     /// Source bytes of the reused entries.
     package var reusedBytes: UInt64 = 0
+    /// Container: chunks written, how many of them were copied from the previous pack, and the
+    /// plaintext bytes they hold.
+    package var chunks = 0
+    package var reusedChunks = 0
+    package var chunkBytesReused: UInt64 = 0
+    /// Bytes written to the new pack (sealed chunks, copied or new, index, header, signature).
+    package var bytesWritten: UInt64 = 0
 
     package init(reused: Int = 0, packed: Int = 0, reusedBytes: UInt64 = 0) {
         self.reused = reused

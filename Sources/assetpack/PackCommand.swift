@@ -19,8 +19,14 @@ extension AssetPackCommand {
         var encryption: PackEncryption = .aes256
         @Option(help: "auto (store media, deflate the rest where it pays), store or deflate.")
         var compression: CompressionPolicy = .auto
-        @Option(name: .customLong("chunk-kib"), help: "container only: chunk size in KiB (power of two, 4 to 16384).")
+        @Option(
+            name: .customLong("chunk-kib"),
+            help:
+                "container only: the average chunk size in KiB (power of two, 4 to 4096); chunks are cut where the content says, from a quarter to four times it."
+        )
         var chunkKiB: Int = 64
+        @Option(help: "container only: zstd (default: smaller, faster to read) or deflate.")
+        var codec: ContainerCodec = .zstd
         @Flag(help: "Include dot-files such as .DS_Store.") var includeHidden = false
         @Flag(
             help:
@@ -66,8 +72,11 @@ extension AssetPackCommand {
             if format == .container && encryption != .aes256 {
                 throw ValidationError("--encryption applies to zip packs only; the container is always AES-256-GCM")
             }
-            guard chunkKiB >= 4, chunkKiB <= 16384, chunkKiB & (chunkKiB - 1) == 0 else {
-                throw ValidationError("--chunk-kib must be a power of two from 4 to 16384")
+            guard chunkKiB >= 4, chunkKiB <= 4096, chunkKiB & (chunkKiB - 1) == 0 else {
+                throw ValidationError("--chunk-kib must be a power of two from 4 to 4096")
+            }
+            if format != .container && codec != .zstd {
+                throw ValidationError("--codec applies to container packs only; zip entries are deflated")
             }
             if signKey == nil && (packVersion != nil || expires != nil || packName != nil) {
                 throw ValidationError(
@@ -97,6 +106,7 @@ extension AssetPackCommand {
                 options.compression = compression
                 options.includeHidden = includeHidden
                 options.container.chunkSize = chunkKiB << 10
+                options.container.codec = codec
                 options.fresh = fresh
                 options.signingKey = try signKey.map { try PublisherSigningKey.load(from: URL(fileURLWithPath: $0)) }
                 options.releaseName = packName
@@ -131,14 +141,22 @@ extension AssetPackCommand {
                 let inputBytes = summary.files.reduce(UInt64(0)) { $0 + $1.size }
                 let removed = previous?.paths.map { $0.subtracting(summary.files.map(\.path)).count }
                 quiet.say(
-                    "packed \(plural(summary.files.count, "entry", "entries")) (\(inputBytes) bytes) into \(output) (\(summary.packSize) bytes, \(format.rawValue)) in \(String(format: "%.2f", summary.seconds)) s: \(summary.reused) reused, \(summary.packed) packed"
+                    "packed \(plural(summary.files.count, "entry", "entries")) (\(inputBytes) bytes) into \(output) (\(summary.packSize) bytes, \(format.rawValue)\(chunkNote(summary))) in \(String(format: "%.2f", summary.seconds)) s: \(summary.reused) reused, \(summary.packed) packed"
                         + (removed.map { ", \($0) removed" } ?? "")
+
                         + (options.signingKey.map { ", signed by key \($0.publicKey.fingerprint)" } ?? "")
                         + (options.signingKey == nil
                             ? "" : " as " + (try options.release(for: output)).summary))
             }
         }
     }
+}
+
+/// A container's chunk reuse, for the summary: "; 3 of 40 chunks reused, 123 bytes written".
+private func chunkNote(_ summary: AssetPacks.PackSummary) -> String {
+    guard summary.chunks > 0 else { return "" }
+    return
+        "; \(summary.reusedChunks) of \(plural(summary.chunks, "chunk", "chunks")) reused, \(summary.bytesWritten) bytes written"
 }
 
 /// A single self-rewriting progress line on a terminal (entries, bytes, rate, ETA); silent otherwise.

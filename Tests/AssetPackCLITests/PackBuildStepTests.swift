@@ -55,6 +55,46 @@ import Testing
         #expect(Self.summary(other).contains(": 0 reused, 4 packed"), "\(other.stderr)")
     }
 
+    /// A container re-pack after one byte of a large file changed re-seals only the chunks
+    /// around it and says so: "C of N chunks reused, B bytes written" (B far below the pack).
+    @Test func aContainerRepackReSealsOnlyTheChangedChunks() throws {
+        let dir = TemporaryDirectory()
+        var big = testBytes(1 << 20, seed: 5)
+        let source = try dir.write(["big.bin": big, "small.txt": textBytes(500)], under: "src")
+        let output = dir.appending("out.apack")
+        let first = try Self.pack(source, output, .container, ["--chunk-kib", "4"])
+        #expect(first.status == 0, "\(first.stderr)")
+        big[big.count / 2] ^= 0xFF
+        try Data(big).write(to: source.appendingPathComponent("big.bin"))
+        let second = try Self.pack(source, output, .container, ["--chunk-kib", "4"])
+        let line = Self.summary(second)
+        let numbers = line.firstMatch(of: /; ([0-9]+) of ([0-9]+) chunks reused, ([0-9]+) bytes written\)/)
+        let (reused, chunks, written) = try #require(numbers.map { (Int($0.1)!, Int($0.2)!, Int($0.3)!) }, "\(line)")
+        #expect(chunks > 100 && chunks - reused >= 1 && chunks - reused <= 2, "\(line)")
+        let size = try FileManager.default.attributesOfItem(atPath: output.path)[.size] as! Int
+        #expect(written == size, "every byte of the new pack is written once: \(line)")
+        #expect(line.hasSuffix(": 1 reused, 1 packed, 0 removed"), "\(line)")
+        let cat = try CLI.run(["cat", output.path, "big.bin"], password: Self.password)
+        #expect(cat.status == 0 && cat.stdout == big)
+    }
+
+    /// `--codec` picks the container's codec (zstd by default), and is refused for a zip.
+    @Test func codecIsTheContainersChoice() throws {
+        let dir = TemporaryDirectory()
+        let source = try dir.write(["t.txt": textBytes(100_000)], under: "src")
+        for codec in ["zstd", "deflate"] {
+            let output = dir.appending("\(codec).apack")
+            let extra = codec == "zstd" ? [] : ["--codec", codec]
+            #expect(try Self.pack(source, output, .container, extra).status == 0)
+            let list = try CLI.run(["list", output.path, "--json"], password: Self.password)
+            #expect(list.text.contains("\"compression\" : \"\(codec)\""), "\(list.text)")
+            let cat = try CLI.run(["cat", output.path, "t.txt"], password: Self.password)
+            #expect(cat.status == 0 && cat.stdout == textBytes(100_000))
+        }
+        let zip = try Self.pack(source, dir.appending("z.zip"), .zip, ["--codec", "deflate"])
+        #expect(zip.status == 64 && zip.stderr.contains("--codec applies to container packs only"), "\(zip.stderr)")
+    }
+
     @Test(arguments: [PackFormat.zip, .container])
     func offATerminalOnlyTheSummary(format: PackFormat) throws {
         let dir = TemporaryDirectory()

@@ -4,9 +4,9 @@ import Testing
 
 @testable import AssetPackContainer
 
-/// Incremental re-packs of the container (format version 2): unchanged entries are copied as
-/// they are, changed and new ones get fresh key ids, and anything that cannot be reused safely
-/// is packed afresh.
+/// Incremental re-packs of the container (format version 4): unchanged chunks are copied as they
+/// were sealed, changed ones are sealed under fresh random nonces, and anything that cannot be
+/// reused safely is packed afresh.
 @Suite struct IncrementalTests {
     /// A source tree on disk that can be edited between packs.
     final class Tree {
@@ -30,7 +30,7 @@ import Testing
         @discardableResult
         func pack(
             credential: PackCredential = testKey, fresh: Bool = false, chunkSize: Int = 4096,
-            kdf: ContainerKDF = cheapKDF, compression: CompressionPolicy = .auto
+            kdf: ContainerKDF = cheapKDF, compression: CompressionPolicy = .auto, codec: ContainerCodec = .zstd
         ) throws -> PackWriteReport {
             var options = PackOptions()
             options.format = .container
@@ -39,6 +39,7 @@ import Testing
             options.container.chunkSize = chunkSize
             options.container.kdf = kdf
             options.compression = compression
+            options.container.codec = codec
             let files = try SourceTree.scan(root: root, includeHidden: false)
             return try ContainerPackWriter().write(files, to: output, options: options)
         }
@@ -72,10 +73,11 @@ import Testing
 
     @Test func nothingChangedReusesEveryEntryWithIdenticalBytes() throws {
         let tree = try Self.sample()
-        #expect(try tree.pack() == PackWriteReport(reused: 0, packed: 5))
+        let full = try tree.pack()
+        #expect(full.reused == 0 && full.packed == 5 && full.reusedChunks == 0)
         let first = tree.bytes, firstHeader = try tree.reader().header
         let again = try tree.pack()
-        #expect(again.reused == 5 && again.packed == 0)
+        #expect(again.reused == 5 && again.packed == 0 && again.reusedChunks == again.chunks)
         #expect(again.reusedBytes == UInt64(10_000 + 9000 + 0 + 75_000 + 8))
         let second = tree.bytes, secondHeader = try tree.reader().header
         // Entry bytes are identical; the salt (hence every key) is kept; only the index is resealed.
@@ -89,21 +91,20 @@ import Testing
     @Test func oneChangedFileIsTheOnlyOnePacked() throws {
         let tree = try Self.sample()
         try tree.pack()
-        let before = try tree.reader().records
+        let first = try tree.reader()
+        let before = first.records
         try tree.set("b/noise.bin", noise(9000, seed: 99))  // same size, other content
-        #expect(try tree.pack() == PackWriteReport(reused: 4, packed: 1, reusedBytes: 10_000 + 75_000 + 8))
+        let report = try tree.pack()
+        #expect(report.reused == 4 && report.packed == 1 && report.reusedBytes == 10_000 + 75_000 + 8)
         try tree.expectReadsBack()
         let after = try tree.reader().records
         for (old, new) in zip(before, after) {
             #expect(old.info.path == new.info.path)
-            if new.info.path == "b/noise.bin" {
-                // A new plaintext never meets an old key: the key id is fresh.
-                #expect(old.keyID != new.keyID)
-                #expect(old.sha256 != new.sha256)
-            } else {
-                #expect(old.keyID == new.keyID && old.sha256 == new.sha256)
-            }
+            // Every entry keeps its key id (its unchanged chunks stay valid under its key).
+            #expect(old.keyID == new.keyID)
+            #expect((old.sha256 == new.sha256) == (new.info.path != "b/noise.bin"))
         }
+        Self.expectNoNonceSealsTwoPlaintexts([first, try tree.reader()])
     }
 
     @Test func addedAndRemovedFiles() throws {
@@ -130,7 +131,8 @@ import Testing
         let tree = try Self.sample()
         try tree.pack()
         let salt = try tree.reader().header.salt
-        #expect(try tree.pack(fresh: true) == PackWriteReport(reused: 0, packed: 5))
+        let fresh = try tree.pack(fresh: true)
+        #expect(fresh.reused == 0 && fresh.packed == 5 && fresh.reusedChunks == 0)
         #expect(try tree.reader().header.salt != salt)
         try tree.expectReadsBack()
     }
@@ -172,17 +174,72 @@ import Testing
         try FileManager.default.copyItem(atPath: vector.path, toPath: tree.output)
         #expect(try ContainerPackReader(path: tree.output, credential: testKey).header.version == 1)
         #expect(try tree.pack().reused == 0)
-        #expect(try tree.reader().header.version == 2)
+        #expect(try tree.reader().header.version == 4)
         try tree.expectReadsBack()
     }
 
-    @Test func deflatedChunksAreReusedWithTheirLengths() throws {
+    @Test(arguments: [ContainerCodec.zstd, .deflate])
+    func compressedChunksAreReusedWithTheirLengths(codec: ContainerCodec) throws {
         let tree = try Self.sample()
-        try tree.pack(compression: .deflate)
-        let before = try tree.reader().records.map(\.starts)
-        #expect(before.contains { $0 != nil })
-        #expect(try tree.pack(compression: .deflate).reused == 5)
-        #expect(try tree.reader().records.map(\.starts) == before)
+        try tree.pack(compression: .deflate, codec: codec)
+        let before = try tree.reader().chunks
+        #expect(before.payload.contains { $0 & ChunkTable.compressedBit != 0 })
+        #expect(try tree.pack(compression: .deflate, codec: codec).reused == 5)
+        let after = try tree.reader().chunks
+        #expect(after.payload == before.payload && after.nonces == before.nonces && after.digests == before.digests)
         try tree.expectReadsBack()
+    }
+
+    /// Over two versions of a pack (one salt, so one key per key id): a (key id, nonce) pair that
+    /// appears in both seals the same plaintext (the same digest) in both, and no pair appears twice
+    /// within one version.
+    static func expectNoNonceSealsTwoPlaintexts(
+        _ versions: [ContainerPackReader], sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        var seen: [[UInt8]: [UInt8]] = [:]
+        for reader in versions {
+            var inThis = Set<[UInt8]>()
+            for e in reader.records {
+                for c in 0..<e.chunkCount {
+                    let k = e.firstChunk + c
+                    let pair = (e.keyID ?? []) + reader.chunks.nonce(k)
+                    #expect(
+                        inThis.insert(pair).inserted, "a nonce used twice in one pack", sourceLocation: sourceLocation)
+                    if let digest = seen[pair] {
+                        #expect(
+                            digest == reader.chunks.digest(k), "a nonce sealed two plaintexts",
+                            sourceLocation: sourceLocation)
+                    }
+                    seen[pair] = reader.chunks.digest(k)
+                }
+            }
+        }
+    }
+
+    /// A large entry edited three ways: each re-pack re-seals only the chunks around the edit, every
+    /// other chunk is copied, the result reads back, and no nonce ever seals two plaintexts.
+    @Test func anEditReSealsOnlyTheChunksAroundIt() throws {
+        let size = 1 << 20  // 4 KiB average chunks: about 256 of them
+        var data = noise(size, seed: 42)
+        let tree = try Tree(["big.bin": data, "small.txt": text(500)])
+        try tree.pack()
+        var versions = [try tree.reader()]
+        func repack(_ edit: String, mostNew: Int, sourceLocation: SourceLocation = #_sourceLocation) throws {
+            try tree.set("big.bin", data)
+            let report = try tree.pack()
+            let sealed = report.chunks - report.reusedChunks
+            #expect(
+                sealed >= 1 && sealed <= mostNew, "\(edit): \(sealed) chunks sealed", sourceLocation: sourceLocation)
+            #expect(report.reused == 1 && report.packed == 1, sourceLocation: sourceLocation)
+            try tree.expectReadsBack(sourceLocation: sourceLocation)
+            versions.append(try tree.reader())
+        }
+        data[size / 2] ^= 0xFF
+        try repack("one byte changed", mostNew: 2)
+        data.insert(contentsOf: noise(4096, seed: 7), at: size / 3)
+        try repack("4 KiB inserted", mostNew: 4)
+        data += noise(64 << 10, seed: 8)
+        try repack("64 KiB appended", mostNew: 64 / 4 * 3)
+        Self.expectNoNonceSealsTwoPlaintexts(versions)
     }
 }

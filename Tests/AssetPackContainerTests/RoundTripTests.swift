@@ -18,10 +18,10 @@ import Testing
         ("a/b/c/d/e/f/deep.txt", text(9000)),
     ]
 
-    @Test(arguments: [CompressionPolicy.auto, .store, .deflate])
-    func roundTrip(_ compression: CompressionPolicy) throws {
+    @Test(arguments: [CompressionPolicy.auto, .store, .deflate], [ContainerCodec.zstd, .deflate])
+    func roundTrip(_ compression: CompressionPolicy, codec: ContainerCodec) throws {
         let scratch = Scratch()
-        let path = try scratch.pack(Self.files, compression: compression)
+        let path = try scratch.pack(Self.files, compression: compression, codec: codec)
         let reader = try ContainerPackReader(path: path, credential: testKey)
         #expect(reader.format == .container)
         let sortedPaths = Self.files.map(\.0).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
@@ -41,8 +41,8 @@ import Testing
             #expect(streamed == expected, "stream \(name)")
         }
         if compression != .store {
-            #expect(reader.entry("big/text.txt")?.compression == .deflate)
-            #expect(reader.entry("big/multi.bin")?.compression == .store)  // deflate does not pay
+            #expect(reader.entry("big/text.txt")?.compression == (codec == .zstd ? .zstd : .deflate))
+            #expect(reader.entry("big/multi.bin")?.compression == .store)  // compression does not pay
         }
     }
 
@@ -56,13 +56,15 @@ import Testing
         expectError(.entryNotFound) { _ = try reader.readRange("nope", offset: 0, count: 1) }
     }
 
-    @Test func readRangeAcrossChunkBorders() throws {
+    @Test(arguments: [ContainerCodec.zstd, .deflate])
+    func readRangeAcrossChunkBorders(codec: ContainerCodec) throws {
         let scratch = Scratch()
         let stored = noise(5 * 4096 + 77, seed: 9)
         let mixed = text(4096) + noise(4096, seed: 10) + text(3 * 4096 + 5)
-        let path = try scratch.pack([("s.bin", stored), ("m.bin", mixed)], compression: .deflate)
+        let path = try scratch.pack([("s.bin", stored), ("m.bin", mixed)], compression: .deflate, codec: codec)
         let reader = try ContainerPackReader(path: path, credential: testKey)
-        #expect(reader.entry("m.bin")?.compression == .deflate)
+        #expect(reader.entry("m.bin")?.compression == (codec == .zstd ? .zstd : .deflate))
+        #expect(try #require(reader.records.first { $0.info.path == "s.bin" }).chunkCount > 2)
         for (name, data) in [("s.bin", stored), ("m.bin", mixed)] {
             var ranges: [(Int, Int)] = [
                 (0, 0), (0, 1), (4095, 2), (4096, 4096), (4000, 9000), (0, data.count), (data.count - 1, 1),
@@ -84,7 +86,7 @@ import Testing
         }
     }
 
-    @Test(arguments: [4096, 64 << 10, 1 << 20])
+    @Test(arguments: [4096, 64 << 10, 1 << 20, 4 << 20])
     func chunkSizes(_ chunkSize: Int) throws {
         let scratch = Scratch()
         let files = [

@@ -45,7 +45,7 @@ final class Scratch {
         _ files: [(String, [UInt8])], name: String = "test.apack", credential: PackCredential? = testKey,
         chunkSize: Int = 4096, compression: CompressionPolicy = .auto,
         kdf: ContainerKDF = cheapKDF, writer: ContainerPackWriter = ContainerPackWriter(),
-        signingKey: PublisherSigningKey? = nil
+        signingKey: PublisherSigningKey? = nil, codec: ContainerCodec = .zstd
     ) throws -> String {
         let src = url.appendingPathComponent("src-\(name)")
         var sources: [SourceFile] = []
@@ -61,6 +61,7 @@ final class Scratch {
         options.container.chunkSize = chunkSize
         options.container.kdf = kdf
         options.compression = compression
+        options.container.codec = codec
         options.signingKey = signingKey
         let out = url.appendingPathComponent(name).path
         try writer.write(sources, to: out, options: options)

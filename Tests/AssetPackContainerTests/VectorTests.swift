@@ -21,9 +21,11 @@ import Testing
         var salt: String
         var entries: [Entry]
         var intermediate: [String: String]?
-        /// Format version; absent means 1. Version-1 files are frozen (this build writes
-        /// versions 2 and 3): they are decoded, not regenerated.
+        /// Format version; absent means 1. Version 1–3 files are frozen (this build writes
+        /// versions 4 and 5): they are decoded, not regenerated.
         var version: Int?
+        /// Versions 4 and 5: the codec compressed chunks use (`zstd` or `deflate`).
+        var codec: String?
         /// Version 3: the publisher's Ed25519 seed (hex) the file is signed with, and the
         /// public key a trusting reader pins (hex, RFC 8032).
         var signingSeed: String?
@@ -44,6 +46,8 @@ import Testing
     static let signingSeed = (0..<32).map { UInt8(0x40 + $0) }
     static let signingKey = try! signingSeed.withUnsafeBytes { try PublisherSigningKey(seed: $0) }
 
+    static func signed(_ file: String) -> Bool { file.hasPrefix("v3") || file.hasPrefix("v5") }
+
     static func specs() -> [(Vector, ContainerKDF?)] {
         func v(
             _ file: String, key: Bool, kdf: ContainerKDF?, kdfName: String, compression: String,
@@ -54,9 +58,11 @@ import Testing
                     file: file, key: key ? hex(Array(0..<32)) : nil, password: key ? nil : password, kdf: kdfName,
                     chunkSize: 4096,
                     compression: compression, salt: hex(salt), entries: files.map { Entry(path: $0.0, hex: hex($0.1)) },
-                    version: file.hasPrefix("v3") ? 3 : file.hasPrefix("v2") ? 2 : nil,
-                    signingSeed: file.hasPrefix("v3") ? hex(signingSeed) : nil,
-                    publicKey: file.hasPrefix("v3") ? hex(Self.signingKey.publicKey.rawRepresentation) : nil,
+                    version: Int(file.dropFirst().prefix(1)).flatMap { $0 == 1 ? nil : $0 },
+                    codec: file.hasPrefix("v4") || file.hasPrefix("v5")
+                        ? (file.contains("deflate") ? "deflate" : "zstd") : nil,
+                    signingSeed: signed(file) ? hex(signingSeed) : nil,
+                    publicKey: signed(file) ? hex(Self.signingKey.publicKey.rawRepresentation) : nil,
                     signatureBlock: file.hasSuffix("-block2.apack") ? 2 : nil,
                     releaseName: file.hasSuffix("-block2.apack") ? "tiny" : nil,
                     releaseVersion: file.hasSuffix("-block2.apack") ? 7 : nil,
@@ -108,6 +114,30 @@ import Testing
             v(
                 "v3-tiny-key-signed-block2.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
                 [("a.txt", Array("abc".utf8))]),
+            v(
+                "v4-tiny-key.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
+                [("a.txt", Array("abc".utf8))]),
+            v(
+                "v4-key-store.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
+                [("hello.txt", hello), ("empty", []), ("dir/\u{FC}.bin", noise(5000, seed: 7))]),
+            v(
+                "v4-key-zstd.apack", key: true, kdf: nil, kdfName: "none", compression: "deflate",
+                [
+                    ("text.txt", text(10000)), ("mixed.bin", text(4096) + noise(4096, seed: 42)),
+                    ("noise.bin", noise(300, seed: 43)),
+                ]),
+            v(
+                "v4-key-deflate.apack", key: true, kdf: nil, kdfName: "none", compression: "deflate",
+                [
+                    ("text.txt", text(10000)), ("mixed.bin", text(4096) + noise(4096, seed: 42)),
+                    ("noise.bin", noise(300, seed: 43)),
+                ]),
+            v(
+                "v4-scrypt.apack", key: false, kdf: .scrypt(logN: 10, r: 8, p: 1), kdfName: "scrypt N=2^10 r=8 p=1",
+                compression: "store", [("hello.txt", hello)]),
+            v(
+                "v5-tiny-key-signed-block2.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
+                [("a.txt", Array("abc".utf8))]),
         ]
     }
 
@@ -145,6 +175,7 @@ import Testing
         options.container.chunkSize = v.chunkSize
         options.container.kdf = kdf ?? .default
         options.compression = CompressionPolicy(rawValue: v.compression)!
+        options.container.codec = v.codec.flatMap(ContainerCodec.init(rawValue:)) ?? .zstd
         options.fresh = true  // the committed file at `path` must not be reused
         if v.signingSeed != nil {
             options.signingKey = signingKey
@@ -161,8 +192,34 @@ import Testing
         let b = bytes(of: path)
         let header = try b.withUnsafeBytes { try ContainerHeader.parse(UnsafeRawBufferPointer(rebasing: $0[0..<104])) }
         let keys = ContainerKeys(master: try ContainerKeys.master(credential(v), header: header), salt: header.salt)
+        let random = pinnedRandom()
+        let keyID = random(16)
+        if header.hasChunkTable {
+            // Key id, then chunk 0's nonce, then the index nonce, from the pinned bytes in that order.
+            let nonce = random(12)
+            let abc = Array("abc".utf8)
+            return [
+                "prk": hex(keys.prk.withUnsafeBytes { Array($0) }),
+                "commitmentKey": hex(keys.commitmentKey.withUnsafeBytes { Array($0) }),
+                "indexKey": hex(keys.indexKey(version: header.version)),
+                "entryKey": hex(keys.entryKeyV4(keyID: keyID)),
+                "nonceChunk0": hex(nonce),
+                "indexNonce": hex(random(12)),
+                "indexPlaintext": hex(
+                    ContainerIndex.encode(
+                        [
+                            IndexRecordV4(
+                                path: "a.txt", size: 3, crc: CRC32.checksum(abc), codec: .none, keyID: keyID,
+                                sha256: SHA256Hasher.digest(abc),
+                                chunks: [
+                                    ChunkRecord(
+                                        plainLength: 3, payload: 3, nonce: nonce, digest: SHA256Hasher.digest(abc))
+                                ])
+                        ], chunking: ChunkingParameters(average: v.chunkSize))),
+                "pack": hex(b),
+            ]
+        }
         let nonce = chunkNonce(entry: 0, chunk: 0, final: true, deflated: false)
-        let keyID = pinnedRandom()(16)
         return [
             "prk": hex(keys.prk.withUnsafeBytes { Array($0) }),
             "commitmentKey": hex(keys.commitmentKey.withUnsafeBytes { Array($0) }),
@@ -185,15 +242,15 @@ import Testing
         if ProcessInfo.processInfo.environment["APACK_WRITE_VECTORS"] == "1" {
             var vectors: [Vector] = []
             for (v, kdf) in Self.specs() {
-                if (v.version ?? 1) >= 2 {
+                if (v.version ?? 1) >= 4 {
                     try Self.make(v, kdf: kdf, at: sourceDir.appendingPathComponent(v.file).path, scratch: scratch)
                 }
                 vectors.append(v)
             }
             let doc = Document(
-                format: "AssetPack container v1, v2 and v3 (docs/FORMAT.md)",
+                format: "AssetPack container v1 to v5 (docs/FORMAT.md)",
                 note:
-                    "Each .apack opens with the given key (hex) or password and holds exactly these entries. Version 2 and 3 files: writing the entries with the given salt, KDF, chunk size and compression policy, and key ids and index nonce taken from the bytes C0 C1 C2 … in order (and, for version 3, signing with signingSeed: a signature block of version signatureBlock, absent meaning 1, and for block 2 the release releaseName, releaseVersion and releaseExpires in unix seconds), reproduces the file byte for byte; a reader trusting publicKey accepts version 3 files. Version 1 files are frozen (written by round 1's writer).",
+                    "Each .apack opens with the given key (hex) or password and holds exactly these entries. Version 4 and 5 files: writing the entries with the given salt, KDF, average chunk size, compression policy and codec, and key ids, chunk nonces and the index nonce taken from the bytes C0 C1 C2 … in the order the writer draws them (per entry its key id, then per batch of chunks their nonces; the index nonce last), and, for version 5, signing with signingSeed (signature block 2, the release releaseName, releaseVersion and releaseExpires in unix seconds), reproduces the file byte for byte; a reader trusting publicKey accepts version 3 and 5 files. Version 1 to 3 files are frozen (written by earlier builds; version 3 files have a signature block of version signatureBlock, absent meaning 1).",
                 vectors: vectors)
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -209,7 +266,7 @@ import Testing
             let trusted = try v.publicKey.map { [try PublisherKey(rawRepresentation: unhex($0))] } ?? []
             let reader = try ContainerPackReader(path: path, credential: Self.credential(v), trustedKeys: trusted)
             #expect(reader.publisher == trusted.first, "\(v.file)")
-            if v.version == 3 {
+            if v.version == 3 || v.version == 5 {
                 // A block-1 file states no release; a block-2 file the one it was signed with.
                 let expected =
                     v.signatureBlock == 2
@@ -224,7 +281,7 @@ import Testing
                     == v.entries.map(\.path).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
             for e in v.entries { #expect(try reader.read(e.path) == unhex(e.hex), "\(v.file) \(e.path)") }
             #expect(reader.header.version == UInt8(v.version ?? 1))
-            guard (v.version ?? 1) >= 2 else { continue }
+            guard (v.version ?? 1) >= 4 else { continue }
             let again = scratch.url.appendingPathComponent(v.file).path
             try Self.make(v, kdf: Self.specs().first { $0.0.file == v.file }!.1, at: again, scratch: scratch)
             let regenerated = bytes(of: again), committed = bytes(of: path)
@@ -235,9 +292,9 @@ import Testing
                 "\(v.file) does not regenerate byte for byte (\(regenerated.count) vs \(committed.count) bytes, first difference at \(firstDifference.map(String.init) ?? "the end"))"
             )
         }
-        #expect(Set(doc.vectors.map { $0.version ?? 1 }) == [1, 2, 3])
+        #expect(Set(doc.vectors.map { $0.version ?? 1 }) == [1, 2, 3, 4, 5])
         #expect(Set(doc.vectors.filter { $0.version == 3 }.map { $0.signatureBlock ?? 1 }) == [1, 2])
-        for v in doc.vectors where v.version == 3 {
+        for v in doc.vectors where v.version == 3 || v.version == 5 {
             // Another publisher's key is refused.
             let other = try PublisherKey(rawRepresentation: Array(unhex(v.publicKey!).reversed()))
             let error = #expect(throws: AssetPackError.self) {

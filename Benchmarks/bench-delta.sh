@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# Chunk-level delta benchmark (issue 26; docs/INCREMENTAL.md, docs/REMOTE.md): a container pack of
+# a generated 64 MiB entry is installed from a real nginx on 127.0.0.1, then edited four ways in
+# turn; after each edit the pack is re-packed in place (timed, with the bytes it wrote) and the
+# installed copy updated from the URL (bytes downloaded, from nginx's access log). Signed packs
+# (--trust, no password) and unsigned ones (given their password) both. Then the same on a folder
+# of mixed assets (Benchmarks/make-pack-corpus.py) with one 4 KiB file and one byte of its 64 MiB
+# entry changed. Peers: Benchmarks/delta-peers.sh (zsync, casync) on the same edits, when present.
+# Usage: Benchmarks/bench-delta.sh ASSETPACK_BINARY WORK_DIR   (make bench-delta runs it)
+set -euo pipefail
+bin=$(realpath "$1")
+work=$(mkdir -p "$2" && realpath "$2")
+here=$(cd "$(dirname "$0")" && pwd)
+export ASSETPACK_PASSWORD=bench-only
+mkdir -p "$work/www" "$work/nginx"
+[ -f "$work/publisher.key" ] || "$bin" keygen --out "$work/publisher" >/dev/null
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cat >"$work/nginx/nginx.conf" <<EOF
+daemon off; master_process off; worker_processes 1; pid $work/nginx/nginx.pid;
+error_log $work/nginx/error.log;
+$( [ "$(id -u)" = 0 ] && echo "user root;" )
+events {}
+http {
+  client_body_temp_path $work/nginx/cb; proxy_temp_path $work/nginx/p; fastcgi_temp_path $work/nginx/f;
+  uwsgi_temp_path $work/nginx/u; scgi_temp_path $work/nginx/s;
+  log_format bench '\$request_method \$uri \$status \$body_bytes_sent "\$http_range"';
+  sendfile on;
+  server { listen 127.0.0.1:$port; root $work/www; access_log $work/nginx/access.log bench; }
+}
+EOF
+/usr/sbin/nginx -c "$work/nginx/nginx.conf" -p "$work/nginx" &
+nginx_pid=$!
+trap 'kill $nginx_pid 2>/dev/null || true' EXIT
+sleep 0.5
+base="http://127.0.0.1:$port"
+log="$work/nginx/access.log"
+bytes() { awk '{b+=$4} END {printf "%d", b}' "$log"; }
+requests() { awk 'END {printf "%d", NR}' "$log"; }
+# The sealed index's length (header bytes 64..72), which an update always downloads.
+index_size() { python3 -c "import struct,sys; d=open(sys.argv[1],'rb').read(72); print(struct.unpack('<Q', d[64:72])[0])" "$1"; }
+# seconds COMMAND...: wall seconds of one run (the command's stderr kept in $work/last.err).
+seconds() {
+  python3 - "$@" <<'EOF'
+import subprocess, sys, time
+t = time.perf_counter()
+r = subprocess.run(sys.argv[1:], stderr=subprocess.PIPE, text=True)
+sys.stderr.write(r.stderr)
+if r.returncode: sys.exit(r.returncode)
+print("%.3f" % (time.perf_counter() - t))
+EOF
+}
+
+# edit KIND FILE: the edits of the issue's table, applied to FILE in place.
+edit() {
+  python3 - "$1" "$2" <<'EOF'
+import random, sys
+kind, path = sys.argv[1], sys.argv[2]
+data = bytearray(open(path, "rb").read())
+mid = len(data) // 2
+if kind == "byte": data[mid] ^= 0xFF
+elif kind == "insert": data[mid:mid] = random.Random(4).randbytes(4096)
+elif kind == "append": data += random.Random(5).randbytes(1 << 20)
+open(path, "wb").write(data)
+EOF
+}
+
+table="$work/delta.md"
+{
+  echo "| pack | edit | re-pack s | full pack s | ratio | chunks re-sealed | bytes written by re-pack | bytes downloaded by install URL | requests | of which index | bytes written by install |"
+  echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+} >"$table"
+
+run() {  # run MODE TREE ENTRY: MODE signed|unsigned
+  local mode=$1 tree=$2 entry=$3 sign=() trust=() cred=()
+  if [ "$mode" = signed ]; then
+    sign=(--sign-key "$work/publisher.key"); trust=(--trust "$work/publisher.pub")
+  else
+    cred=(--password-env ASSETPACK_PASSWORD)
+  fi
+  local pack="$work/www/$mode.apack" home="$work/home-$mode"
+  rm -rf "$home" "$pack"
+  "$bin" pack "$tree" --format container --output "$pack" "${sign[@]}" --quiet
+  "$bin" install "$base/$mode.apack" --into "$home" "${trust[@]}" "${cred[@]}" --quiet >/dev/null
+  local kinds=(byte insert append none)
+  [ -n "$entry" ] || kinds=(none)
+  for kind in "${kinds[@]}"; do
+    local label
+    case $kind in
+      byte) label="1 byte changed in the middle";; insert) label="4 KiB inserted in the middle";;
+      append) label="1 MiB appended";; none) label="nothing changed";;
+    esac
+    [ "$kind" != none ] && edit "$kind" "$tree/$entry"
+    local repack full summary
+    repack=$(seconds "$bin" pack "$tree" --format container --output "$pack" "${sign[@]}" 2>"$work/repack.err")
+    summary=$(cat "$work/repack.err")
+    full=$(seconds "$bin" pack "$tree" --format container --output "$work/full.apack" --fresh "${sign[@]}" --quiet 2>/dev/null)
+    touch -d "+$((RANDOM % 50 + 10)) seconds" "$pack"  # nginx's ETag is mtime (seconds) and size
+    : >"$log"
+    "$bin" install "$base/$mode.apack" --into "$home" "${trust[@]}" "${cred[@]}" 2>"$work/install.err" >/dev/null
+    cmp -s "$pack" "$home/$mode.apack" || { echo "installed pack differs from the remote one" >&2; exit 1; }
+    local sealed written reused
+    sealed=$(sed -n 's/.*; \([0-9]*\) of \([0-9]*\) chunks\{0,1\} reused.*/\2 \1/p' <<<"$summary" | awk '{print $1 - $2}')
+    written=$(sed -n 's/.* \([0-9]*\) bytes written.*/\1/p' <<<"$summary")
+    reused=$(sed -n 's/.*reused \([0-9]*\) bytes from the installed pack.*/\1/p' "$work/install.err")
+    local size; size=$(stat -c %s "$pack")
+    echo "| $mode $(basename "$tree") | $label | $repack | $full | $(python3 -c "print('%.2f' % ($repack / $full))") | ${sealed:-?} | ${written:-?} | $(bytes) | $(requests) | $(index_size "$pack") | $size |" >>"$table"
+  done
+}
+
+python3 -c "import random; open('$work/big-src','wb').write(random.Random(1).randbytes(64 << 20))"
+for mode in signed unsigned; do
+  rm -rf "$work/one"; mkdir -p "$work/one"; cp "$work/big-src" "$work/one/level.bin"
+  run "$mode" "$work/one" level.bin
+done
+
+# A folder of mixed assets: one 4 KiB file replaced and one byte of the 64 MiB entry changed.
+python3 "$here/make-pack-corpus.py" "$work/tree" >/dev/null
+for mode in signed; do
+  pack="$work/www/corpus.apack"; home="$work/home-corpus"
+  rm -rf "$home"
+  "$bin" pack "$work/tree" --format container --output "$pack" --sign-key "$work/publisher.key" --quiet
+  "$bin" install "$base/corpus.apack" --into "$home" --trust "$work/publisher.pub" --quiet >/dev/null
+  python3 -c "import os; open('$work/tree/small/0500.bin','wb').write(os.urandom(4096))"
+  edit byte "$work/tree/big/random.bin"
+  repack=$(seconds "$bin" pack "$work/tree" --format container --output "$pack" --sign-key "$work/publisher.key" 2>"$work/repack.err")
+  touch -d "+30 seconds" "$pack"
+  : >"$log"
+  "$bin" install "$base/corpus.apack" --into "$home" --trust "$work/publisher.pub" 2>/dev/null >/dev/null
+  echo "| signed corpus | one 4 KiB file and 1 byte of the 64 MiB entry | $repack | | | | $(sed -n 's/.* \([0-9]*\) bytes written.*/\1/p' "$work/repack.err") | $(bytes) | $(requests) | $(index_size "$pack") | |" >>"$table"
+done
+
+cat "$table"
+if [ -x "$here/delta-peers.sh" ]; then
+  echo
+  echo "Peers (unencrypted, unsigned), the same edits:"
+  "$here/delta-peers.sh" "$work/peers"
+fi

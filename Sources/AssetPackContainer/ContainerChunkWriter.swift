@@ -1,0 +1,314 @@
+import AssetPackCore
+import AssetPackCrypto
+import Foundation
+
+// Version 4: an entry cut into content-defined chunks, each compressed (when it pays) and
+// sealed under the entry's key with a fresh random nonce, or, on an incremental re-pack, each
+// chunk whose plaintext digest the previous pack's entry already has copied as it was sealed
+// (its tag checked on the way). docs/INCREMENTAL.md argues why no (key, nonce) pair seals two
+// plaintexts.
+
+/// An entry of the previous pack whose chunks a re-pack may copy.
+struct PreviousEntry {
+    let reader: ContainerPackReader
+    let entry: ContainerEntry
+    /// Plaintext digest → the chunk (index within the entry) holding it.
+    let byDigest: [[UInt8]: Int]
+
+    init(reader: ContainerPackReader, entry: ContainerEntry) {
+        self.reader = reader
+        self.entry = entry
+        var map: [[UInt8]: Int] = [:]
+        map.reserveCapacity(entry.chunkCount)
+        for c in 0..<entry.chunkCount { map[reader.chunks.digest(entry.firstChunk + c)] = c }
+        byDigest = map
+    }
+}
+
+/// What writing one entry produced.
+struct WrittenEntry {
+    var record: IndexRecordV4
+    /// Chunks copied from the previous pack, and their plaintext bytes.
+    var reusedChunks = 0
+    var reusedBytes: UInt64 = 0
+    /// Bytes appended to the pack (sealed chunks, copied or new).
+    var bytesWritten: UInt64 = 0
+}
+
+extension ContainerPackWriter {
+    /// Appends one entry's sealed chunks at `pos`; returns its index record and what was reused.
+    func writeEntryV4(
+        _ file: SourceFile, keyID: [UInt8], key: [UInt8], codec: ChunkCodec, policy: CompressionPolicy,
+        previous: PreviousEntry?, buffers: ChunkBuffers, to fd: FileDescriptor, at pos: inout UInt64,
+        digests: inout [UInt8]?, progress: (UInt64) -> Void
+    ) throws -> WrittenEntry {
+        let src = try Self.openSource(file)
+        defer { try? src.close() }
+        let size: UInt64
+        do { size = try src.status().size } catch { throw error.io("cannot stat \(file.url.path)") }
+        let signing = digests != nil
+        let hasher = SHA256Hasher()
+        var out = WrittenEntry(
+            record: IndexRecordV4(
+                path: file.path, size: size, crc: 0, codec: .none, keyID: keyID, sha256: [], chunks: []))
+        var compress = codec == .none ? false : policy.decisionByName(file)  // nil: decided by a sample
+        let chunker = buffers.chunker
+        var carry = 0  // bytes at the front of `plain` read but not yet cut
+        var read: UInt64 = 0
+        var crc: UInt32 = 0
+        while true {
+            let want = Int(min(UInt64(buffers.plain.count - carry), size - read))
+            let got = try readSome(src, UnsafeMutableRawBufferPointer(rebasing: buffers.plain[carry..<carry + want]))
+            guard got == want else {
+                throw AssetPackError(.io, "file shrank while it was being packed", path: file.path)
+            }
+            read += UInt64(got)
+            let available = carry + got
+            let final = read == size
+            hasher.update(UnsafeRawBufferPointer(rebasing: buffers.plain[carry..<available]))
+            if compress == nil {
+                let sample = UnsafeRawBufferPointer(
+                    rebasing: buffers.plain[0..<min(available, CompressionPolicy.sampleSize)])
+                compress = buffers.samplePays(sample, codec: codec, policy: policy)
+            }
+            // Cut the batch. An empty file is one empty chunk.
+            var cuts: [(start: Int, length: Int)] = []
+            var at = 0
+            while at < available {
+                let rest = UnsafeRawBufferPointer(rebasing: buffers.plain[at..<available])
+                guard let length = chunker.cut(rest, final: final) else { break }
+                cuts.append((at, length))
+                at += length
+            }
+            if size == 0 { cuts = [(0, 0)] }
+            try sealBatch(
+                cuts, compress: compress == true ? codec : .none, key: key, policy: policy, previous: previous,
+                buffers: buffers, signing: signing)
+            // In file order: compact the sealed chunks, record them, append them.
+            var w = 0
+            for (j, cut) in cuts.enumerated() {
+                let slot = buffers.slot(cut.start, j)
+                let length = Int(buffers.results[j].payload & ~ChunkTable.compressedBit) + ContainerFormat.tagSize
+                if w != slot {
+                    memmove(buffers.sealed.baseAddress! + w, buffers.sealed.baseAddress! + slot, length)
+                }
+                w += length
+                crc = CRC32.combine(crc, buffers.crcs[j], secondLength: cut.length)
+                out.record.chunks.append(buffers.results[j])
+                if buffers.reused[j] {
+                    out.reusedChunks += 1
+                    out.reusedBytes += UInt64(cut.length)
+                }
+                if signing { digests! += buffers.sealedDigests[j * 32..<j * 32 + 32] }
+            }
+            try pwriteAll(fd, UnsafeRawBufferPointer(rebasing: buffers.sealed[0..<w]), at: pos)
+            pos += UInt64(w)
+            out.bytesWritten += UInt64(w)
+            carry = available - at
+            if carry > 0 {
+                memmove(buffers.plain.baseAddress!, buffers.plain.baseAddress! + at, carry)
+            }
+            if final && carry == 0 { break }
+            progress(read - UInt64(carry))
+        }
+        var extra: UInt8 = 0
+        let more: Int
+        do { more = try withUnsafeMutableBytes(of: &extra) { try src.read(into: $0) } } catch let e as Errno {
+            throw e.io("cannot read \(file.url.path)")
+        }
+        guard more == 0 else { throw AssetPackError(.io, "file grew while it was being packed", path: file.path) }
+        out.record.crc = crc
+        out.record.sha256 = hasher.finalize()
+        let anyCompressed = out.record.chunks.contains { $0.payload & ChunkTable.compressedBit != 0 }
+        out.record.codec = anyCompressed ? codec : .none
+        return out
+    }
+
+    /// Digests, CRCs, then per chunk: a copy of the previous pack's sealed chunk with the same
+    /// plaintext digest (tag checked), or the chunk compressed (when `compress` is a codec and it
+    /// pays) and sealed under a fresh random nonce. Chunks are shared among the cores.
+    private func sealBatch(
+        _ cuts: [(start: Int, length: Int)], compress: ChunkCodec, key: [UInt8], policy: CompressionPolicy,
+        previous: PreviousEntry?, buffers: ChunkBuffers, signing: Bool
+    ) throws {
+        let total = cuts.reduce(0) { $0 + $1.length }
+        let tasks = cuts.count >= 2 && total >= 256 << 10 ? min(cuts.count, ContainerPackReader.cores * 4) : 1
+        let tagSize = ContainerFormat.tagSize
+        let nonces = random(12 * cuts.count)
+        try concurrently(tasks) { task in
+            for j in (cuts.count * task / tasks)..<(cuts.count * (task + 1) / tasks) {
+                let (start, length) = cuts[j]
+                let plain = UnsafeRawBufferPointer(rebasing: buffers.plain[start..<start + length])
+                let digest = SHA256Hasher.digest(plain)
+                buffers.crcs[j] = CRC32.checksum(plain)
+                let dest = buffers.sealed.baseAddress! + buffers.slot(start, j)
+                if let previous, let old = previous.byDigest[digest],
+                    previous.reader.plainLength(previous.entry, old) == length,
+                    let copied = try previous.reader.copySealedChunk(
+                        previous.entry, old, into: UnsafeMutableRawBufferPointer(start: dest, count: length + tagSize),
+                        gcm: buffers.gcm(task))
+                {
+                    let k = previous.entry.firstChunk + old
+                    buffers.results[j] = ChunkRecord(
+                        plainLength: UInt32(length), payload: previous.reader.chunks.payload[k],
+                        nonce: previous.reader.chunks.nonce(k), digest: digest)
+                    buffers.reused[j] = true
+                    if signing { buffers.storeSealedDigest(j, UnsafeRawBufferPointer(start: dest, count: copied)) }
+                    continue
+                }
+                // Compress straight into the chunk's slot; a chunk that does not shrink within the
+                // policy's limit is copied there as it is. Then seal in place, the tag after it.
+                var packed: Int?
+                if compress != .none, length > 0 {
+                    let limit = policy.deflateLimit(length)
+                    if limit > 0 {
+                        packed = buffers.compress(
+                            plain, codec: compress, task: task,
+                            into: UnsafeMutableRawBufferPointer(start: dest, count: limit))
+                    }
+                }
+                let count = packed ?? length
+                if packed == nil, count > 0 { dest.copyMemory(from: plain.baseAddress!, byteCount: count) }
+                let nonce = Array(nonces[12 * j..<12 * j + 12])
+                buffers.gcm(task).seal(
+                    UnsafeMutableRawBufferPointer(start: dest, count: count),
+                    tag: UnsafeMutableRawBufferPointer(start: dest + count, count: tagSize),
+                    nonce: nonce, key: key)
+                buffers.results[j] = ChunkRecord(
+                    plainLength: UInt32(length),
+                    payload: UInt32(count) | (packed == nil ? 0 : ChunkTable.compressedBit),
+                    nonce: nonce, digest: digest)
+                buffers.reused[j] = false
+                if signing { buffers.storeSealedDigest(j, UnsafeRawBufferPointer(start: dest, count: count + tagSize)) }
+            }
+        }
+    }
+
+    private func readSome(_ fd: FileDescriptor, _ buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        do { return try fd.readFully(into: buffer) } catch { throw error.io("cannot read the source file") }
+    }
+}
+
+extension ContainerPackReader {
+    /// Copies chunk `c` of `e` as sealed (payload and tag) into `dest`, after checking its tag;
+    /// `nil` when the tag does not check (a damaged previous pack: the chunk is sealed afresh).
+    /// - Returns: The bytes copied.
+    func copySealedChunk(_ e: ContainerEntry, _ c: Int, into dest: UnsafeMutableRawBufferPointer, gcm: AESGCM)
+        throws -> Int?
+    {
+        let (offset, length) = storedChunk(e, c)
+        guard length <= dest.count else { return nil }
+        let sealed = UnsafeMutableRawBufferPointer(rebasing: dest[0..<length])
+        try readExactly(source, sealed, at: offset)
+        let payload = length - ContainerFormat.tagSize
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: max(payload, 1), alignment: 16)
+        defer { scratch.deallocate() }
+        let ciphertext = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<payload])
+        ciphertext.copyMemory(from: UnsafeRawBufferPointer(rebasing: sealed[0..<payload]))
+        guard
+            gcm.open(
+                ciphertext, tag: UnsafeRawBufferPointer(rebasing: sealed[payload...]), nonce: nonce(e, c),
+                key: keys.entryKey(e))
+        else { return nil }
+        return length
+    }
+}
+
+/// Per-write buffers for version-4 entries: a batch of plaintext in, its sealed chunks out.
+final class ChunkBuffers {
+    let chunker: ContentChunker
+    /// Plaintext: a batch plus the tail of the previous one not yet cut.
+    let plain: UnsafeMutableRawBufferPointer
+    /// Sealed chunks, chunk `j` (starting at plaintext offset `s` of the batch) at `s + 16·j`.
+    let sealed: UnsafeMutableRawBufferPointer
+    /// Per chunk of the batch (each task writes its own chunks' elements): CRC-32, record,
+    /// whether it was copied, and its sealed bytes' SHA-256 (signed packs; 32 bytes each).
+    let crcs: UnsafeMutableBufferPointer<UInt32>
+    let results: UnsafeMutableBufferPointer<ChunkRecord>
+    let reused: UnsafeMutableBufferPointer<Bool>
+    let sealedDigests: UnsafeMutableRawBufferPointer
+    private let ciphers: [AESGCM]
+    private var deflaters: [RawDeflate.FastCompressor?]
+    private var zstds: [Zstd.Compressor?]
+    private let zstdLevel: Int32
+    private let lock = NSLock()
+
+    init(chunking: ChunkingParameters, zstdLevel: Int32) {
+        chunker = ContentChunker(min: chunking.min, avg: chunking.avg, max: chunking.max)
+        let batch = max(8 << 20, 2 * chunking.max)
+        plain = .allocate(byteCount: batch, alignment: 64)
+        let most = batch / max(1, chunking.min) + 2
+        sealed = .allocate(byteCount: batch + most * ContainerFormat.tagSize, alignment: 64)
+        crcs = .allocate(capacity: most)
+        crcs.initialize(repeating: 0)
+        results = .allocate(capacity: most)
+        results.initialize(repeating: ChunkRecord(plainLength: 0, payload: 0, nonce: [], digest: []))
+        reused = .allocate(capacity: most)
+        reused.initialize(repeating: false)
+        sealedDigests = .allocate(byteCount: 32 * most, alignment: 16)
+        ciphers = (0..<max(1, ContainerPackReader.cores * 4)).map { _ in AESGCM() }
+        deflaters = Array(repeating: nil, count: ciphers.count)
+        zstds = Array(repeating: nil, count: ciphers.count)
+        self.zstdLevel = zstdLevel
+    }
+
+    /// Where chunk `j`, starting at plaintext offset `start` of the batch, is sealed.
+    func slot(_ start: Int, _ j: Int) -> Int { start + j * ContainerFormat.tagSize }
+
+    func storeSealedDigest(_ j: Int, _ sealed: UnsafeRawBufferPointer) {
+        UnsafeMutableRawBufferPointer(rebasing: sealedDigests[j * 32..<j * 32 + 32])
+            .copyBytes(from: SHA256Hasher.digest(sealed))
+    }
+
+    /// The cipher context of concurrent task `task`.
+    func gcm(_ task: Int) -> AESGCM { ciphers[task] }
+
+    /// `plain` compressed with `codec` into `output` by task `task`'s compressor, or nil when
+    /// it does not fit (does not pay).
+    func compress(
+        _ plain: UnsafeRawBufferPointer, codec: ChunkCodec, task: Int, into output: UnsafeMutableRawBufferPointer
+    ) -> Int? {
+        switch codec {
+        case .none: return nil
+        case .deflate: return deflater(task).compress(plain, into: output)
+        case .zstd: return zstd(task).compress(plain, into: output)
+        }
+    }
+
+    /// Whether `sample` compresses within the policy's limit with `codec`.
+    func samplePays(_ sample: UnsafeRawBufferPointer, codec: ChunkCodec, policy: CompressionPolicy) -> Bool {
+        let limit = policy.deflateLimit(sample.count)
+        guard limit > 0 else { return false }
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: limit, alignment: 16)
+        defer { scratch.deallocate() }
+        return compress(sample, codec: codec, task: 0, into: scratch) != nil
+    }
+
+    private func deflater(_ task: Int) -> RawDeflate.FastCompressor {
+        lock.lock()
+        defer { lock.unlock() }
+        if let c = deflaters[task] { return c }
+        let c = RawDeflate.FastCompressor(level: CompressionPolicy.packLevel)
+        deflaters[task] = c
+        return c
+    }
+
+    private func zstd(_ task: Int) -> Zstd.Compressor {
+        lock.lock()
+        defer { lock.unlock() }
+        if let c = zstds[task] { return c }
+        let c = Zstd.Compressor(level: zstdLevel)
+        zstds[task] = c
+        return c
+    }
+
+    func free() {
+        plain.deallocate()
+        sealed.deallocate()
+        crcs.deallocate()
+        results.deinitialize()
+        results.deallocate()
+        reused.deallocate()
+        sealedDigests.deallocate()
+    }
+}

@@ -1,0 +1,231 @@
+import AssetPackCore
+
+/// How a version-4 container cuts entries into chunks, as its index declares it: content-defined
+/// boundaries (``ContentChunker``) with these bounds. Every chunk but an entry's last is
+/// `min...max` bytes; the last is `1...max` (an empty entry has one empty chunk).
+package struct ChunkingParameters: Sendable, Equatable {
+    /// Chunking method 1: FastCDC with Core's gear table (docs/FORMAT.md, "Content-defined chunks").
+    static let fastCDC: UInt8 = 1
+    package var min: Int
+    package var avg: Int
+    package var max: Int
+
+    /// The bounds for a target average: a quarter and four times it (FastCDC's usual spread).
+    package init(average: Int) {
+        self.init(min: average / 4, avg: average, max: average * 4)
+    }
+
+    package init(min: Int, avg: Int, max: Int) {
+        self.min = min
+        self.avg = avg
+        self.max = max
+    }
+
+    /// Whether a reader accepts these bounds for a pack whose header declares `maxShift`.
+    func isValid(maxShift: UInt8) -> Bool {
+        min >= 64 && min <= avg && avg <= max && avg.nonzeroBitCount == 1 && max == 1 << Int(maxShift)
+    }
+}
+
+/// The codec of a version-4 entry's compressed chunks, as its index records it.
+package enum ChunkCodec: UInt8, Sendable {
+    /// Every chunk stored.
+    case none = 0
+    /// Raw deflate (RFC 1951).
+    case deflate = 1
+    /// One zstd frame per chunk (RFC 8878), no dictionary, no checksum.
+    case zstd = 2
+
+    var compression: EntryCompression {
+        switch self {
+        case .none: .store
+        case .deflate: .deflate
+        case .zstd: .zstd
+        }
+    }
+}
+
+/// Every sealed chunk of a version-4 pack, in file order, as parallel arrays (one element per
+/// chunk; an entry's chunks are `firstChunk..<firstChunk + chunkCount`).
+package struct ChunkTable: Sendable {
+    /// Where the chunk's plaintext starts in its entry.
+    var plainStart: [UInt64] = []
+    /// The chunk's plaintext length.
+    var plainLength: [UInt32] = []
+    /// File offset of the sealed chunk (payload then tag).
+    var offset: [UInt64] = []
+    /// Payload length (without the tag); bit 31 set when compressed with the entry's codec.
+    var payload: [UInt32] = []
+    /// The chunk's random 12-byte AES-GCM nonce.
+    var nonces: [UInt8] = []
+    /// SHA-256 of the chunk's plaintext (what a re-pack matches unchanged chunks by).
+    var digests: [UInt8] = []
+
+    static let compressedBit: UInt32 = 0x8000_0000
+
+    var count: Int { plainStart.count }
+
+    mutating func reserve(_ n: Int) {
+        plainStart.reserveCapacity(n)
+        plainLength.reserveCapacity(n)
+        offset.reserveCapacity(n)
+        payload.reserveCapacity(n)
+        nonces.reserveCapacity(12 * n)
+        digests.reserveCapacity(32 * n)
+    }
+
+    func nonce(_ k: Int) -> [UInt8] { Array(nonces[12 * k..<12 * k + 12]) }
+    func digest(_ k: Int) -> [UInt8] { Array(digests[32 * k..<32 * k + 32]) }
+    func isCompressed(_ k: Int) -> Bool { payload[k] & Self.compressedBit != 0 }
+    func payloadLength(_ k: Int) -> Int { Int(payload[k] & ~Self.compressedBit) }
+}
+
+/// One chunk as the version-4 writer records it.
+struct ChunkRecord {
+    var plainLength: UInt32
+    /// Payload length, bit 31 set when compressed.
+    var payload: UInt32
+    var nonce: [UInt8]
+    var digest: [UInt8]
+}
+
+/// What the version-4 writer records about one entry.
+struct IndexRecordV4 {
+    var path: String
+    var size: UInt64
+    var crc: UInt32
+    var codec: ChunkCodec
+    var keyID: [UInt8]
+    var sha256: [UInt8]
+    var chunks: [ChunkRecord]
+}
+
+/// The version-4 index (docs/FORMAT.md, "Index, version 4"): `u8 chunking, u32 min, u32 avg,
+/// u32 max, u32 count`, then per entry `u16 pathLength, path, u64 size, u32 crc32, u8 codec,
+/// keyID[16], sha256[32], u32 chunkCount` and per chunk `u32 plainLength, u32 payload (bit 31
+/// compressed), nonce[12], sha256[32]`.
+extension ContainerIndex {
+    static let chunkRecordSize = 4 + 4 + 12 + 32
+
+    static func encode(_ records: [IndexRecordV4], chunking: ChunkingParameters) -> [UInt8] {
+        var w = ByteWriter()
+        w.u8(ChunkingParameters.fastCDC)
+        w.u32(UInt32(chunking.min))
+        w.u32(UInt32(chunking.avg))
+        w.u32(UInt32(chunking.max))
+        w.u32(UInt32(records.count))
+        for r in records {
+            w.u16(UInt16(r.path.utf8.count))
+            w.out.append(contentsOf: r.path.utf8)
+            w.u64(r.size)
+            w.u32(r.crc)
+            w.u8(r.codec.rawValue)
+            w.bytes(r.keyID)
+            w.bytes(r.sha256)
+            w.u32(UInt32(r.chunks.count))
+            for c in r.chunks {
+                w.u32(c.plainLength)
+                w.u32(c.payload)
+                w.bytes(c.nonce)
+                w.bytes(c.digest)
+            }
+        }
+        return w.out
+    }
+
+    /// Parses and validates a version-4 index: the chunking bounds, every chunk's lengths
+    /// against them and its entry's size and codec, and entries tiling `[headerSize, dataEnd)`.
+    package static func decodeV4(
+        _ buf: UnsafeRawBufferPointer, chunkShift: UInt8, dataEnd: UInt64, limits: ReadLimits
+    ) throws -> (entries: [ContainerEntry], chunks: ChunkTable, chunking: ChunkingParameters) {
+        func corrupt(_ why: String, _ path: String? = nil) -> AssetPackError {
+            AssetPackError(.integrityFailure, "container index is corrupt (\(why))", path: path)
+        }
+        var r = ByteReader(buf, structure: "container")
+        let method = try r.u8()
+        guard method == ChunkingParameters.fastCDC else {
+            throw AssetPackError(.unsupportedFormat, "container chunking method \(method) is not supported")
+        }
+        let chunking = ChunkingParameters(min: Int(try r.u32()), avg: Int(try r.u32()), max: Int(try r.u32()))
+        guard chunking.isValid(maxShift: chunkShift) else { throw corrupt("chunk bounds") }
+        let count = Int(try r.u32())
+        guard count <= limits.maxEntries else {
+            throw AssetPackError(
+                .limitExceeded, "pack declares \(count) entries, more than the limit \(limits.maxEntries)")
+        }
+        let perEntry = 2 + 8 + 4 + 1 + ContainerFormat.keyIDSize + 32 + 4 + chunkRecordSize
+        guard count <= r.remaining / perEntry else { throw corrupt("entry count") }
+        let tag = UInt64(ContainerFormat.tagSize)
+        var out: [ContainerEntry] = []
+        out.reserveCapacity(count)
+        var table = ChunkTable()
+        table.reserve(count)
+        var pos = UInt64(ContainerFormat.headerSize)
+        var previous = UnsafeRawBufferPointer(start: nil, count: 0)
+        for id in 0..<count {
+            let name = try r.raw(Int(try r.u16()))
+            guard name.count > 0, id == 0 || previous.lexicographicallyPrecedes(name) else {
+                throw corrupt("paths empty, unsorted or repeated")
+            }
+            previous = name
+            guard let path = String(validating: name, as: UTF8.self) else { throw corrupt("path is not UTF-8") }
+            let size = try r.u64(), crc = try r.u32(), codecRaw = try r.u8()
+            guard let codec = ChunkCodec(rawValue: codecRaw) else {
+                throw AssetPackError(.unsupportedFormat, "chunk codec \(codecRaw) is not supported", path: path)
+            }
+            let keyID = try r.bytes(ContainerFormat.keyIDSize)
+            let sha256 = try r.bytes(32)
+            guard size <= UInt64(Int.max >> 1) else { throw corrupt("entry size", path) }
+            let chunks = Int(try r.u32())
+            guard chunks >= 1, chunks <= r.remaining / chunkRecordSize else { throw corrupt("chunk table", path) }
+            let first = table.count
+            var plain: UInt64 = 0
+            var stored: UInt64 = 0
+            var anyCompressed = false
+            for c in 0..<chunks {
+                let length = try r.u32(), payload = try r.u32()
+                let n = payload & ~ChunkTable.compressedBit
+                let compressed = payload & ChunkTable.compressedBit != 0
+                let last = c == chunks - 1
+                if size == 0 {
+                    guard length == 0, payload == 0 else { throw corrupt("chunk length", path) }
+                } else {
+                    let lower = last ? 1 : chunking.min
+                    guard Int(length) >= lower, Int(length) <= chunking.max else {
+                        throw corrupt("chunk \(c) is \(length) bytes, outside the chunk bounds", path)
+                    }
+                }
+                if compressed {
+                    guard codec != .none, n > 0, n < length else { throw corrupt("chunk length", path) }
+                    anyCompressed = true
+                } else {
+                    guard n == length else { throw corrupt("chunk length", path) }
+                }
+                table.plainStart.append(plain)
+                table.plainLength.append(length)
+                table.offset.append(pos + stored)
+                table.payload.append(payload)
+                table.nonces.append(contentsOf: try r.raw(12))
+                table.digests.append(contentsOf: try r.raw(32))
+                plain += UInt64(length)
+                stored += UInt64(n) + tag
+                guard plain <= size else { throw corrupt("chunks exceed the entry size", path) }
+            }
+            guard plain == size else { throw corrupt("chunks do not cover the entry", path) }
+            guard anyCompressed == (codec != .none) else { throw corrupt("codec", path) }
+            let (end, o) = pos.addingReportingOverflow(stored)
+            guard !o, end <= dataEnd else { throw corrupt("entry extends past the data", path) }
+            let info = EntryInfo(
+                path: path, size: size, storedSize: stored, compression: codec.compression,
+                encryption: .aes256GCM, crc32: crc)
+            out.append(
+                ContainerEntry(
+                    info: info, id: UInt32(id), keyID: keyID, sha256: sha256, offset: pos, chunkCount: chunks,
+                    starts: nil, firstChunk: first, codec: codec))
+            pos = end
+        }
+        guard r.atEnd else { throw corrupt("trailing bytes") }
+        guard pos == dataEnd else { throw corrupt("entries do not cover the data") }
+        return (out, table, chunking)
+    }
+}
