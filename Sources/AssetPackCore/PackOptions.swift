@@ -40,6 +40,10 @@ public struct PackOptions: Sendable {
     public var format: PackFormat = .zip
     /// Which entries to compress.
     public var compression: CompressionPolicy = .auto
+    /// How hard to compress the entries that are compressed: `.default` for the reader (smaller
+    /// packs, decoded at least as fast), `.fast` for packing speed while iterating
+    /// (docs/PERFORMANCE.md, "Compression levels", has the measurements behind both).
+    public var level: CompressionLevel = .default
     /// The password or key. Required unless the zip's encryption is `.none`.
     public var credential: PackCredential?
     /// Whether dot-files are packed.
@@ -86,6 +90,18 @@ public struct PackOptions: Sendable {
 
     /// Default options: zip, AES-256, automatic compression.
     public init() {}
+}
+
+/// How hard a writer compresses the entries ``CompressionPolicy`` has it compress.
+///
+/// A pack is written once and read on every device, so the default spends packing time on size;
+/// `.fast` is for iteration. Neither changes which entries are compressed (media are still stored
+/// by name, the rest sampled), nor how a pack is read.
+public enum CompressionLevel: String, Sendable, CaseIterable {
+    /// Smaller packs at a packing time a build can afford: the default.
+    case `default`
+    /// The fastest packing, for iteration: larger packs.
+    case fast
 }
 
 /// Settings only a zip pack has.
