@@ -151,3 +151,4 @@ extension PackFormat: ExpressibleByArgument {
 }
 extension PackEncryption: ExpressibleByArgument {}
 extension CompressionPolicy: ExpressibleByArgument {}
+extension CompressionLevel: ExpressibleByArgument {}

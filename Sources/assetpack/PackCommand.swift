@@ -19,6 +19,12 @@ extension AssetPackCommand {
         var encryption: PackEncryption = .aes256
         @Option(help: "auto (store media, deflate the rest where it pays), store or deflate.")
         var compression: CompressionPolicy = .auto
+        @Option(
+            help: ArgumentHelp(
+                "How hard to compress what is compressed: default (smaller packs, for release: what every device reads) or fast (quicker packing, larger packs, for iteration).",
+                valueName: "default|fast"))
+        var level: CompressionLevel?
+        @Flag(help: "The same as --level fast.") var fast = false
         @Option(name: .customLong("chunk-kib"), help: "container only: chunk size in KiB (power of two, 4 to 16384).")
         var chunkKiB: Int = 64
         @Flag(help: "Include dot-files such as .DS_Store.") var includeHidden = false
@@ -63,6 +69,9 @@ extension AssetPackCommand {
         @OptionGroup var credentials: CredentialOptions
 
         func validate() throws {
+            if fast && level == .default {
+                throw ValidationError("--fast is --level fast: give one of --fast and --level default")
+            }
             if format == .container && encryption != .aes256 {
                 throw ValidationError("--encryption applies to zip packs only; the container is always AES-256-GCM")
             }
@@ -95,6 +104,7 @@ extension AssetPackCommand {
                 options.format = format
                 options.zip.encryption = encryption
                 options.compression = compression
+                options.level = fast ? .fast : level ?? .default
                 options.includeHidden = includeHidden
                 options.container.chunkSize = chunkKiB << 10
                 options.fresh = fresh
