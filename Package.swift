@@ -99,6 +99,10 @@ let package = Package(
             name: "ContainerBench", dependencies: ["AssetPackContainer", "AssetPackCrypto"],
             path: "Benchmarks/Sources/ContainerBench"),
         .executableTarget(name: "ZipAESBench", dependencies: ["AssetPack"], path: "Benchmarks/Sources/ZipAESBench"),
+        // make bench-pack: a zip pack at any libdeflate level, for the level sweep.
+        .executableTarget(
+            name: "ZipLevelBench", dependencies: ["AssetPackCore", "AssetPackZip"],
+            path: "Benchmarks/Sources/ZipLevelBench"),
         // make bench-sets: reads through a PackSet against one pack, and opening a set.
         .executableTarget(name: "SetsBench", dependencies: ["AssetPack"], path: "Benchmarks/Sources/SetsBench"),
         // The HTTP client against a bare URLSession, for make bench-remote's transport comparison.
