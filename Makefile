@@ -250,11 +250,16 @@ docs: deps
 	  --output-path "$(DOCS_DIR)" --transform-for-static-hosting --warnings-as-errors
 	@echo "documentation: $(DOCS_DIR) (python3 -m http.server -d $(DOCS_DIR), then open /documentation/assetpack)"
 
-## bench-pack: packing speed against 7-Zip on the ~151 MiB benchmark tree (Benchmarks/make-pack-corpus.py),
-## with hyperfine (apt: hyperfine): full packs of both formats and 7z's AES-256 zip, then an incremental
-## re-pack after one 4 KiB file changed. 7z takes its password with -p: a throwaway benchmark password.
+## bench-pack: packing time and bytes against 7-Zip (Benchmarks/bench-pack.sh, hyperfine, medians):
+## 7zz -mx1 and -mx5 AES-256 zips, both formats at --fast and the default level, zip packs at each
+## libdeflate level of BENCH_LEVELS, then bytes by category (text entries, media, the rest) and, on
+## the perf corpus, an incremental re-pack after one 4 KiB file changed. BENCH_TREE: corpus (the
+## ~151 MiB perf corpus, Benchmarks/make-pack-corpus.py), game (Battle for Wesnoth's data from
+## Debian's wesnoth-1.16-data, ~40 MB, Benchmarks/make-game-tree.sh) or any folder's path.
 BENCH_DIR ?= .build/bench-pack
 BENCH_RUNS ?= 5
+BENCH_TREE ?= corpus
+BENCH_LEVELS ?= 2 6 9 12
 .PHONY: bench-pack
 ## bench-remote: remote packs over a real nginx on loopback (Benchmarks/bench-remote.sh): bytes and
 ## requests for one 4 KiB read and for an update after one file changed, throughput against curl, and
@@ -274,16 +279,6 @@ bench-sets:
 bench-pack: release
 	@command -v hyperfine >/dev/null || $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq hyperfine
 	@command -v 7zz >/dev/null || $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq 7zip
-	@mkdir -p "$(BENCH_DIR)"
-	python3 Benchmarks/make-pack-corpus.py "$(BENCH_DIR)/tree"
-	@set -e; cd "$(BENCH_DIR)"; export ASSETPACK_PASSWORD=bench-only; bin="$(RELEASE_BIN)"; \
-	hyperfine --runs $(BENCH_RUNS) --warmup 1 --export-markdown full.md \
-	  -n "7zz a -tzip -mx1 -mem=AES256" "rm -f 7z.zip && 7zz a -tzip -mx1 -mem=AES256 -pbench-only 7z.zip ./tree/* >/dev/null" \
-	  -n "assetpack pack --format zip --fresh" "$$bin pack tree --format zip --output ap.zip --fresh --quiet" \
-	  -n "assetpack pack --format container --fresh" "$$bin pack tree --format container --output ap.apack --fresh --quiet"; \
-	ls -l 7z.zip ap.zip ap.apack; \
-	hyperfine --runs $(BENCH_RUNS) --export-markdown incremental.md \
-	  -p "python3 -c \"import os; open('tree/small/0500.bin','wb').write(os.urandom(4096))\"" \
-	  -n "incremental zip, one 4 KiB file changed" "$$bin pack tree --format zip --output ap.zip --quiet" \
-	  -n "incremental container, one 4 KiB file changed" "$$bin pack tree --format container --output ap.apack --quiet"; \
-	echo "tables: $(BENCH_DIR)/full.md $(BENCH_DIR)/incremental.md"
+	$(SWIFT) build -c release --product ZipLevelBench
+	Benchmarks/bench-pack.sh "$(RELEASE_BIN)" "$$($(SWIFT) build -c release --show-bin-path)/ZipLevelBench" \
+	  "$(BENCH_DIR)" "$(BENCH_TREE)" $(BENCH_RUNS) "$(BENCH_LEVELS)"

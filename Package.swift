@@ -103,6 +103,10 @@ let package = Package(
             name: "ContainerBench", dependencies: ["AssetPackContainer", "AssetPackCrypto"],
             path: "Benchmarks/Sources/ContainerBench"),
         .executableTarget(name: "ZipAESBench", dependencies: ["AssetPack"], path: "Benchmarks/Sources/ZipAESBench"),
+        // make bench-pack: a zip pack at any libdeflate level, for the level sweep.
+        .executableTarget(
+            name: "ZipLevelBench", dependencies: ["AssetPackCore", "AssetPackZip"],
+            path: "Benchmarks/Sources/ZipLevelBench"),
         // make bench-sets: reads through a PackSet against one pack, and opening a set.
         .executableTarget(name: "SetsBench", dependencies: ["AssetPack"], path: "Benchmarks/Sources/SetsBench"),
         // The zstd levels against libdeflate per container chunk: bytes, compress and decode speed

@@ -10,8 +10,8 @@ import PackagePlugin
 /// Convention: the folder `Assets` in the target's directory. An optional `assetpack.json` in the
 /// target's directory configures it (every key optional):
 ///
-///     { "source": "Assets", "format": "container", "compression": "auto", "output": "assets.pack",
-///       "signingKey": "keys/publisher.key", "packName": "assets", "packVersion": 3, "expires": "+90d" }
+///     { "source": "Assets", "format": "container", "compression": "auto", "level": "default",
+///       "output": "assets.pack", "signingKey": "keys/publisher.key", "packName": "assets", "packVersion": 3, "expires": "+90d" }
 ///
 /// The secret comes from the environment of `swift build`, checked in this order:
 /// `ASSETPACK_KEY_FILE` (path of a raw 32-byte key, container only), `ASSETPACK_PASSWORD_FILE`
@@ -42,6 +42,7 @@ struct PackAssets: BuildToolPlugin {
 
         var arguments = [
             source.path, output.path, "--format", config.format, "--compression", config.compression,
+            "--level", config.level,
         ]
         var environment: [String: String] = [:]
         var inputFiles = inputs
@@ -210,6 +211,9 @@ struct Config: Decodable {
     var format = "container"
     /// `auto`, `store` or `deflate`.
     var compression = "auto"
+    /// `default` (smaller packs, for release) or `fast` (quicker packing, for iteration): as
+    /// `assetpack pack --level`.
+    var level = "default"
     /// The pack's file name; the resource is found by it at run time.
     var output = "assets.pack"
     /// The publisher signing key's file (`NAME.key`), relative to the package's directory;
@@ -230,6 +234,7 @@ struct Config: Decodable {
         source = try c.decodeIfPresent(String.self, forKey: .source) ?? source
         format = try c.decodeIfPresent(String.self, forKey: .format) ?? format
         compression = try c.decodeIfPresent(String.self, forKey: .compression) ?? compression
+        level = try c.decodeIfPresent(String.self, forKey: .level) ?? level
         output = try c.decodeIfPresent(String.self, forKey: .output) ?? output
         signingKey = try c.decodeIfPresent(String.self, forKey: .signingKey)
         packName = try c.decodeIfPresent(String.self, forKey: .packName)
@@ -238,7 +243,7 @@ struct Config: Decodable {
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case source, format, compression, output, signingKey, packName, packVersion, expires
+        case source, format, compression, level, output, signingKey, packName, packVersion, expires
     }
 
     static func load(_ url: URL, target: String) throws -> Config {
@@ -269,6 +274,10 @@ struct Config: Decodable {
                 target,
                 "\(url.path): \"compression\" must be \"auto\", \"store\" or \"deflate\", not \"\(config.compression)\""
             )
+        }
+        guard ["default", "fast"].contains(config.level) else {
+            throw PackAssetsError(
+                target, "\(url.path): \"level\" must be \"default\" or \"fast\", not \"\(config.level)\"")
         }
         guard !config.output.isEmpty, !config.output.contains("/"), !config.output.hasPrefix(".") else {
             throw PackAssetsError(target, "\(url.path): \"output\" must be a plain file name such as \"assets.pack\"")

@@ -69,7 +69,7 @@ extension ContainerPackWriter {
             if compress == nil {
                 let sample = UnsafeRawBufferPointer(
                     rebasing: buffers.plain[0..<min(available, CompressionPolicy.sampleSize)])
-                compress = buffers.samplePays(sample, codec: codec, policy: policy)
+                compress = buffers.samplePays(sample, policy: policy)
             }
             // Cut the batch. An empty file is one empty chunk.
             var cuts: [(start: Int, length: Int)] = []
@@ -230,10 +230,10 @@ final class ChunkBuffers {
     private let ciphers: [AESGCM]
     private var deflaters: [RawDeflate.FastCompressor?]
     private var zstds: [Zstd.Compressor?]
-    private let zstdLevel: Int32
+    private let level: CompressionLevel
     private let lock = NSLock()
 
-    init(chunking: ChunkingParameters, zstdLevel: Int32) {
+    init(chunking: ChunkingParameters, level: CompressionLevel) {
         chunker = ContentChunker(min: chunking.min, avg: chunking.avg, max: chunking.max)
         let batch = max(8 << 20, 2 * chunking.max)
         plain = .allocate(byteCount: batch, alignment: 64)
@@ -249,7 +249,7 @@ final class ChunkBuffers {
         ciphers = (0..<max(1, ContainerPackReader.cores * 4)).map { _ in AESGCM() }
         deflaters = Array(repeating: nil, count: ciphers.count)
         zstds = Array(repeating: nil, count: ciphers.count)
-        self.zstdLevel = zstdLevel
+        self.level = level
     }
 
     /// Where chunk `j`, starting at plaintext offset `start` of the batch, is sealed.
@@ -275,20 +275,23 @@ final class ChunkBuffers {
         }
     }
 
-    /// Whether `sample` compresses within the policy's limit with `codec`.
-    func samplePays(_ sample: UnsafeRawBufferPointer, codec: ChunkCodec, policy: CompressionPolicy) -> Bool {
-        let limit = policy.deflateLimit(sample.count)
-        guard limit > 0 else { return false }
-        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: limit, alignment: 16)
+    /// Whether `sample` pays to compress under `policy`: the one `.auto` rule both writers share
+    /// (a deflate of the sample at ``CompressionPolicy/packLevel``), whatever the codec and level,
+    /// so every codec and level stores and compresses the same entries.
+    func samplePays(_ sample: UnsafeRawBufferPointer, policy: CompressionPolicy) -> Bool {
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, sample.count), alignment: 16)
         defer { scratch.deallocate() }
-        return compress(sample, codec: codec, task: 0, into: scratch) != nil
+        return policy.samplePays(sample, compressor: sampler, scratch: scratch)
     }
+
+    /// The sample's compressor (used by the writer's thread only).
+    private lazy var sampler = RawDeflate.FastCompressor(level: CompressionPolicy.packLevel)
 
     private func deflater(_ task: Int) -> RawDeflate.FastCompressor {
         lock.lock()
         defer { lock.unlock() }
         if let c = deflaters[task] { return c }
-        let c = RawDeflate.FastCompressor(level: CompressionPolicy.packLevel)
+        let c = RawDeflate.FastCompressor(level: level.containerDeflateLevel)
         deflaters[task] = c
         return c
     }
@@ -297,7 +300,7 @@ final class ChunkBuffers {
         lock.lock()
         defer { lock.unlock() }
         if let c = zstds[task] { return c }
-        let c = Zstd.Compressor(level: zstdLevel)
+        let c = Zstd.Compressor(level: level.zstdLevel)
         zstds[task] = c
         return c
     }

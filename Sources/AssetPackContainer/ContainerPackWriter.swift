@@ -94,8 +94,7 @@ package struct ContainerPackWriter: PackWriter {
         let bytesTotal = sorted.reduce(UInt64(0)) { $0 + $1.size }
         var bytesDone: UInt64 = 0
         try AtomicFile.write(output) { fd in
-            let buffers = ChunkBuffers(
-                chunking: chunking, zstdLevel: options.level == .fast ? Zstd.fastLevel : Zstd.defaultLevel)
+            let buffers = ChunkBuffers(chunking: chunking, level: options.level)
             defer { buffers.free() }
             var pos = UInt64(ContainerFormat.headerSize)
             var records: [IndexRecordV4] = []

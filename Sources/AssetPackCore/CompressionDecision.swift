@@ -12,8 +12,9 @@ extension CompressionPolicy {
     /// Bytes deflated to decide for an entry under `.auto`.
     package static let sampleSize = 64 << 10
 
-    /// libdeflate's level for packing: level 2 is within ~1 % of zlib 6's size on text and
-    /// several times faster (docs/ZIP-WRITER.md has the table).
+    /// libdeflate's level for the `.auto` sample (both writers) and for the container's chunks
+    /// (until the container reads ``CompressionLevel/containerDeflateLevel``): the fastest level
+    /// that decides as well as the others, since a sample's only question is whether it shrinks.
     package static let packLevel: Int32 = 2
 
     /// The decision by name and size alone: `false` store, `true` deflate, `nil` sample first.
@@ -61,5 +62,27 @@ extension CompressionPolicy {
             UnsafeRawBufferPointer(rebasing: sample[0..<n]),
             compressor: RawDeflate.FastCompressor(level: Self.packLevel),
             scratch: scratch)
+    }
+}
+
+extension CompressionLevel {
+    /// libdeflate's level for a zip pack's entries (docs/PERFORMANCE.md, "Compression levels",
+    /// has the table behind both).
+    package var zipDeflateLevel: Int32 {
+        switch self {
+        case .default: return 10
+        case .fast: return 2
+        }
+    }
+
+    /// The container's deflate level (`--codec deflate`): the zip's, chunk by chunk.
+    package var containerDeflateLevel: Int32 { zipDeflateLevel }
+
+    /// The container's zstd level (the default codec): docs/PERFORMANCE.md, "zstd levels".
+    package var zstdLevel: Int32 {
+        switch self {
+        case .default: return Zstd.defaultLevel
+        case .fast: return Zstd.fastLevel
+        }
     }
 }

@@ -40,7 +40,9 @@ public struct PackOptions: Sendable {
     public var format: PackFormat = .zip
     /// Which entries to compress.
     public var compression: CompressionPolicy = .auto
-    /// How hard to compress what is compressed: for the reader (the default) or for a quick build.
+    /// How hard to compress the entries that are compressed: `.default` for the reader (smaller
+    /// packs, decoded at least as fast), `.fast` for packing speed while iterating
+    /// (docs/PERFORMANCE.md, "Compression levels", has the measurements behind both).
     public var level: CompressionLevel = .default
     /// The password or key. Required unless the zip's encryption is `.none`.
     public var credential: PackCredential?
@@ -90,6 +92,18 @@ public struct PackOptions: Sendable {
     public init() {}
 }
 
+/// How hard a writer compresses the entries ``CompressionPolicy`` has it compress.
+///
+/// A pack is written once and read on every device, so the default spends packing time on size;
+/// `.fast` is for iteration. Neither changes which entries are compressed (media are still stored
+/// by name, the rest sampled), nor how a pack is read.
+public enum CompressionLevel: String, Sendable, CaseIterable {
+    /// Smaller packs at a packing time a build can afford: the default.
+    case `default`
+    /// The fastest packing, for iteration: larger packs.
+    case fast
+}
+
 /// Settings only a zip pack has.
 public struct ZipPackOptions: Sendable, Hashable {
     /// How entries are encrypted (the container is always AES-256-GCM).
@@ -119,14 +133,6 @@ public enum ContainerCodec: String, Sendable, Hashable, CaseIterable {
     case zstd
     /// Raw deflate, one stream per chunk.
     case deflate
-}
-
-/// How hard a writer compresses: for the reader (`.default`) or for a quick build (`.fast`).
-public enum CompressionLevel: String, Sendable, Hashable, CaseIterable {
-    /// Favours pack size and decode speed (a pack is written once and read on every device).
-    case `default`
-    /// Favours packing time, for iteration builds.
-    case fast
 }
 
 /// The key derivation a password-protected container pack uses (raw-key packs use none).

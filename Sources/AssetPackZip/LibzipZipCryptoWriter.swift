@@ -43,7 +43,11 @@ enum LibzipZipCryptoWriter {
                 throw LibzipError.from(zip_get_error(za), path: nil, context: "cannot add \(file.path)")
             }
             let deflate = try options.compression.decide(file)
-            guard zip_set_file_compression(za, UInt64(index), deflate ? ZIP_CM_DEFLATE : ZIP_CM_STORE, 0) == 0,
+            // libzip deflates with zlib: level 1 for `.fast`, 9 (its best) for `.default`.
+            let zlibLevel: UInt32 = options.level == .fast ? 1 : 9
+            guard
+                zip_set_file_compression(
+                    za, UInt64(index), deflate ? ZIP_CM_DEFLATE : ZIP_CM_STORE, deflate ? zlibLevel : 0) == 0,
                 zip_file_set_encryption(za, UInt64(index), UInt16(ZIP_EM_TRAD_PKWARE), password) == 0
             else {
                 throw LibzipError.from(zip_get_error(za), path: nil, context: "cannot configure \(file.path)")

@@ -76,7 +76,7 @@ struct ZipEntryEncoder: Sendable {
         if decision == nil, size > CompressionPolicy.sampleSize {
             deflate = policy.samplePays(
                 UnsafeRawBufferPointer(rebasing: plain[0..<CompressionPolicy.sampleSize]),
-                compressor: worker.compressor, scratch: worker.sampleScratch.mutableBytes)
+                compressor: worker.sampler, scratch: worker.sampleScratch.mutableBytes)
         }
         var stored = buffer
         if deflate, size > 0 {
@@ -117,11 +117,19 @@ struct EncodedEntry: @unchecked Sendable {
 
 /// What one worker thread keeps between tasks.
 final class ZipWorkerContext {
+    /// Compresses entries, at the pack's level.
     let compressor: RawDeflate.FastCompressor
+    /// Compresses `.auto`'s samples at ``CompressionPolicy/packLevel`` whatever the pack's level,
+    /// so that both levels store and deflate the same entries, and a slow level's cost is spent
+    /// only on entries that are kept deflated.
+    let sampler: RawDeflate.FastCompressor
     let sampleScratch = OwnedBuffer(capacity: CompressionPolicy.sampleSize)
 
     init(level: Int32) {
         compressor = RawDeflate.FastCompressor(level: level)
+        sampler =
+            level == CompressionPolicy.packLevel
+            ? compressor : RawDeflate.FastCompressor(level: CompressionPolicy.packLevel)
     }
 }
 

@@ -20,7 +20,7 @@ struct ZipPackJob {
         let piece = writer.pieceSize
         let encoder = encoder
         let files = files
-        let level = writer.level
+        let level = encoder.level
         let wholePlans = plans
         let taskList = tasks
         let queue = OrderedWorkQueue<TaskOutput>(count: tasks.count, budget: writer.memoryBudget) { t in

@@ -137,9 +137,9 @@ extension ZipPackJob {
         if deflate == nil {
             let sample = OwnedBuffer(capacity: CompressionPolicy.sampleSize)
             try SourceReader.read(fd, file, into: sample.mutableBytes, at: 0)
-            let context = ZipWorkerContext(level: writer.level)
+            let context = ZipWorkerContext(level: CompressionPolicy.packLevel)
             deflate = policy.samplePays(
-                sample.bytes, compressor: context.compressor, scratch: context.sampleScratch.mutableBytes)
+                sample.bytes, compressor: context.sampler, scratch: context.sampleScratch.mutableBytes)
         }
         let pieces = (size + writer.pieceSize - 1) / writer.pieceSize
         if deflate == true {

@@ -14,8 +14,9 @@ import Foundation
 /// ZipCrypto packs are written by libzip (we do not implement that cipher), into a temporary
 /// file whose name starts with `AtomicFile.temporaryPrefix`.
 package struct ZipPackWriter: PackWriter {
-    /// libdeflate's level (the table behind the choice is in docs/ZIP-WRITER.md).
-    package var level: Int32 = CompressionPolicy.packLevel
+    /// libdeflate's level for every entry, overriding `PackOptions.level` (for benchmarks and
+    /// tests); `nil`: `options.level.zipDeflateLevel` (docs/PERFORMANCE.md, "Compression levels").
+    package var level: Int32?
     /// Test hook: derive every AES salt from this seed, so the output is byte-for-byte
     /// reproducible. Never for real packs: a salt must not repeat under one password.
     package var fixedSaltSeed: UInt64?
@@ -73,7 +74,7 @@ package struct ZipPackWriter: PackWriter {
         }
         let encoder = ZipEntryEncoder(
             encrypted: password != nil, password: Array((password ?? "").utf8), policy: options.compression,
-            level: level, saltSeed: fixedSaltSeed)
+            level: level ?? options.level.zipDeflateLevel, saltSeed: fixedSaltSeed)
         // The pack already at the output, if it opens with this password: its unchanged entries are
         // copied as they are. Read before the new pack replaces it (the descriptor stays valid).
         let previous = options.fresh ? nil : PreviousPack.open(output, encoder: encoder)

@@ -9,11 +9,12 @@ import Foundation
 /// Only the plugin composes its command line, always in this fixed shape:
 ///
 ///     assetpack-pack SOURCE OUTPUT --format zip|container --compression auto|store|deflate
-///         (--key-file PATH | --password-file PATH | --password-env NAME)
+///         [--level default|fast] (--key-file PATH | --password-file PATH | --password-env NAME)
 ///         [--sign-key PATH [--pack-name NAME] [--pack-version N] [--expires DATE]]
 ///
 /// - `SOURCE`, `OUTPUT`: the asset folder and the pack to write (first, in this order).
 /// - `--format`, `--compression`: as `assetpack pack`'s; both required.
+/// - `--level`: as `assetpack pack --level`; `default` when absent.
 /// - exactly one credential: a raw 32-byte container key file, a file whose first line is the
 ///   password, or the name of the environment variable holding the password. The secret itself
 ///   never goes on the command line.
@@ -80,6 +81,7 @@ struct Request {
     var output: String
     var format: PackFormat
     var compression: CompressionPolicy
+    var level: CompressionLevel
     var credential: Credential
     var signKey: String?
     var packName: String?
@@ -97,7 +99,7 @@ struct Request {
         var values: [String: String] = [:]
         var rest = arguments.dropFirst(2).makeIterator()
         let known = [
-            "--format", "--compression", "--key-file", "--password-file", "--password-env", "--sign-key",
+            "--format", "--compression", "--level", "--key-file", "--password-file", "--password-env", "--sign-key",
             "--pack-name", "--pack-version", "--expires",
         ]
         while let option = rest.next() {
@@ -122,6 +124,11 @@ struct Request {
             throw UsageError("--compression must be auto, store or deflate, not '\(compressionName)'")
         }
         self.compression = compression
+        let levelName = values["--level"] ?? CompressionLevel.default.rawValue
+        guard let level = CompressionLevel(rawValue: levelName) else {
+            throw UsageError("--level must be default or fast, not '\(levelName)'")
+        }
+        self.level = level
 
         let credentials: [Credential] = [
             values["--key-file"].map(Credential.keyFile), values["--password-file"].map(Credential.passwordFile),
@@ -155,6 +162,7 @@ struct Request {
         var options = PackOptions()
         options.format = format
         options.compression = compression
+        options.level = level
         switch credential {
         case .keyFile(let path): options.credential = try .keyFile(path)
         case .passwordFile(let path): options.credential = try .passwordFile(path)

@@ -152,3 +152,4 @@ extension PackFormat: ExpressibleByArgument {
 extension PackEncryption: ExpressibleByArgument {}
 extension CompressionPolicy: ExpressibleByArgument {}
 extension ContainerCodec: ExpressibleByArgument {}
+extension CompressionLevel: ExpressibleByArgument {}

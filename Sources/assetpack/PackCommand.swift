@@ -20,6 +20,12 @@ extension AssetPackCommand {
         @Option(help: "auto (store media, deflate the rest where it pays), store or deflate.")
         var compression: CompressionPolicy = .auto
         @Option(
+            help: ArgumentHelp(
+                "How hard to compress what is compressed: default (smaller packs, for release: what every device reads) or fast (quicker packing, larger packs, for iteration).",
+                valueName: "default|fast"))
+        var level: CompressionLevel?
+        @Flag(help: "The same as --level fast.") var fast = false
+        @Option(
             name: .customLong("chunk-kib"),
             help:
                 "container only: the average chunk size in KiB (power of two, 4 to 4096); chunks are cut where the content says, from a quarter to four times it."
@@ -69,6 +75,9 @@ extension AssetPackCommand {
         @OptionGroup var credentials: CredentialOptions
 
         func validate() throws {
+            if fast && level == .default {
+                throw ValidationError("--fast is --level fast: give one of --fast and --level default")
+            }
             if format == .container && encryption != .aes256 {
                 throw ValidationError("--encryption applies to zip packs only; the container is always AES-256-GCM")
             }
@@ -104,6 +113,7 @@ extension AssetPackCommand {
                 options.format = format
                 options.zip.encryption = encryption
                 options.compression = compression
+                options.level = fast ? .fast : level ?? .default
                 options.includeHidden = includeHidden
                 options.container.chunkSize = chunkKiB << 10
                 options.container.codec = codec

@@ -150,4 +150,39 @@ import Testing
         #expect(past.status == 64, "\(past.stderr)")
         #expect(past.stderr.contains("--expires 2001-01-01 is not in the future"), "\(past.stderr)")
     }
+
+    /// `--level fast` (the plugin's `"level": "fast"` in assetpack.json) packs larger than the
+    /// default it means when absent or given as `--level default`; every pack reads back.
+    @Test func levelIsHonouredAndAnUnknownOneIsAUsageError() throws {
+        let dir = TemporaryDirectory()
+        let files = ["levels.cfg": textBytes(300_000, seed: 5), "hero.png": testBytes(20_000, seed: 6)]
+        let source = try dir.write(files, under: "src")
+        func pack(_ name: String, _ extra: [String]) throws -> (CLI.Run, Int) {
+            let output = dir.appending(name)
+            let run = try Self.run(
+                [source.path, output.path, "--format", "zip", "--compression", "auto"] + extra
+                    + ["--password-env", "ASSETPACK_PASSWORD"])
+            let size = (try? FileManager.default.attributesOfItem(atPath: output.path)[.size] as? Int) ?? nil
+            return (run, size ?? -1)
+        }
+        let (absent, absentSize) = try pack("absent.zip", [])
+        let (named, namedSize) = try pack("default.zip", ["--level", "default"])
+        let (fast, fastSize) = try pack("fast.zip", ["--level", "fast"])
+        for run in [absent, named, fast] { #expect(run.status == 0, "\(run.stderr)") }
+        #expect(absentSize == namedSize)
+        #expect(fastSize > namedSize, "fast \(fastSize), default \(namedSize)")
+        for name in ["absent.zip", "default.zip", "fast.zip"] {
+            for (path, bytes) in files {
+                let cat = try CLI.run(["cat", dir.appending(name).path, path], password: Self.password)
+                #expect(cat.status == 0 && cat.stdout == bytes, "\(name): \(path) \(cat.stderr)")
+            }
+        }
+
+        let (unknown, _) = try pack("max.zip", ["--level", "max"])
+        #expect(unknown.status == 64, "\(unknown.stderr)")
+        #expect(
+            unknown.stderr.hasPrefix("assetpack-pack: error: --level must be default or fast, not 'max'"),
+            "\(unknown.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: dir.appending("max.zip").path))
+    }
 }
