@@ -1,0 +1,159 @@
+/// Content-defined chunking: cuts a byte stream into chunks whose boundaries depend on the bytes
+/// around them, not on their offsets, so an edit moves only the boundaries of the chunks it touches
+/// and every other chunk keeps its bytes (and can be reused by a re-pack or skipped by an update).
+///
+/// The algorithm is FastCDC (W. Xia et al., "FastCDC: a Fast and Efficient Content-Defined Chunking
+/// Approach for Data Deduplication", USENIX ATC 2016, Algorithm 1): a gear rolling hash
+/// `h = (h << 1) + Gear[byte]`, cut-point skipping (no boundary before `minSize`), and normalized
+/// chunking (a stricter mask before `averageSize`, a looser one after, so chunk sizes cluster around
+/// the average). Two details are this type's own and are part of the definition, so that a later
+/// version of the tool cuts the same boundaries:
+///
+/// - **The hash at a candidate boundary covers exactly the 64 bytes before it.** A candidate chunk
+///   length `L` (`minSize ≤ L < maxSize`) is judged by
+///   `h(L) = Σ_{k=0}^{63} Gear[b[L−1−k]] << k  (mod 2^64)`, where `b` are the chunk's bytes.
+///   (The shift pushes every older byte out of the 64-bit hash, so rolling from byte `L − 64` gives
+///   the same value as rolling from the chunk's start.) A boundary is thus a function of the
+///   64 bytes before it and of its distance from the previous boundary, nothing else.
+/// - **The masks are contiguous high bits.** `mask(n)` has the `n` bits 63−n … 62 set (bit 63 is
+///   never used, and the lowest bit used still depends on 64−n ≥ 40 bytes). With
+///   `a = log2(averageSize)` and normalization level `ℓ`, lengths `L < averageSize` cut where
+///   `h(L) & mask(a + ℓ) == 0` and lengths `L ≥ averageSize` where `h(L) & mask(a − ℓ) == 0`.
+///
+/// A chunk ends at the first `L` in `minSize ..< maxSize` whose hash passes, else at `maxSize`; the
+/// last chunk of the input ends where the input does. So every chunk but the last is in
+/// `minSize ... maxSize` and the last is in `1 ... maxSize`; an empty input has no chunk at all.
+///
+/// `Gear` is 256 values of ``SplitMix64`` seeded with ``gearSeed``, in order (`Gear[0]` is the first
+/// value drawn). The ``standard`` parameters are what container format v4 cuts large entries with;
+/// they are fixed forever (a re-pack must cut an unchanged file where the previous version did).
+package struct ContentChunker: Sendable, Equatable {
+    /// The seed of the gear table: the ASCII bytes "AssetCDC" read big-endian.
+    package static let gearSeed: UInt64 = 0x4173_7365_7443_4443
+
+    /// The bytes a boundary's hash covers.
+    package static let window = 64
+
+    /// The gear table: 256 consecutive outputs of `SplitMix64(seed: gearSeed)`.
+    package static let gear: [UInt64] = {
+        var rng = SplitMix64(seed: gearSeed)
+        return (0..<256).map { _ in rng.next() }
+    }()
+
+    /// What container format v4 uses: 16 KiB minimum, 64 KiB average, 256 KiB maximum, normalization
+    /// level 2 (chosen by measurement: docs/PERFORMANCE.md, "Content-defined chunking").
+    package static let standard = ContentChunker(min: 16 << 10, avg: 64 << 10, max: 256 << 10, normalization: 2)
+
+    /// No chunk but the last is shorter.
+    package let minSize: Int
+    /// Where the stricter mask gives way to the looser one (the target mean; a power of two).
+    package let averageSize: Int
+    /// No chunk is longer: a chunk with no boundary by then is cut here.
+    package let maxSize: Int
+    /// How many bits the masks differ from `log2(averageSize)` by (0 is plain Gear CDC).
+    package let normalization: Int
+    /// The mask for lengths below `averageSize`: `mask(log2(averageSize) + normalization)`.
+    package let smallMask: UInt64
+    /// The mask for lengths from `averageSize` on: `mask(log2(averageSize) − normalization)`.
+    package let largeMask: UInt64
+
+    /// `n` contiguous one bits ending at bit 62 (bits 63−n … 62).
+    package static func mask(bits n: Int) -> UInt64 {
+        precondition(n >= 1 && n <= 62)
+        return ((1 << UInt64(n)) - 1) << UInt64(63 - n)
+    }
+
+    /// A chunker with the given sizes. `avg` must be a power of two and
+    /// `64 ≤ min ≤ avg ≤ max`; `normalization` in `0...3` (and `log2(avg) − normalization ≥ 1`).
+    package init(min: Int, avg: Int, max: Int, normalization: Int = 2) {
+        precondition(min >= Self.window && min <= avg && avg <= max, "need 64 ≤ min ≤ avg ≤ max")
+        precondition(avg.nonzeroBitCount == 1, "the average size must be a power of two")
+        let bits = avg.trailingZeroBitCount
+        precondition((0...3).contains(normalization) && bits - normalization >= 1 && bits + normalization <= 62)
+        minSize = min
+        averageSize = avg
+        maxSize = max
+        self.normalization = normalization
+        smallMask = Self.mask(bits: bits + normalization)
+        largeMask = Self.mask(bits: bits - normalization)
+    }
+
+    /// The length of the chunk that starts at `data[0]`.
+    ///
+    /// With `final` false, `data` is a prefix of what follows: the answer is `nil` when no boundary
+    /// is in `data` yet and it holds fewer than `maxSize` bytes (give it more and ask again; giving at
+    /// least `maxSize` bytes, or everything that is left with `final` true, always gets an answer).
+    /// With `final` true, `data` is all that is left and the chunk may end at its end. An empty
+    /// `data` has no chunk: `nil`. A boundary found never moves when more bytes are given.
+    package func cut(_ data: UnsafeRawBufferPointer, final: Bool) -> Int? {
+        let count = data.count
+        guard count > 0, let base = data.baseAddress else { return nil }
+        if count >= minSize {
+            let limit = Swift.min(count, maxSize - 1)  // candidate lengths L = i + 1 ≤ limit
+            if let length = scan(base.assumingMemoryBound(to: UInt8.self), limit: limit) { return length }
+        }
+        if count >= maxSize { return maxSize }
+        return final ? count : nil
+    }
+
+    /// `gear` shifted left by one bit, for rolling two bytes a step.
+    private static let gearShifted: [UInt64] = gear.map { $0 << 1 }
+
+    /// The first length `L` in `minSize ... limit` whose hash passes its mask, if any.
+    ///
+    /// Rolls two bytes a step (FastCDC's 2020 refinement, W. Xia et al., "The Design of Fast
+    /// Content-Defined Chunking for Data Deduplication Based Storage Systems", IEEE TPDS 31(9)):
+    /// with `a = Gear[b0] << 1`, the hash after `b0` is `(h << 1) + Gear[b0]`, and shifted left once it
+    /// is `(h << 2) + a`, whose bits under `mask << 1` are the ones `mask` tests (bit 63 is in no
+    /// mask, so nothing is lost); the hash after `b1` is `(h << 2) + (a + Gear[b1])`. Same
+    /// boundaries, a shorter dependency chain per byte.
+    @inline(__always)
+    private func scan(_ bytes: UnsafePointer<UInt8>, limit: Int) -> Int? {
+        Self.gear.withUnsafeBufferPointer { table -> Int? in
+            Self.gearShifted.withUnsafeBufferPointer { shiftedTable -> Int? in
+                let gear = table.baseAddress!
+                let gearShifted = shiftedTable.baseAddress!
+                var hash: UInt64 = 0
+                var i = minSize - Self.window
+                // Fill the window: the bytes before the first candidate boundary.
+                while i < minSize - 1 {
+                    hash = (hash << 1) &+ gear[Int(bytes[i])]
+                    i += 1
+                }
+                // Candidates i + 1 for i in the current `i ..< end`, under `mask`.
+                @inline(__always) func run(to end: Int, _ mask: UInt64) -> Int? {
+                    let maskShifted = mask << 1
+                    while i + 1 < end {
+                        let first = gearShifted[Int(bytes[i])]
+                        if ((hash << 2) &+ first) & maskShifted == 0 { return i + 1 }
+                        hash = (hash << 2) &+ (first &+ gear[Int(bytes[i + 1])])
+                        if hash & mask == 0 { return i + 2 }
+                        i += 2
+                    }
+                    if i < end {
+                        hash = (hash << 1) &+ gear[Int(bytes[i])]
+                        if hash & mask == 0 { return i + 1 }
+                        i += 1
+                    }
+                    return nil
+                }
+                if let length = run(to: Swift.min(averageSize - 1, limit), smallMask) { return length }
+                return run(to: limit, largeMask)
+            }
+        }
+    }
+
+    /// The end offset of every chunk of `data`, in order: the last is `data.count`; empty for an
+    /// empty input. Chunk `k` is `data[ends[k−1] ..< ends[k]]` (with `ends[−1] = 0`).
+    package func boundaries(of data: UnsafeRawBufferPointer) -> [Int] {
+        var ends: [Int] = []
+        ends.reserveCapacity(data.count / averageSize + 1)
+        var offset = 0
+        while offset < data.count {
+            let rest = UnsafeRawBufferPointer(rebasing: data[offset...])
+            offset += cut(rest, final: true)!
+            ends.append(offset)
+        }
+        return ends
+    }
+}
