@@ -270,6 +270,29 @@ bench-remote: release test-deps
 	$(SWIFT) build -c release --product TransportBench
 	Benchmarks/bench-remote.sh "$(RELEASE_BIN)" .build/bench-remote
 
+## bench-chunks: the content-defined chunker's sizes chosen by measurement (Benchmarks/Sources/ChunkBench):
+## per candidate min/avg/max, chunk count, index size, cut speed, bytes in changed chunks after three
+## edits of a 64 MiB entry, and per-chunk compression (docs/PERFORMANCE.md, "Content-defined chunking").
+.PHONY: bench-chunks
+bench-chunks:
+	$(SWIFT) run -c release ChunkBench
+
+## bench-delta-peers: the bytes zsync and casync download for the same edits of the same 64 MiB files
+## and of the benchmark tree, from nginx on loopback (Benchmarks/delta-peers.sh; installs the tools).
+.PHONY: bench-delta-peers
+bench-delta-peers: test-deps
+	@command -v zsync >/dev/null && command -v casync >/dev/null \
+	  || $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zsync casync
+	Benchmarks/delta-peers.sh .build/bench-delta-peers
+
+## bench-delta: chunk-level deltas of a container (issue 26): a generated 64 MiB entry edited four ways
+## (1 byte changed, 4 KiB inserted, 1 MiB appended, nothing), re-packed in place (time, bytes written,
+## chunks re-sealed) and its installed copy updated from nginx on loopback (bytes downloaded), signed
+## and unsigned; then the peers zsync and casync on the same edits (bench-delta-peers).
+.PHONY: bench-delta
+bench-delta: release bench-delta-peers
+	Benchmarks/bench-delta.sh "$(RELEASE_BIN)" .build/bench-delta
+
 ## bench-sets: a 4 KiB read through a PackSet of 10 packs x 1,000 entries against the same read from
 ## the one pack that serves it, and opening the set against opening its 10 packs one by one (medians).
 .PHONY: bench-sets

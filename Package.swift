@@ -115,6 +115,8 @@ let package = Package(
         // The HTTP client against a bare URLSession, for make bench-remote's transport comparison.
         .executableTarget(
             name: "TransportBench", dependencies: ["AssetPackHTTP"], path: "Benchmarks/Sources/TransportBench"),
+        // make bench-chunks: the content-defined chunker's sizes, chosen by measurement (docs/PERFORMANCE.md).
+        .executableTarget(name: "ChunkBench", dependencies: ["AssetPackCore"], path: "Benchmarks/Sources/ChunkBench"),
 
         // Shared test helpers: temporary trees, deterministic bytes, running the built CLI.
         .target(

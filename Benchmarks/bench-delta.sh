@@ -5,7 +5,8 @@
 # installed copy updated from the URL (bytes downloaded, from nginx's access log). Signed packs
 # (--trust, no password) and unsigned ones (given their password) both. Then the same on a folder
 # of mixed assets (Benchmarks/make-pack-corpus.py) with one 4 KiB file and one byte of its 64 MiB
-# entry changed. Peers: Benchmarks/delta-peers.sh (zsync, casync) on the same edits, when present.
+# entry changed. The peers (zsync, casync) on the same edits: Benchmarks/delta-peers.sh (make
+# bench-delta runs it first, as bench-delta-peers).
 # Usage: Benchmarks/bench-delta.sh ASSETPACK_BINARY WORK_DIR   (make bench-delta runs it)
 set -euo pipefail
 bin=$(realpath "$1")
@@ -130,8 +131,3 @@ for mode in signed; do
 done
 
 cat "$table"
-if [ -x "$here/delta-peers.sh" ]; then
-  echo
-  echo "Peers (unencrypted, unsigned), the same edits:"
-  "$here/delta-peers.sh" "$work/peers"
-fi
