@@ -91,7 +91,8 @@ public struct PerfBackendStats: Codable, Sendable, Equatable {
     public var decoder: String
     /// Bytes the entry occupies in the pack.
     public var storedSize: UInt64
-    /// `store` or `deflate`.
+    /// The codec, with its level when the run packed the entry: `store`, `deflate 10`, `zstd 12`
+    /// (`deflate`, `zstd` for packs given with `--pack`: a pack does not record the level).
     public var compression: String
 
     /// Creates a statistics record.

@@ -43,6 +43,8 @@ public enum PerfRunner {
         var inputDescription: String
         var credentialKind: String
         var packOptionsRecord: [String: String]?
+        /// The options this run packed with (`nil` for `--pack`: a pack does not record its level).
+        var packedWith: PackOptions?
 
         switch configuration.input {
         case .packs(let urls):
@@ -112,8 +114,10 @@ public enum PerfRunner {
             try FileManager.default.createDirectory(at: packDir, withIntermediateDirectories: true)
             var base = configuration.packOptions
             base.credential = credential
+            packedWith = base
             packOptionsRecord = [
                 "encryption": base.zip.encryption.rawValue, "compression": base.compression.rawValue,
+                "level": base.level.rawValue, "container_codec": base.container.codec.rawValue,
                 "container_chunk_size": String(base.container.chunkSize), "include_hidden": String(base.includeHidden),
             ]
             for format in [PackFormat.zip, .container] {
@@ -260,7 +264,7 @@ public enum PerfRunner {
                         decryptSeconds: m(x.decrypt), crcSeconds: m(x.crc),
                         bytesIn: x.bytesIn.sorted()[x.bytesIn.count / 2]),
                     crcOk: ok, decoder: decoders[s.label]?[path] ?? "", storedSize: info.storedSize,
-                    compression: info.compression.rawValue)
+                    compression: Self.codec(info.compression, in: s.pack.format, packedWith: packedWith))
             }
             entries.append(PerfEntry(path: path, size: sizes[path]!, backends: backends))
         }
@@ -357,6 +361,22 @@ public enum PerfRunner {
             return URL(fileURLWithPath: made, isDirectory: true)
         } catch {
             throw error.io("cannot create a temporary directory in \(base)")
+        }
+    }
+}
+
+extension PerfRunner {
+    /// An entry's codec with the level it was compressed at, when this run packed it
+    /// (`zstd 12`, `deflate 10`), else the codec alone (`store`, `deflate`, `zstd`).
+    static func codec(_ compression: EntryCompression, in format: PackFormat, packedWith options: PackOptions?)
+        -> String
+    {
+        guard let level = options?.level else { return compression.rawValue }
+        switch compression {
+        case .zstd: return "zstd \(level.zstdLevel)"
+        case .deflate:
+            return "deflate \(format == .zip ? level.zipDeflateLevel : level.containerDeflateLevel)"
+        case .store, .other: return compression.rawValue
         }
     }
 }

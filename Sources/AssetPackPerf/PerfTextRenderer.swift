@@ -65,6 +65,7 @@ extension PerfReport {
                 + s.classes.map { "\($0.sizeClass) \(PerfFormat.ratio($0.baselineSeconds / $0.candidateSeconds))" }
                 .joined(separator: ", ") + "\n"
         }
+        for line in guidance { out += "guidance: " + line + "\n" }
         if let load = settings.loadAverage.max(), load > Double(machine.cores) {
             out +=
                 "note: load average reached \(String(format: "%.1f", load)) on \(machine.cores) cores during the run; other processes competed for the CPU, expect noise (compare min and p90)\n"
@@ -212,5 +213,45 @@ struct Column {
             }
         }
         return out
+    }
+}
+
+extension PerfReport {
+    /// When each format, codec and level is worth it, with this run's numbers where it has them:
+    /// the compressed entries' bytes and read times by backend, the level choice, and which format
+    /// to ship for large files that are patched often.
+    public var guidance: [String] {
+        var lines: [String] = []
+        if let base = settings.baseline, let cand = settings.candidate {
+            // Entries both backends compressed: their stored bytes and summed median reads.
+            let both = entries.compactMap { e -> (PerfBackendStats, PerfBackendStats)? in
+                guard let b = e.backends[base], let c = e.backends[cand], b.compression != "store",
+                    c.compression != "store"
+                else { return nil }
+                return (b, c)
+            }
+            if !both.isEmpty {
+                let codecs = { (k: KeyPath<(PerfBackendStats, PerfBackendStats), PerfBackendStats>) in
+                    Set(both.map { $0[keyPath: k].compression }).sorted().joined(separator: ", ")
+                }
+                let bytes = { (k: KeyPath<(PerfBackendStats, PerfBackendStats), PerfBackendStats>) in
+                    both.reduce(UInt64(0)) { $0 + $1[keyPath: k].storedSize }
+                }
+                let time = { (k: KeyPath<(PerfBackendStats, PerfBackendStats), PerfBackendStats>) in
+                    both.reduce(0.0) { $0 + $1[keyPath: k].medianSeconds }
+                }
+                let (bb, cb, bt, ct) = (bytes(\.0), bytes(\.1), time(\.0), time(\.1))
+                lines.append(
+                    "compressed entries (\(PerfFormat.count(both.count, "entry", "entries"))): \(cand) (\(codecs(\.1))) stores \(PerfFormat.bytes(cb)), \(base) (\(codecs(\.0))) \(PerfFormat.bytes(bb)) (\(PerfFormat.ratio(Double(cb) / Double(max(bb, 1))))); reading them all takes \(PerfFormat.seconds(ct)) against \(PerfFormat.seconds(bt)) (sums of medians). zstd is the container's default: smaller than deflate and faster to decode; --codec deflate only where zstd is not wanted."
+                )
+            }
+        }
+        lines.append(
+            "levels: pack release builds at the default level (what every device downloads and decodes); --fast (or --level fast) packs several times faster with larger packs, for iteration builds. The level never changes how a pack is read."
+        )
+        lines.append(
+            "large files patched often (levels, atlases, audio banks): ship the container. A re-pack and an update by URL re-seal and download only the content-defined chunks (~64 KiB) around a change; a zip entry is one AES stream, re-encrypted and downloaded whole after any change."
+        )
+        return lines
     }
 }
