@@ -293,6 +293,16 @@ bench-delta-peers: test-deps
 bench-delta: release bench-delta-peers
 	Benchmarks/bench-delta.sh "$(RELEASE_BIN)" .build/bench-delta
 
+## bench-zstd: the zstd level table of docs/PERFORMANCE.md ("zstd levels"): bytes, compression and decode
+## speed per container chunk of zstd levels against libdeflate, then 7-Zip's zip of the same files, on the
+## perf corpus's and a Debian game data package's compressible files (Benchmarks/zstd-levels.sh).
+ZSTD_BENCH_DEB ?= wesnoth-1.16-data
+.PHONY: bench-zstd
+bench-zstd: deps
+	@command -v 7zz >/dev/null || $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq 7zip
+	@command -v bc >/dev/null || $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bc
+	Benchmarks/zstd-levels.sh .build/bench-zstd $(ZSTD_BENCH_DEB)
+
 ## bench-sets: a 4 KiB read through a PackSet of 10 packs x 1,000 entries against the same read from
 ## the one pack that serves it, and opening the set against opening its 10 packs one by one (medians).
 .PHONY: bench-sets

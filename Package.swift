@@ -111,7 +111,8 @@ let package = Package(
         .executableTarget(name: "SetsBench", dependencies: ["AssetPack"], path: "Benchmarks/Sources/SetsBench"),
         // The zstd levels against libdeflate per container chunk: bytes, compress and decode speed
         // (docs/PERFORMANCE.md, "zstd levels"; Benchmarks/zstd-levels.sh).
-        .executableTarget(name: "ZstdBench", dependencies: ["AssetPackCore"], path: "Benchmarks/Sources/ZstdBench"),
+        .executableTarget(
+            name: "ZstdBench", dependencies: ["AssetPackCore", "AssetPackPerf"], path: "Benchmarks/Sources/ZstdBench"),
         // The HTTP client against a bare URLSession, for make bench-remote's transport comparison.
         .executableTarget(
             name: "TransportBench", dependencies: ["AssetPackHTTP"], path: "Benchmarks/Sources/TransportBench"),

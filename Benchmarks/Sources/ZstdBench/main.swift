@@ -1,4 +1,5 @@
 import AssetPackCore
+import AssetPackPerf
 import Foundation
 
 // Chooses the zstd levels (docs/PERFORMANCE.md, "zstd levels"): compresses the compressible files
@@ -9,6 +10,7 @@ import Foundation
 // other processes on a shared machine do not count). Release build only:
 //   swift run -c release ZstdBench [--chunk-kib 64,128,256] [--zstd 1,3,...] [--deflate 2,6,9]
 //       [--ext json,lua,...] PATH...
+//   swift run -c release ZstdBench --write-perf-corpus DIR   (`assetpack perf --corpus standard`'s tree)
 
 struct Options {
     var chunkKiBs = [64, 128, 256]
@@ -87,7 +89,12 @@ func files(under paths: [String], extensions: Set<String>) -> [URL] {
     return out.sorted { $0.path < $1.path }
 }
 
-let options = Options(Array(CommandLine.arguments.dropFirst()))
+let arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "--write-perf-corpus", arguments.count == 2 {
+    try PerfCorpus.standard.write(to: URL(fileURLWithPath: arguments[1]))
+    exit(0)
+}
+let options = Options(arguments)
 guard !options.paths.isEmpty else {
     emit("usage: ZstdBench [--chunk-kib 64,128,256] [--zstd 1,3,..] [--deflate 2,6,9] [--ext json,lua,..] PATH...")
     exit(64)
