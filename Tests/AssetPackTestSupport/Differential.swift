@@ -175,8 +175,14 @@ public struct PackCombination: Sendable, CustomStringConvertible {
     public var chunkSize: Int
     /// Compression policy.
     public var compression: CompressionPolicy
+    /// The container's codec (zip entries are deflated).
+    public var codec: ContainerCodec = .zstd
+    /// The level: the default, or fast.
+    public var level: CompressionLevel = .default
 
-    /// Every combination: zip × {aes256, zipcrypto, none} and container × {4 KiB, 64 KiB, 1 MiB}, × {auto, deflate, store}.
+    /// Every combination: zip × {aes256, zipcrypto, none}, container × {4 KiB, 64 KiB, 1 MiB} with
+    /// zstd, container × {4 KiB, 64 KiB} with deflate, and zip/aes256 and container/64 KiB/zstd at
+    /// the fast level; each × {auto, deflate, store}.
     public static let all: [PackCombination] = {
         var out: [PackCombination] = []
         for compression in CompressionPolicy.allCases {
@@ -190,6 +196,19 @@ public struct PackCombination: Sendable, CustomStringConvertible {
                     PackCombination(format: .container, encryption: .aes256, chunkSize: chunk, compression: compression)
                 )
             }
+            for chunk in [4 << 10, 64 << 10] {
+                out.append(
+                    PackCombination(
+                        format: .container, encryption: .aes256, chunkSize: chunk, compression: compression,
+                        codec: .deflate))
+            }
+            out.append(
+                PackCombination(
+                    format: .zip, encryption: .aes256, chunkSize: 64 << 10, compression: compression, level: .fast))
+            out.append(
+                PackCombination(
+                    format: .container, encryption: .aes256, chunkSize: 64 << 10, compression: compression,
+                    level: .fast))
         }
         return out
     }()
@@ -204,6 +223,8 @@ public struct PackCombination: Sendable, CustomStringConvertible {
         options.zip.encryption = encryption
         options.compression = compression
         options.container.chunkSize = chunkSize
+        options.container.codec = codec
+        options.level = level
         options.credential = encrypted ? .password(password) : nil
         return options
     }
@@ -211,9 +232,11 @@ public struct PackCombination: Sendable, CustomStringConvertible {
     /// For example `zip/aes256/deflate` or `container/64KiB/auto`.
     public var description: String {
         switch format {
-        case .zip: "zip/\(encryption.rawValue)/\(compression.rawValue)"
+        case .zip: "zip/\(encryption.rawValue)/\(compression.rawValue)" + (level == .fast ? "/fast" : "")
         // The container's, and any other format's.
-        default: "\(format.rawValue)/\(chunkSize >> 10)KiB/\(compression.rawValue)"
+        default:
+            "\(format.rawValue)/\(chunkSize >> 10)KiB/\(compression.rawValue)/\(codec.rawValue)"
+                + (level == .fast ? "/fast" : "")
         }
     }
 }
