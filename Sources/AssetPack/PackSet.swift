@@ -7,8 +7,9 @@ import Foundation
 /// A path resolves to the last pack that has it. A patch pack's deletions
 /// (``PackReader/deletedPaths``) hide the paths of the packs below it, and a pack above the
 /// patch can add them back. The packs are any open readers: any mix of formats, credentials,
-/// local or remote. One merged index is built when the set is made, so a read costs one hash
-/// lookup and then the chosen pack's own read. ``EntryInfo/pack`` and ``EntryTiming/pack``
+/// local or remote. One merged index is built when the set is made (a merge of the packs'
+/// sorted lists, see `PackSetIndex`), so a read costs one hash lookup and then the chosen pack's
+/// own read. ``EntryInfo/pack`` and ``EntryTiming/pack``
 /// name the pack that served the entry.
 ///
 /// ```swift
@@ -36,13 +37,6 @@ public final class PackSet: PackReader {
         }
     }
 
-    /// Where a path resolves: the member's position and the entry as that member stores it.
-    private struct Slot: Sendable {
-        var member: Int
-        var info: EntryInfo
-        var deleted: Bool
-    }
-
     /// The packs, bottom first.
     public let members: [Member]
     /// Every entry the set serves, sorted by path (UTF-8 byte order), each naming its pack.
@@ -51,8 +45,10 @@ public final class PackSet: PackReader {
     public let openSeconds: Double
     /// Seconds spent building the merged index.
     public let mergeSeconds: Double
-    private let index: [String: Int]
-    private let slots: [Slot]
+    /// Every path of the set → its position in ``entries`` (-1: deleted).
+    private let index: [String: Int32]
+    /// The member serving each entry of ``entries``.
+    private let servedBy: [Int32]
 
     /// Builds the merged index of `members`, bottom first.
     /// - Throws: `.invalidArgument` for an empty list; `.integrityFailure` naming both packs when
@@ -61,39 +57,11 @@ public final class PackSet: PackReader {
     public init(_ members: [Member]) throws {
         guard !members.isEmpty else { throw AssetPackError(.invalidArgument, "a pack set needs at least one pack") }
         let watch = Stopwatch()
-        // Room for every entry of every pack: the index never rehashes while it fills.
-        let total = members.reduce(0) { $0 + $1.reader.entries.count }
-        var index: [String: Int] = [:]
-        index.reserveCapacity(total)
-        var slots: [Slot] = []
-        slots.reserveCapacity(total)
-        for (m, member) in members.enumerated() {
-            for path in member.reader.deletedPaths {
-                guard let s = index[path] else {
-                    throw AssetPackError(
-                        .integrityFailure,
-                        "\(member.name) deletes \(EntryPath.printable(path)), which no pack below it has", path: path)
-                }
-                try Self.checkSameBytes(path, slots[s], member.name, members)
-                slots[s].deleted = true
-            }
-            for var info in member.reader.entries {
-                info.pack = member.name
-                let slot = Slot(member: m, info: info, deleted: false)
-                if let s = index[info.path] {
-                    try Self.checkSameBytes(info.path, slots[s], member.name, members)
-                    slots[s] = slot
-                } else {
-                    index[info.path] = slots.count
-                    slots.append(slot)
-                }
-            }
-        }
-        let live = slots.indices.filter { !slots[$0].deleted }
-        self.entries = live.map { slots[$0].info }.sorted { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
+        let merged = try PackSetIndex(members)
+        self.entries = merged.entries
+        self.servedBy = merged.servedBy
+        self.index = merged.table
         self.members = members
-        self.index = index
-        self.slots = slots
         self.mergeSeconds = watch.elapsed
         self.openSeconds = members.reduce(mergeSeconds) { $0 + $1.reader.openSeconds }
     }
@@ -129,15 +97,6 @@ public final class PackSet: PackReader {
         try self.init(members)
     }
 
-    /// Refuses `path` of `member` over `slot` when their bytes differ (NFC-equal, another form).
-    private static func checkSameBytes(_ path: String, _ slot: Slot, _ member: String, _ members: [Member]) throws {
-        guard !slot.info.path.utf8.elementsEqual(path.utf8) else { return }
-        throw AssetPackError(
-            .integrityFailure,
-            "\(members[slot.member].name) and \(member) hold \(EntryPath.printable(path)) in different Unicode forms",
-            path: path)
-    }
-
     // MARK: - PackReader
 
     /// The top pack's format.
@@ -149,27 +108,29 @@ public final class PackSet: PackReader {
         members.allSatisfy { $0.reader.publisher != nil } ? members[members.count - 1].reader.publisher : nil
     }
 
-    /// The pack that serves `path` (normalised first), or `nil` when the set has no such entry.
-    private func resolve(_ path: String) -> Slot? {
+    /// The position in ``entries`` of the entry serving `path` (normalised first), or `nil`
+    /// when the set has no such entry: one lookup, or two when `path` is not in normal form.
+    private func resolve(_ path: String) -> Int? {
         let found =
             index[path]
             ?? {
                 let n = EntryPath.normalize(path); return n == path ? nil : index[n]
             }()
-        guard let found, !slots[found].deleted else { return nil }
-        return slots[found]
+        guard let found, found >= 0 else { return nil }
+        return Int(found)
     }
 
     private func resolved(_ path: String) throws -> (reader: any PackReader, path: String, pack: String) {
-        guard let slot = resolve(path) else { throw AssetPackError(.entryNotFound, "no such entry", path: path) }
-        return (members[slot.member].reader, slot.info.path, members[slot.member].name)
+        guard let i = resolve(path) else { throw AssetPackError(.entryNotFound, "no such entry", path: path) }
+        let member = members[Int(servedBy[i])]
+        return (member.reader, entries[i].path, member.name)
     }
 
     /// The entry `path` resolves to, naming its pack.
-    public func entry(_ path: String) -> EntryInfo? { resolve(path)?.info }
+    public func entry(_ path: String) -> EntryInfo? { resolve(path).map { entries[$0] } }
 
     /// The pack that serves `path`, or `nil` when the set has no such entry.
-    public func member(serving path: String) -> Member? { resolve(path).map { members[$0.member] } }
+    public func member(serving path: String) -> Member? { resolve(path).map { members[Int(servedBy[$0])] } }
 
     public func readTimed(_ path: String) throws -> (bytes: [UInt8], timing: EntryTiming) {
         let (reader, stored, pack) = try resolved(path)
@@ -196,7 +157,7 @@ public final class PackSet: PackReader {
 
     /// The serving pack's answer: a set's entries come from packs of any format.
     public func authenticatesEachPiece(_ path: String) -> Bool {
-        resolve(path).map { members[$0.member].reader.authenticatesEachPiece(path) } ?? false
+        resolve(path).map { members[Int(servedBy[$0])].reader.authenticatesEachPiece(path) } ?? false
     }
 
     public func readRange(_ path: String, offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws {

@@ -136,7 +136,7 @@ package struct RemoteDownload {
     }
 
     /// Downloads what the staging file still lacks, in batches, recording the progress after
-    /// each.
+    /// each, and after a failure what arrived before it.
     package mutating func fetchRest(progress: (@Sendable (UInt64, UInt64) -> Void)?) throws {
         guard let mirror else { return }
         let total = mirror.size
@@ -147,7 +147,14 @@ package struct RemoteDownload {
         var batchBytes: UInt64 = 0
         func flush() throws {
             guard !batch.isEmpty else { return }
-            try mirror.ensure(batch) { bytes in progress?(done.add(bytes), total) }
+            do {
+                try mirror.ensure(batch) { bytes in progress?(done.add(bytes), total) }
+            } catch {
+                // What arrived before the failure (a cut response's bytes too) is kept for the
+                // next run to resume from: synced first, so the record never claims lost bytes.
+                if (try? mirror.sync()) != nil { try? save() }
+                throw error
+            }
             try mirror.sync()
             try save()
             batch = []

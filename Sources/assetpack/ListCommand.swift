@@ -8,7 +8,8 @@ extension AssetPackCommand {
             abstract: "List a pack's entries (or a set's: PACK with --over packs).",
             discussion: """
                 The table goes to stdout, the summary line to stderr. Control characters in names are escaped. \
-                With --over, the PACK column (and "pack" in --json) names the pack that serves each entry.
+                With --over or a release, the PACK column (and "pack" in --json) names the pack that serves each \
+                entry; for a release, --json adds "release_manifest": its name, version, expiry and packs.
                 """
         )
 
@@ -33,7 +34,8 @@ extension AssetPackCommand {
                 if json {
                     let document = ListDocument(
                         format: reader.format.rawValue, entries: entries.map(ListDocument.Entry.init),
-                        release: reader.release.map(ReleaseDocument.init))
+                        release: reader.release.map(ReleaseDocument.init),
+                        release_manifest: opened.release.map(ReleaseManifestDocument.init))
                     let encoder = JSONEncoder()
                     encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
                     print(String(decoding: try encoder.encode(document), as: UTF8.self))
@@ -93,6 +95,31 @@ struct ListDocument: Encodable {
     var entries: [Entry]
     /// With --trust: what the verified signature states.
     var release: ReleaseDocument?
+    /// When PACK is a release (a manifest or an installed release's directory): its name,
+    /// version and packs.
+    var release_manifest: ReleaseManifestDocument?
+}
+
+/// A release manifest in `list --json`: its name, version, expiry (absent when it has none) and
+/// packs in order (bottom first), each with its name, version, size and SHA-256.
+struct ReleaseManifestDocument: Encodable {
+    struct Pack: Encodable {
+        var name: String
+        var version: UInt64
+        var size: UInt64
+        var sha256: String
+    }
+    var name: String
+    var version: UInt64
+    var expires: String?
+    var packs: [Pack]
+
+    init(_ manifest: ReleaseManifest) {
+        name = manifest.name
+        version = manifest.version
+        expires = manifest.expires.map(PackRelease.iso8601)
+        packs = manifest.packs.map { Pack(name: $0.name, version: $0.version, size: $0.size, sha256: $0.sha256) }
+    }
 }
 
 /// A signed release in `list --json` and `verify --json`: `name` and `size` are absent for a

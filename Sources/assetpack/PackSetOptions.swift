@@ -4,7 +4,9 @@ import AssetPackCrypto
 import AssetPackRemote
 import Foundation
 
-/// `--over PACK` (repeatable): packs read over the command's PACK as one set, bottom first.
+/// `--over PACK` (repeatable): packs read over the command's PACK as one set, bottom first. A
+/// value may end in the pack's own credential, `,password-env=NAME`, `,password-file=PATH` or
+/// `,key-file=PATH` (the sources the command's own options take, never the secret itself).
 struct PackSetOptions: ParsableArguments {
     @Option(
         name: .customLong("over"),
@@ -12,12 +14,49 @@ struct PackSetOptions: ParsableArguments {
             """
             Also read this pack over the ones before it (repeat, bottom first): PACK and every --over pack are \
             read as one set, where the last pack that has a path serves it and a patch pack's deletions hide \
-            paths of the packs below. The same credential and --trust apply to every pack.
-            """, valueName: "PACK"))
+            paths of the packs below. --trust applies to every pack; so does the command's credential, unless \
+            the value ends in the pack's own: PACK,password-env=NAME, PACK,password-file=PATH or \
+            PACK,key-file=PATH.
+            """, valueName: "PACK[,password-env=NAME]"))
     var over: [String] = []
 
-    /// The packs in order, bottom first.
-    func packs(_ base: String) -> [String] { [base] + over }
+    /// An `--over` pack: where it is, and its own credential when the value names one.
+    struct Pack {
+        /// The pack's path or URL (and its name in the set).
+        var location: String
+        /// The pack's own credential options, or `nil` to use the command's.
+        var credentials: CredentialOptions?
+    }
+
+    /// The credential sources a value may end in, as `,NAME=…`: the command's own option names.
+    static let credentialSources = ["password-env", "password-file", "key-file"]
+
+    func validate() throws {
+        for value in over { _ = try Self.pack(value) }
+    }
+
+    /// The `--over` packs, bottom first.
+    func packs() throws -> [Pack] { try over.map(Self.pack) }
+
+    /// Splits `value` at the first `,password-env=`, `,password-file=` or `,key-file=`: the pack
+    /// before it, its credential after.
+    /// - Throws: `ValidationError` (exit 64) for an empty pack or source, or a second credential.
+    static func pack(_ value: String) throws -> Pack {
+        let found = credentialSources.compactMap { source in value.range(of: ",\(source)=").map { ($0, source) } }
+            .min { $0.0.lowerBound < $1.0.lowerBound }
+        guard let (range, source) = found else { return Pack(location: value, credentials: nil) }
+        let location = String(value[..<range.lowerBound])
+        let argument = String(value[range.upperBound...])
+        guard !location.isEmpty else { throw ValidationError("--over '\(value)' names no pack before ,\(source)=") }
+        guard !argument.isEmpty else {
+            throw ValidationError(
+                "--over '\(value)': ,\(source)= needs a \(source == "password-env" ? "NAME" : "PATH")")
+        }
+        if credentialSources.contains(where: { argument.contains(",\($0)=") }) {
+            throw ValidationError("--over '\(value)': give one credential per pack")
+        }
+        return Pack(location: location, credentials: try CredentialOptions.parse(["--\(source)", argument]))
+    }
 
     /// The help of the PACK argument of the commands that read sets.
     static let packHelp = ArgumentHelp(
@@ -51,25 +90,34 @@ struct OpenedPacks {
 
 extension CredentialOptions {
     /// Opens `base` alone (as before: no pack names in the output); or `base` and `set.over` as
-    /// one ``PackSet`` whose packs are named as given on the command line; or, when `base` is a
-    /// release (``ReleaseInput``), its packs (named as the manifest names them) and then `set.over`.
+    /// one ``PackSet`` whose packs are named as given on the command line (without a credential
+    /// suffix); or, when `base` is a release (``ReleaseInput``), its packs (named as the manifest
+    /// names them) and then `set.over`. An `--over` pack with a credential of its own is opened
+    /// with it; every other pack with this one.
     func open(
         _ base: String, set: PackSetOptions, forData: Bool, trust: TrustOptions, network: NetworkOptions
     ) throws -> OpenedPacks {
         let release = try ReleaseInput.load(base, trust: trust, network: network)
-        if set.over.isEmpty, release == nil {
+        let over = try set.packs()
+        if over.isEmpty, release == nil {
             let (reader, source) = try openPack(base, forData: forData, trust: trust, network: network)
             return OpenedPacks(reader: reader, set: nil, sources: [source])
         }
         var members: [PackSet.Member] = []
         var sources: [any ByteSource] = []
-        let named: [(name: String, location: String, pinned: ReleaseManifest.Pack?)] =
-            (release.map { input in zip(input.manifest.packs, input.locations).map { ($0.name, $1, $0) } }
-                ?? [(base, base, nil)]) + set.over.map { ($0, $0, nil) }
+        typealias Named = (name: String, location: String, pinned: ReleaseManifest.Pack?, own: CredentialOptions?)
+        let named: [Named] =
+            (release.map { input in zip(input.manifest.packs, input.locations).map { ($0.name, $1, $0, nil) } }
+                ?? [(base, base, nil, nil)]) + over.map { ($0.location, $0.location, nil, $0.credentials) }
         for pack in named {
             let opened: (reader: any PackReader, source: any ByteSource)
             do {
-                opened = try openPack(pack.location, forData: forData, trust: trust, network: network)
+                // A pack's own password variable was named on purpose: unset is an error, not "no password".
+                if let own = pack.own, try own.given() == nil {
+                    throw AssetPackError(.missingPassword, "$\(own.passwordEnv) is not set or empty")
+                }
+                opened = try (pack.own ?? self).openPack(
+                    pack.location, forData: forData, trust: trust, network: network)
             } catch let error as AssetPackError {
                 throw error.naming(pack: pack.name)
             }

@@ -162,3 +162,80 @@ import Testing
         #expect(run.stderr.contains("\(base) and \(other) hold"), "\(run.stderr)")
     }
 }
+
+/// `--over PACK,password-env=NAME` (or `,password-file=PATH`, `,key-file=PATH`): a pack of a set
+/// with a credential of its own, through the built binary.
+@Suite struct PackSetCredentialCLITests {
+    let dir = TemporaryDirectory()
+
+    /// Packs `files` into `dir/name.pack` with `arguments` (format and credential) and `environment`.
+    func pack(_ files: [String: String], _ name: String, _ arguments: [String], password: String? = nil) throws
+        -> String
+    {
+        try dir.write(files.mapValues { Array($0.utf8) }, under: name)
+        let out = dir.appending("\(name).pack").path
+        let run = try CLI.run(["pack", dir.appending(name).path, "-o", out, "--quiet"] + arguments, password: password)
+        #expect(run.status == 0, "\(run.stderr)")
+        return out
+    }
+
+    @Test func eachOverPackCanHaveItsOwnCredential() throws {
+        let base = try pack(
+            ["a.txt": "base a", "b.txt": "base b", "c.txt": "base c"], "base", ["--format", "zip"],
+            password: "base-pw")
+        let dlc = try pack(["b.txt": "dlc b"], "dlc", ["--format", "zip"], password: "dlc-pw")
+        let key = dir.appending("patch.key")
+        try Data(String(repeating: "5a", count: 32).utf8).write(to: key)
+        let patch = try pack(["c.txt": "patch c"], "patch", ["--format", "container", "--key-file", key.path])
+        let passwordFile = dir.appending("lang.password")
+        try Data("lang-pw\n".utf8).write(to: passwordFile)
+        let lang = try pack(
+            ["d.txt": "lang d"], "lang", ["--format", "container", "--password-file", passwordFile.path])
+        let over = [
+            "--over", "\(dlc),password-env=DLC_PW", "--over", "\(patch),key-file=\(key.path)",
+            "--over", "\(lang),password-file=\(passwordFile.path)",
+        ]
+        func run(_ arguments: [String], _ environment: [String: String] = ["DLC_PW": "dlc-pw"]) throws -> CLI.Run {
+            try CLI.run(arguments, password: "base-pw", environment: environment)
+        }
+        for (path, bytes) in [("a.txt", "base a"), ("b.txt", "dlc b"), ("c.txt", "patch c"), ("d.txt", "lang d")] {
+            let cat = try run(["cat", base, path] + over)
+            #expect(cat.status == 0 && cat.text == bytes, "\(path): \(cat.stderr)")
+        }
+        // The packs are named by their locations, without the credential.
+        let list = try run(["list", base, "--json"] + over)
+        #expect(list.status == 0, "\(list.stderr)")
+        let document = try JSONSerialization.jsonObject(with: Data(list.stdout)) as? [String: Any]
+        let entries = document?["entries"] as? [[String: Any]] ?? []
+        #expect(entries.map { $0["pack"] as? String } == [base, dlc, patch, lang])
+        let verify = try run(["verify", base, "--quiet"] + over)
+        #expect(verify.status == 0, "\(verify.stderr)")
+        let into = dir.appending("out").path
+        let extract = try run(["extract", base, "--into", into, "--quiet"] + over)
+        #expect(extract.status == 0, "\(extract.stderr)")
+        #expect(try String(contentsOfFile: into + "/b.txt", encoding: .utf8) == "dlc b")
+
+        // Without its own credential, the DLC is read with the base's password: refused (exit 2),
+        // naming the pack; so is an unset variable.
+        let shared = try run(["cat", base, "b.txt", "--over", dlc])
+        #expect(shared.status == 2 && shared.stderr.contains(dlc), "\(shared.status) \(shared.stderr)")
+        let unset = try run(["cat", base, "b.txt"] + over, [:])
+        #expect(unset.status == 2, "\(unset.stderr)")
+        #expect(unset.stderr.contains(dlc) && unset.stderr.contains("DLC_PW"), "\(unset.stderr)")
+        // The wrong key for the container: exit 2 naming it.
+        let wrongKey = dir.appending("wrong.key")
+        try Data(String(repeating: "00", count: 32).utf8).write(to: wrongKey)
+        let wrong = try run(["cat", base, "c.txt", "--over", "\(patch),key-file=\(wrongKey.path)"])
+        #expect(wrong.status == 2 && wrong.stderr.contains(patch), "\(wrong.stderr)")
+    }
+
+    @Test(arguments: [
+        "p.pack,password-env=", ",password-env=X", "p.pack,password-env=A,key-file=k", "p.pack,key-file=",
+    ])
+    func aMalformedOverCredentialIsAUsageError(value: String) throws {
+        let base = try pack(["a.txt": "a"], "base", ["--format", "zip"], password: "pw")
+        let run = try CLI.run(["list", base, "--over", value], password: "pw")
+        #expect(run.status == 64, "\(run.stderr)")
+        #expect(run.stderr.contains("--over"), "\(run.stderr)")
+    }
+}

@@ -120,4 +120,68 @@ import Testing
         let older = try CLI.run(["install", url, "--into", home] + trust)
         #expect(older.status == 5 && older.stderr.contains("rollback: release game version 1"), "\(older.stderr)")
     }
+
+    /// A release update whose download the server cuts, again and again, until the install gives
+    /// up (exit 6): the previous release stays installed and readable, the part downloaded stays
+    /// for the next run, which (the server well again) finishes the release and fetches less than
+    /// the whole pack.
+    @Test func aCutReleaseDownloadResumesOnTheNextRunAndThePreviousReleaseStaysReadable() throws {
+        let base = testBytes(256 << 10, seed: 40)
+        let (old, new) = (testBytes(6 << 20, seed: 41), testBytes(6 << 20, seed: 42))
+        try pack("base", in: "www", version: 1, files: ["base.bin": base])
+        try pack("dlc", in: "www", version: 1, files: ["dlc.bin": old])
+        _ = try release(in: "www", version: 1, packs: ["base", "dlc"])
+        let server = try FaultyHTTPServer(root: dir.appending("www"))
+        defer { server.stop() }
+        let url = server.url("game.json").absoluteString
+        let trust = ["--trust", dir.appending("k.pub").path]
+        let first = try CLI.run(["install", url, "--into", home] + trust)
+        #expect(first.status == 0, "\(first.stderr)")
+        #expect(try installedWhole() == 1)
+
+        // Release 2: the DLC replaced by other bytes (nothing of it to reuse), the base unchanged.
+        try pack("dlc", in: "www", version: 2, files: ["dlc.bin": new])
+        try FileManager.default.removeItem(at: dir.appending("www/game.json"))
+        _ = try release(in: "www", version: 2, packs: ["base", "dlc"])
+        let dlcSize = try #require(
+            try FileManager.default.attributesOfItem(atPath: dir.appending("www/dlc.pack").path)[.size] as? Int)
+        try server.resetRequests()
+        try server.setFault(.truncateBody(afterBytes: 300 << 10, times: 10_000))
+        let cut = try CLI.run(["install", url, "--into", home] + trust)
+        #expect(cut.status == 6, "\(cut.stderr)")
+        #expect(cut.stderr.contains("dlc"), "\(cut.stderr)")
+
+        // In between: release 1, whole and readable through the CLI; the partial download kept.
+        #expect(try installedWhole() == 1)
+        let between = try CLI.run(["cat", home, "dlc.bin"] + trust)
+        #expect(between.status == 0 && between.stdout == old, "\(between.stderr)")
+        let list = try CLI.run(["list", home, "--json"] + trust)
+        let document = try JSONSerialization.jsonObject(with: Data(list.stdout)) as? [String: Any]
+        #expect((document?["release_manifest"] as? [String: Any])?["version"] as? Int == 1, "\(list.text)")
+        let staged = try FileManager.default.contentsOfDirectory(atPath: home).filter { $0.hasSuffix(".download") }
+        #expect(staged.count == 1 && staged.first?.hasPrefix(".dlc-") == true, "\(staged)")
+        let servedBefore = try server.requests().filter { $0.uri.contains("dlc.pack") }.reduce(0) { $0 + $1.bodyBytes }
+        #expect(servedBefore > 0 && servedBefore < dlcSize, "\(servedBefore) of \(dlcSize) bytes before the cut")
+
+        try server.setFault(.none)
+        try server.resetRequests()
+        let resumed = try CLI.run(["install", url, "--into", home] + trust)
+        #expect(resumed.status == 0, "\(resumed.stderr)")
+        #expect(try installedWhole() == 2)
+        let after = try CLI.run(["cat", home, "dlc.bin"] + trust)
+        #expect(after.status == 0 && after.stdout == new, "\(after.stderr)")
+        let log = try server.requests()
+        #expect(!log.contains { $0.uri.contains("base.pack") }, "the unchanged base is not fetched: \(log.map(\.uri))")
+        // What the cut run fetched (more than 1 MiB: 5 requests of 300 KiB) is not fetched again.
+        let servedAfter = log.filter { $0.uri.contains("dlc.pack") }.reduce(0) { $0 + $1.bodyBytes }
+        #expect(servedBefore > 1 << 20, "\(servedBefore)")
+        #expect(
+            servedAfter <= dlcSize - servedBefore + (64 << 10),
+            "resumed: \(servedAfter) of \(dlcSize) bytes after the cut, \(servedBefore) before")
+        print(
+            "figure: release download cut at 300 KiB per request: exit 6 after \(servedBefore) bytes, release 1 readable; the next run fetched \(servedAfter) of \(dlcSize) bytes"
+        )
+        let left = try FileManager.default.contentsOfDirectory(atPath: home).filter { $0.contains(".download") }
+        #expect(left.isEmpty, "\(left)")
+    }
 }

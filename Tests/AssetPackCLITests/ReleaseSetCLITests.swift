@@ -95,6 +95,31 @@ import Testing
         #expect(back.status == 0 && back.text == "dlc b", "\(back.stderr)")
     }
 
+    /// `list --json` of a release names it: `release_manifest` holds its name, version and packs
+    /// (in order); `entries` is unchanged, and a single pack's document has no such field.
+    @Test func listJSONOfAReleaseNamesTheRelease() throws {
+        let manifest = try baseAndPatch()
+        let home = dir.appending("home").path
+        #expect(try run(["install", manifest, "--into", home] + trust).status == 0)
+        for (input, extra) in [(manifest, trust), (manifest, []), (home, trust)] {
+            let list = try run(["list", input, "--json"] + extra)
+            #expect(list.status == 0, "\(list.stderr)")
+            let document = try JSONSerialization.jsonObject(with: Data(list.stdout)) as? [String: Any]
+            let release = document?["release_manifest"] as? [String: Any]
+            #expect(release?["name"] as? String == "game", "\(list.text)")
+            #expect(release?["version"] as? Int == 1, "\(list.text)")
+            #expect(release?["expires"] == nil)
+            let packs = release?["packs"] as? [[String: Any]] ?? []
+            #expect(packs.map { $0["name"] as? String } == ["base", "patch"], "\(list.text)")
+            #expect(packs.allSatisfy { ($0["sha256"] as? String)?.count == 64 && ($0["size"] as? Int ?? 0) > 0 })
+            #expect(try Self.entries(list).map { $0["pack"] as? String } == ["patch", "base", "patch"])
+            #expect(document?["format"] as? String == "zip")
+        }
+        let single = try run(["list", pub.appendingPathComponent("base.pack").path, "--json"])
+        let document = try JSONSerialization.jsonObject(with: Data(single.stdout)) as? [String: Any]
+        #expect(document?["release_manifest"] == nil && document?["entries"] != nil)
+    }
+
     @Test func anInstalledReleaseDirectoryIsReadAsTheSetOfItsPacks() throws {
         let manifest = try baseAndPatch()
         let home = dir.appending("home").path
