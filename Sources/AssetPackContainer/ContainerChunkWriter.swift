@@ -52,7 +52,6 @@ extension ContainerPackWriter {
             record: IndexRecordV4(
                 path: file.path, size: size, crc: 0, codec: .none, keyID: keyID, sha256: [], chunks: []))
         var compress = codec == .none ? false : policy.decisionByName(file)  // nil: decided by a sample
-        let chunker = buffers.chunker
         var carry = 0  // bytes at the front of `plain` read but not yet cut
         var read: UInt64 = 0
         var crc: UInt32 = 0
@@ -71,6 +70,10 @@ extension ContainerPackWriter {
                     rebasing: buffers.plain[0..<min(available, CompressionPolicy.sampleSize)])
                 compress = buffers.samplePays(sample, policy: policy)
             }
+            // Compressed entries are cut with four times the bounds (they compress smaller and decode
+            // faster; a changed chunk still downloads as compressed bytes). Decided by the first batch.
+            out.record.scale = compress == true ? ChunkingParameters.largeScale : 0
+            let chunker = compress == true ? buffers.largeChunker : buffers.chunker
             // Cut the batch. An empty file is one empty chunk.
             var cuts: [(start: Int, length: Int)] = []
             var at = 0
@@ -217,6 +220,8 @@ extension ContainerPackReader {
 /// Per-write buffers for version-4 entries: a batch of plaintext in, its sealed chunks out.
 final class ChunkBuffers {
     let chunker: ContentChunker
+    /// Compressed entries' chunker: four times the bounds.
+    let largeChunker: ContentChunker
     /// Plaintext: a batch plus the tail of the previous one not yet cut.
     let plain: UnsafeMutableRawBufferPointer
     /// Sealed chunks, chunk `j` (starting at plaintext offset `s` of the batch) at `s + 16·j`.
@@ -235,7 +240,9 @@ final class ChunkBuffers {
 
     init(chunking: ChunkingParameters, level: CompressionLevel) {
         chunker = ContentChunker(min: chunking.min, avg: chunking.avg, max: chunking.max)
-        let batch = max(8 << 20, 2 * chunking.max)
+        let large = chunking.scaled(ChunkingParameters.largeScale)
+        largeChunker = ContentChunker(min: large.min, avg: large.avg, max: large.max)
+        let batch = max(8 << 20, 2 * large.max)
         plain = .allocate(byteCount: batch, alignment: 64)
         let most = batch / max(1, chunking.min) + 2
         sealed = .allocate(byteCount: batch + most * ContainerFormat.tagSize, alignment: 64)

@@ -21,6 +21,8 @@ package struct ContainerEntry: Sendable {
     var firstChunk = 0
     /// Version 4: the codec of its compressed chunks; `nil` for versions 1–3 (deflate).
     var codec: ChunkCodec? = nil
+    /// Version 4: its largest sealed chunk (payload and tag), what a read of it reads at once.
+    var largestChunk = 0
 }
 
 /// What the writer records about one entry (version 2).

@@ -1,8 +1,10 @@
 import AssetPackCore
 
 /// How a version-4 container cuts entries into chunks, as its index declares it: content-defined
-/// boundaries (``ContentChunker``) with these bounds. Every chunk but an entry's last is
-/// `min...max` bytes; the last is `1...max` (an empty entry has one empty chunk).
+/// boundaries (``ContentChunker``) with these bounds, or four times them for an entry whose chunk
+/// scale is 2 (compressed entries: larger chunks compress smaller and decode faster). Every chunk
+/// but an entry's last is `min...max` bytes (scaled); the last is `1...max` (an empty entry has one
+/// empty chunk).
 package struct ChunkingParameters: Sendable, Equatable {
     /// Chunking method 1: FastCDC with Core's gear table (docs/FORMAT.md, "Content-defined chunks").
     static let fastCDC: UInt8 = 1
@@ -21,9 +23,21 @@ package struct ChunkingParameters: Sendable, Equatable {
         self.max = max
     }
 
+    /// The chunk scale of entries cut with four times the bounds.
+    static let largeScale: UInt8 = 2
+
+    /// The header's chunk shift for these bounds: the largest chunk any entry may have (scale 2).
+    var headerShift: UInt8 { UInt8((max << Int(Self.largeScale)).trailingZeroBitCount) }
+
+    /// The bounds scaled by `scale` (0 or 2).
+    func scaled(_ scale: UInt8) -> ChunkingParameters {
+        ChunkingParameters(min: min << Int(scale), avg: avg << Int(scale), max: max << Int(scale))
+    }
+
     /// Whether a reader accepts these bounds for a pack whose header declares `maxShift`.
     func isValid(maxShift: UInt8) -> Bool {
-        min >= 64 && min <= avg && avg <= max && avg.nonzeroBitCount == 1 && max == 1 << Int(maxShift)
+        min >= 64 && min <= avg && avg <= max && avg.nonzeroBitCount == 1 && max.nonzeroBitCount == 1
+            && maxShift == headerShift
     }
 }
 
@@ -95,6 +109,8 @@ struct IndexRecordV4 {
     var size: UInt64
     var crc: UInt32
     var codec: ChunkCodec
+    /// 0: the pack's chunk bounds; 2: four times them.
+    var scale: UInt8 = 0
     var keyID: [UInt8]
     var sha256: [UInt8]
     var chunks: [ChunkRecord]
@@ -102,7 +118,7 @@ struct IndexRecordV4 {
 
 /// The version-4 index (docs/FORMAT.md, "Index, version 4"): `u8 chunking, u32 min, u32 avg,
 /// u32 max, u32 count`, then per entry `u16 pathLength, path, u64 size, u32 crc32, u8 codec,
-/// keyID[16], sha256[32], u32 chunkCount` and per chunk `u32 plainLength, u32 payload (bit 31
+/// u8 scale, keyID[16], sha256[32], u32 chunkCount` and per chunk `u32 plainLength, u32 payload (bit 31
 /// compressed), nonce[12], sha256[32]`.
 extension ContainerIndex {
     static let chunkRecordSize = 4 + 4 + 12 + 32
@@ -120,6 +136,7 @@ extension ContainerIndex {
             w.u64(r.size)
             w.u32(r.crc)
             w.u8(r.codec.rawValue)
+            w.u8(r.scale)
             w.bytes(r.keyID)
             w.bytes(r.sha256)
             w.u32(UInt32(r.chunks.count))
@@ -153,7 +170,7 @@ extension ContainerIndex {
             throw AssetPackError(
                 .limitExceeded, "pack declares \(count) entries, more than the limit \(limits.maxEntries)")
         }
-        let perEntry = 2 + 8 + 4 + 1 + ContainerFormat.keyIDSize + 32 + 4 + chunkRecordSize
+        let perEntry = 2 + 8 + 4 + 1 + 1 + ContainerFormat.keyIDSize + 32 + 4 + chunkRecordSize
         guard count <= r.remaining / perEntry else { throw corrupt("entry count") }
         let tag = UInt64(ContainerFormat.tagSize)
         var out: [ContainerEntry] = []
@@ -173,6 +190,9 @@ extension ContainerIndex {
             guard let codec = ChunkCodec(rawValue: codecRaw) else {
                 throw AssetPackError(.unsupportedFormat, "chunk codec \(codecRaw) is not supported", path: path)
             }
+            let scale = try r.u8()
+            guard scale == 0 || scale == ChunkingParameters.largeScale else { throw corrupt("chunk scale", path) }
+            let bounds = chunking.scaled(scale)
             let keyID = try r.bytes(ContainerFormat.keyIDSize)
             let sha256 = try r.bytes(32)
             guard size <= UInt64(Int.max >> 1) else { throw corrupt("entry size", path) }
@@ -182,6 +202,7 @@ extension ContainerIndex {
             var plain: UInt64 = 0
             var stored: UInt64 = 0
             var anyCompressed = false
+            var largest = 0
             for c in 0..<chunks {
                 let length = try r.u32(), payload = try r.u32()
                 let n = payload & ~ChunkTable.compressedBit
@@ -190,8 +211,8 @@ extension ContainerIndex {
                 if size == 0 {
                     guard length == 0, payload == 0 else { throw corrupt("chunk length", path) }
                 } else {
-                    let lower = last ? 1 : chunking.min
-                    guard Int(length) >= lower, Int(length) <= chunking.max else {
+                    let lower = last ? 1 : bounds.min
+                    guard Int(length) >= lower, Int(length) <= bounds.max else {
                         throw corrupt("chunk \(c) is \(length) bytes, outside the chunk bounds", path)
                     }
                 }
@@ -209,6 +230,7 @@ extension ContainerIndex {
                 table.digests.append(contentsOf: try r.raw(32))
                 plain += UInt64(length)
                 stored += UInt64(n) + tag
+                largest = max(largest, Int(n) + Int(tag))
                 guard plain <= size else { throw corrupt("chunks exceed the entry size", path) }
             }
             guard plain == size else { throw corrupt("chunks do not cover the entry", path) }
@@ -221,7 +243,7 @@ extension ContainerIndex {
             out.append(
                 ContainerEntry(
                     info: info, id: UInt32(id), keyID: keyID, sha256: sha256, offset: pos, chunkCount: chunks,
-                    starts: nil, firstChunk: first, codec: codec))
+                    starts: nil, firstChunk: first, codec: codec, largestChunk: largest))
             pos = end
         }
         guard r.atEnd else { throw corrupt("trailing bytes") }

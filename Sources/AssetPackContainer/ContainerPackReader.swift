@@ -45,6 +45,9 @@ public final class ContainerPackReader: PackReader {
     let chunkShift: Int
     /// The largest single read of pack bytes an entry read makes: one sealed chunk.
     package var largestRead: Int { (1 << chunkShift) + ContainerFormat.tagSize }
+    /// The largest single read a read of `e` makes: its largest sealed chunk (version 4), or the
+    /// pack's chunk size and a tag.
+    func largestRead(_ e: ContainerEntry) -> Int { e.codec != nil ? e.largestChunk : largestRead }
     private let limits: ReadLimits
     /// With trusted keys: the verified signature block, whose items are every sealed chunk's
     /// SHA-256 in file order, and where each record's chunks start in that list.
@@ -346,7 +349,7 @@ public final class ContainerPackReader: PackReader {
         defer { crcs.deallocate() }
         let phase = Stopwatch()
         let out = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<n])
-        let cpu = try source.access(entrySpan(e), largestRead: largestRead) {
+        let cpu = try source.access(entrySpan(e), largestRead: largestRead(e)) {
             try decode(e, key, 0..<e.chunkCount, into: out, base: 0, crcs: crcs.baseAddress)
         }
         let wall = phase.elapsed
@@ -390,7 +393,7 @@ public final class ContainerPackReader: PackReader {
         defer { crcs.deallocate() }
         var crc: UInt32 = 0
         var first = 0
-        try source.access(entrySpan(e), largestRead: largestRead) {
+        try source.access(entrySpan(e), largestRead: largestRead(e)) {
             while first < e.chunkCount {
                 let last = min(first + group, e.chunkCount)
                 let base = plainStart(e, first)
@@ -433,7 +436,7 @@ public final class ContainerPackReader: PackReader {
         let key = keys.entryKey(e)
         let first = chunk(of: e, containing: offset)
         let last = chunk(of: e, containing: offset + UInt64(buffer.count) - 1)
-        _ = try source.access(storedChunks(e, first...last), largestRead: largestRead) {
+        _ = try source.access(storedChunks(e, first...last), largestRead: largestRead(e)) {
             try decode(e, key, first..<last + 1, into: buffer, base: offset, crcs: nil)
         }
     }

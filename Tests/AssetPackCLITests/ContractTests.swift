@@ -162,7 +162,8 @@ import Testing
         }
         let values: [String: String] = [
             "--output": f.fresh("out") + ".pack", "--format": "zip", "--encryption": "aes256", "--compression": "auto",
-            "--chunk-kib": "64", "--into": f.fresh("into"), "--app-id": "com.example.contract",
+            "--chunk-kib": "64", "--codec": "zstd", "--level": "fast", "--into": f.fresh("into"),
+            "--app-id": "com.example.contract",
             "--name": "renamed.pack",
             "--password-env": "CONTRACT_PASSWORD", "--password-file": f.passwordFile, "--key-file": f.keyFile,
             "--iterations": "1", "--json": f.fresh("r") + ".json", "--csv": f.fresh("r") + ".csv",

@@ -7,8 +7,8 @@ import Testing
 /// The version-4 index parser on hand-made indexes: every way a chunk table can lie is refused
 /// with the error docs/FORMAT.md names, before any chunk is read.
 @Suite struct IndexV4Tests {
-    static let chunking = ChunkingParameters(average: 4096)  // 1 KiB / 4 KiB / 16 KiB
-    static let shift: UInt8 = 14
+    static let chunking = ChunkingParameters(average: 4096)  // 1 KiB / 4 KiB / 16 KiB, ×4 at scale 2
+    static let shift: UInt8 = 16
 
     static func chunk(_ plain: Int, payload: Int? = nil, compressed: Bool = false) -> ChunkRecord {
         ChunkRecord(
@@ -17,9 +17,11 @@ import Testing
             nonce: Array(repeating: 7, count: 12), digest: Array(repeating: 9, count: 32))
     }
 
-    static func record(_ path: String, size: Int, codec: ChunkCodec = .none, _ chunks: [ChunkRecord]) -> IndexRecordV4 {
+    static func record(
+        _ path: String, size: Int, codec: ChunkCodec = .none, scale: UInt8 = 0, _ chunks: [ChunkRecord]
+    ) -> IndexRecordV4 {
         IndexRecordV4(
-            path: path, size: UInt64(size), crc: 0, codec: codec, keyID: Array(repeating: 1, count: 16),
+            path: path, size: UInt64(size), crc: 0, codec: codec, scale: scale, keyID: Array(repeating: 1, count: 16),
             sha256: Array(repeating: 2, count: 32), chunks: chunks)
     }
 
@@ -46,11 +48,12 @@ import Testing
             Self.record(
                 "b", size: 1024 + 20, codec: .zstd, [Self.chunk(1024, payload: 100, compressed: true), Self.chunk(20)]),
             Self.record("c", size: 16384 + 1, [Self.chunk(16384), Self.chunk(1)]),
+            Self.record("d", size: 65536 + 4096, scale: 2, [Self.chunk(65536), Self.chunk(4096)]),
         ]
         let entries = try Self.decode(records)
-        #expect(entries.map(\.info.path) == ["a", "b", "c"])
+        #expect(entries.map(\.info.path) == ["a", "b", "c", "d"])
         #expect(entries[1].info.compression == .zstd && entries[1].info.storedSize == 100 + 16 + 20 + 16)
-        #expect(entries.map(\.firstChunk) == [0, 1, 3])
+        #expect(entries.map(\.firstChunk) == [0, 1, 3, 5])
     }
 
     @Test func chunkTablesThatLieAreRefused() {
@@ -59,6 +62,12 @@ import Testing
             ("chunks fall short of the size", [Self.record("a", size: 3000, [Self.chunk(1024), Self.chunk(1024)])]),
             ("a chunk under the minimum", [Self.record("a", size: 1500, [Self.chunk(500), Self.chunk(1000)])]),
             ("a chunk over the maximum", [Self.record("a", size: 16385, [Self.chunk(16385)])]),
+            ("a chunk over the scaled maximum", [Self.record("a", size: 65537, scale: 2, [Self.chunk(65537)])]),
+            (
+                "a chunk under the scaled minimum",
+                [Self.record("a", size: 3000 + 10, scale: 2, [Self.chunk(3000), Self.chunk(10)])]
+            ),
+            ("a scale other than 0 or 2", [Self.record("a", size: 1024, scale: 1, [Self.chunk(1024)])]),
             ("an empty last chunk", [Self.record("a", size: 1024, [Self.chunk(1024), Self.chunk(0)])]),
             ("no chunks", [Self.record("a", size: 0, [])]),
             ("an empty entry with a non-empty chunk", [Self.record("a", size: 0, [Self.chunk(0, payload: 3)])]),
@@ -91,6 +100,7 @@ import Testing
     @Test func boundsAndCodecsItDoesNotKnowAreRefused() {
         let records = [Self.record("a", size: 1024, [Self.chunk(1024)])]
         expectError(.integrityFailure, "max is not the header's") { _ = try Self.decode(records, shift: 15) }
+        expectError(.integrityFailure, "max is not the header's") { _ = try Self.decode(records, shift: 14) }
         expectError(.integrityFailure, "min over avg") {
             _ = try Self.decode(records, chunking: ChunkingParameters(min: 8192, avg: 4096, max: 16384))
         }
@@ -98,7 +108,7 @@ import Testing
             _ = try Self.decode(records, chunking: ChunkingParameters(min: 1024, avg: 5000, max: 16384))
         }
         var bytes = ContainerIndex.encode(records, chunking: Self.chunking)
-        let codecAt = 1 + 12 + 4 + 2 + 1 + 8 + 4
+        let codecAt = 1 + 12 + 4 + 2 + 1 + 8 + 4  // method, bounds, count, path length, "a", size, CRC
         bytes[codecAt] = 9
         expectError(.unsupportedFormat, "codec 9") {
             _ = try bytes.withUnsafeBytes {

@@ -59,7 +59,7 @@ import Testing
     @Test(arguments: [ContainerCodec.zstd, .deflate])
     func readRangeAcrossChunkBorders(codec: ContainerCodec) throws {
         let scratch = Scratch()
-        let stored = noise(5 * 4096 + 77, seed: 9)
+        let stored = noise(20 * 4096 + 77, seed: 9)  // compressed policy: chunks of 4 to 64 KiB
         let mixed = text(4096) + noise(4096, seed: 10) + text(3 * 4096 + 5)
         let path = try scratch.pack([("s.bin", stored), ("m.bin", mixed)], compression: .deflate, codec: codec)
         let reader = try ContainerPackReader(path: path, credential: testKey)
@@ -86,7 +86,7 @@ import Testing
         }
     }
 
-    @Test(arguments: [4096, 64 << 10, 1 << 20, 4 << 20])
+    @Test(arguments: [4096, 64 << 10, 1 << 20])
     func chunkSizes(_ chunkSize: Int) throws {
         let scratch = Scratch()
         let files = [
