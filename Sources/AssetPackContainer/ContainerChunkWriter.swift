@@ -70,8 +70,8 @@ extension ContainerPackWriter {
                     rebasing: buffers.plain[0..<min(available, CompressionPolicy.sampleSize)])
                 compress = buffers.samplePays(sample, policy: policy)
             }
-            // Compressed entries are cut with four times the bounds (they compress smaller and decode
-            // faster; a changed chunk still downloads as compressed bytes). Decided by the first batch.
+            // Compressed entries are cut into larger chunks (they compress smaller and decode faster;
+            // a changed chunk still downloads as compressed bytes). Decided by the first batch.
             out.record.scale = compress == true ? ChunkingParameters.largeScale : 0
             let chunker = compress == true ? buffers.largeChunker : buffers.chunker
             // Cut the batch. An empty file is one empty chunk.
@@ -220,7 +220,7 @@ extension ContainerPackReader {
 /// Per-write buffers for version-4 entries: a batch of plaintext in, its sealed chunks out.
 final class ChunkBuffers {
     let chunker: ContentChunker
-    /// Compressed entries' chunker: four times the bounds.
+    /// Compressed entries' chunker: minimum and average doubled.
     let largeChunker: ContentChunker
     /// Plaintext: a batch plus the tail of the previous one not yet cut.
     let plain: UnsafeMutableRawBufferPointer
@@ -242,7 +242,7 @@ final class ChunkBuffers {
         chunker = ContentChunker(min: chunking.min, avg: chunking.avg, max: chunking.max)
         let large = chunking.scaled(ChunkingParameters.largeScale)
         largeChunker = ContentChunker(min: large.min, avg: large.avg, max: large.max)
-        let batch = max(8 << 20, 2 * large.max)
+        let batch = max(8 << 20, 2 * chunking.max)
         plain = .allocate(byteCount: batch, alignment: 64)
         let most = batch / max(1, chunking.min) + 2
         sealed = .allocate(byteCount: batch + most * ContainerFormat.tagSize, alignment: 64)

@@ -42,9 +42,9 @@ package struct ContainerPackWriter: PackWriter {
         }
         try ReadLimits.default.checkPackable(files)
         let cs = options.container.chunkSize
-        guard cs.nonzeroBitCount == 1, (4096...(1 << 20)).contains(cs) else {
+        guard cs.nonzeroBitCount == 1, (4096...(4 << 20)).contains(cs) else {
             throw AssetPackError(
-                .invalidArgument, "chunk size \(cs) is not a power of two from 4 KiB to 1 MiB (the average chunk)")
+                .invalidArgument, "chunk size \(cs) is not a power of two from 4 KiB to 4 MiB (the average chunk)")
         }
         let chunking = ChunkingParameters(average: cs)
         let sorted = files.sorted { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }

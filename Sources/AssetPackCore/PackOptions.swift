@@ -115,9 +115,9 @@ public struct ZipPackOptions: Sendable, Hashable {
 
 /// Settings only a container pack has.
 public struct ContainerPackOptions: Sendable, Hashable {
-    /// The average chunk size in bytes: a power of two from 4 KiB to 1 MiB. Chunks are cut at
-    /// content-defined boundaries, from a quarter of it to four times it; compressed entries use
-    /// four times these sizes (docs/FORMAT.md, "Version 4").
+    /// The average chunk size in bytes: a power of two from 4 KiB to 4 MiB. Chunks are cut at
+    /// content-defined boundaries, from a quarter of it to four times it; compressed entries
+    /// double the minimum and the average (docs/FORMAT.md, "Version 4").
     public var chunkSize = 64 << 10
     /// The codec of compressed chunks: zstd (the default) or deflate.
     public var codec: ContainerCodec = .zstd

@@ -28,7 +28,7 @@ extension AssetPackCommand {
         @Option(
             name: .customLong("chunk-kib"),
             help:
-                "container only: the average chunk size in KiB (power of two, 4 to 1024; compressed entries use four times it); chunks are cut where the content says, from a quarter to four times the average."
+                "container only: the average chunk size in KiB (power of two, 4 to 4096; compressed entries use twice it); chunks are cut where the content says, from a quarter to four times the average."
         )
         var chunkKiB: Int = 64
         @Option(help: "container only: zstd (default: smaller, faster to read) or deflate.")
@@ -81,8 +81,8 @@ extension AssetPackCommand {
             if format == .container && encryption != .aes256 {
                 throw ValidationError("--encryption applies to zip packs only; the container is always AES-256-GCM")
             }
-            guard chunkKiB >= 4, chunkKiB <= 1024, chunkKiB & (chunkKiB - 1) == 0 else {
-                throw ValidationError("--chunk-kib must be a power of two from 4 to 1024")
+            guard chunkKiB >= 4, chunkKiB <= 4096, chunkKiB & (chunkKiB - 1) == 0 else {
+                throw ValidationError("--chunk-kib must be a power of two from 4 to 4096")
             }
             if format != .container && codec != .zstd {
                 throw ValidationError("--codec applies to container packs only; zip entries are deflated")

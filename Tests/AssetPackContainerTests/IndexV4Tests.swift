@@ -7,8 +7,8 @@ import Testing
 /// The version-4 index parser on hand-made indexes: every way a chunk table can lie is refused
 /// with the error docs/FORMAT.md names, before any chunk is read.
 @Suite struct IndexV4Tests {
-    static let chunking = ChunkingParameters(average: 4096)  // 1 KiB / 4 KiB / 16 KiB, ×4 at scale 2
-    static let shift: UInt8 = 16
+    static let chunking = ChunkingParameters(average: 4096)  // 1 KiB / 4 KiB / 16 KiB; 2 / 8 / 16 KiB at scale 1
+    static let shift: UInt8 = 14
 
     static func chunk(_ plain: Int, payload: Int? = nil, compressed: Bool = false) -> ChunkRecord {
         ChunkRecord(
@@ -48,7 +48,7 @@ import Testing
             Self.record(
                 "b", size: 1024 + 20, codec: .zstd, [Self.chunk(1024, payload: 100, compressed: true), Self.chunk(20)]),
             Self.record("c", size: 16384 + 1, [Self.chunk(16384), Self.chunk(1)]),
-            Self.record("d", size: 65536 + 4096, scale: 2, [Self.chunk(65536), Self.chunk(4096)]),
+            Self.record("d", size: 2048 + 16384 + 7, scale: 1, [Self.chunk(2048), Self.chunk(16384), Self.chunk(7)]),
         ]
         let entries = try Self.decode(records)
         #expect(entries.map(\.info.path) == ["a", "b", "c", "d"])
@@ -62,12 +62,12 @@ import Testing
             ("chunks fall short of the size", [Self.record("a", size: 3000, [Self.chunk(1024), Self.chunk(1024)])]),
             ("a chunk under the minimum", [Self.record("a", size: 1500, [Self.chunk(500), Self.chunk(1000)])]),
             ("a chunk over the maximum", [Self.record("a", size: 16385, [Self.chunk(16385)])]),
-            ("a chunk over the scaled maximum", [Self.record("a", size: 65537, scale: 2, [Self.chunk(65537)])]),
+            ("a chunk over the maximum at scale 1", [Self.record("a", size: 16385, scale: 1, [Self.chunk(16385)])]),
             (
                 "a chunk under the scaled minimum",
-                [Self.record("a", size: 3000 + 10, scale: 2, [Self.chunk(3000), Self.chunk(10)])]
+                [Self.record("a", size: 1500 + 10, scale: 1, [Self.chunk(1500), Self.chunk(10)])]
             ),
-            ("a scale other than 0 or 2", [Self.record("a", size: 1024, scale: 1, [Self.chunk(1024)])]),
+            ("a scale other than 0 or 1", [Self.record("a", size: 1024, scale: 2, [Self.chunk(1024)])]),
             ("an empty last chunk", [Self.record("a", size: 1024, [Self.chunk(1024), Self.chunk(0)])]),
             ("no chunks", [Self.record("a", size: 0, [])]),
             ("an empty entry with a non-empty chunk", [Self.record("a", size: 0, [Self.chunk(0, payload: 3)])]),
@@ -100,7 +100,10 @@ import Testing
     @Test func boundsAndCodecsItDoesNotKnowAreRefused() {
         let records = [Self.record("a", size: 1024, [Self.chunk(1024)])]
         expectError(.integrityFailure, "max is not the header's") { _ = try Self.decode(records, shift: 15) }
-        expectError(.integrityFailure, "max is not the header's") { _ = try Self.decode(records, shift: 14) }
+        expectError(.integrityFailure, "max is not the header's") { _ = try Self.decode(records, shift: 16) }
+        expectError(.integrityFailure, "max under twice avg") {
+            _ = try Self.decode(records, chunking: ChunkingParameters(min: 1024, avg: 16384, max: 16384))
+        }
         expectError(.integrityFailure, "min over avg") {
             _ = try Self.decode(records, chunking: ChunkingParameters(min: 8192, avg: 4096, max: 16384))
         }

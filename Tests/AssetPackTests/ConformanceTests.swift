@@ -165,7 +165,7 @@ import Testing
         try AssetPacks.pack(source: source, to: pack, options: options)
         let header = [UInt8](try Data(contentsOf: pack).prefix(16))
         #expect(header[10] == storedID, "KDF id in the header (docs/FORMAT.md, offset 10)")
-        #expect(header[11] == 16, "chunk shift: the largest chunk, 64 KiB for a 4 KiB average (FORMAT.md, version 4)")
+        #expect(header[11] == 14, "chunk shift: the largest chunk, 16 KiB for a 4 KiB average (FORMAT.md, version 4)")
         #expect(try AssetPacks.open(pack.path, credential: .password("pw")).read("a.txt") == Array("kdf".utf8))
     }
 }
