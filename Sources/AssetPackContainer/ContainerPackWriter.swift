@@ -93,84 +93,124 @@ package struct ContainerPackWriter: PackWriter {
         var report = PackWriteReport()
         let bytesTotal = sorted.reduce(UInt64(0)) { $0 + $1.size }
         var bytesDone: UInt64 = 0
-        try AtomicFile.write(output) { fd in
-            let buffers = ChunkBuffers(chunking: chunking, level: options.level)
-            defer { buffers.free() }
-            var pos = UInt64(ContainerFormat.headerSize)
-            var records: [IndexRecordV4] = []
-            records.reserveCapacity(sorted.count)
-            for (i, file) in sorted.enumerated() {
-                let partial = { (done: UInt64) -> Void in
+        do {
+            try AtomicFile.write(output) { fd in
+                let buffers = ChunkBuffers(chunking: chunking, level: options.level)
+                defer { buffers.free() }
+                var pos = UInt64(ContainerFormat.headerSize)
+                var records: [IndexRecordV4] = []
+                records.reserveCapacity(sorted.count)
+                for (i, file) in sorted.enumerated() {
+                    let partial = { (done: UInt64) -> Void in
+                        options.progress?(
+                            PackProgress(
+                                done: i, total: sorted.count, path: file.path, bytesDone: bytesDone + done,
+                                bytesTotal: bytesTotal))
+                    }
+                    // An entry of the previous pack keeps its key id, so its unchanged chunks can be
+                    // copied; a new entry draws one.
+                    let old = reusable[file.path].flatMap { e in previous.map { PreviousEntry(reader: $0, entry: e) } }
+                    let keyID = old?.entry.keyID ?? random(ContainerFormat.keyIDSize)
+                    let written = try writeEntryV4(
+                        file, keyID: keyID, key: keys.entryKeyV4(keyID: keyID), codec: codec,
+                        policy: options.compression, previous: old, buffers: buffers, to: fd, at: &pos,
+                        digests: &chunkDigests, progress: partial)
+                    records.append(written.record)
+                    if written.reusedChunks == written.record.chunks.count, let old,
+                        old.entry.sha256 == written.record.sha256
+                    {
+                        report.reused += 1
+                        report.reusedBytes += written.record.size
+                    } else {
+                        report.packed += 1
+                    }
+                    report.reusedChunks += written.reusedChunks
+                    report.chunks += written.record.chunks.count
+                    report.chunkBytesReused += written.reusedBytes
+                    report.bytesWritten += written.bytesWritten
+                    bytesDone += file.size
                     options.progress?(
                         PackProgress(
-                            done: i, total: sorted.count, path: file.path, bytesDone: bytesDone + done,
-                            bytesTotal: bytesTotal))
+                            done: i + 1, total: sorted.count, path: file.path, bytesDone: bytesDone,
+                            bytesTotal: bytesTotal)
+                    )
                 }
-                // An entry of the previous pack keeps its key id, so its unchanged chunks can be
-                // copied; a new entry draws one.
-                let old = reusable[file.path].flatMap { e in previous.map { PreviousEntry(reader: $0, entry: e) } }
-                let keyID = old?.entry.keyID ?? random(ContainerFormat.keyIDSize)
-                let written = try writeEntryV4(
-                    file, keyID: keyID, key: keys.entryKeyV4(keyID: keyID), codec: codec,
-                    policy: options.compression, previous: old, buffers: buffers, to: fd, at: &pos,
-                    digests: &chunkDigests, progress: partial)
-                records.append(written.record)
-                if written.reusedChunks == written.record.chunks.count, let old,
-                    old.entry.sha256 == written.record.sha256
-                {
-                    report.reused += 1
-                    report.reusedBytes += written.record.size
-                } else {
-                    report.packed += 1
-                }
-                report.reusedChunks += written.reusedChunks
-                report.chunks += written.record.chunks.count
-                report.chunkBytesReused += written.reusedBytes
-                report.bytesWritten += written.bytesWritten
-                bytesDone += file.size
-                options.progress?(
-                    PackProgress(
-                        done: i + 1, total: sorted.count, path: file.path, bytesDone: bytesDone, bytesTotal: bytesTotal)
-                )
-            }
 
-            let index = ContainerIndex.encode(records, chunking: chunking)
-            let nonce = random(ContainerFormat.indexNonceSize)
-            header.indexOffset = pos
-            header.indexLength = UInt64(nonce.count + index.count + ContainerFormat.tagSize)
-            let committed = header.committedBytes()
-            let headerBytes = committed + keys.commitment(committed)
-            let sealedIndex = AESGCM().seal(
-                index, nonce: nonce, key: keys.indexKey(version: header.version), authenticating: headerBytes)
-            let indexRegion = nonce + sealedIndex
-            try pwriteAll(fd, indexRegion, at: pos)
-            try pwriteAll(fd, headerBytes, at: 0)
-            report.bytesWritten += UInt64(indexRegion.count + headerBytes.count)
-            var end = pos + header.indexLength
-            if let key = options.signingKey, let chunkDigests {
-                // The signed size is the whole file's: the index's end and the block's size.
-                var release = try options.release(for: output)
-                if !release.isLegacy {
-                    release.size = end + UInt64(PackSignature.size(items: chunkDigests.count / 32, release: release))
+                // Nothing changed: the pack at the output already is this pack, but for the index's
+                // random nonce. Leave it as it is (same bytes, same file): an installer that asks
+                // its server learns so in one request and downloads nothing.
+                if let previous, try Self.holds(previous, exactly: records, options: options, output: output) {
+                    throw Unchanged()
                 }
-                let block = PackSignature(
-                    kind: .container, publisher: key.publicKey,
-                    headDigest: SHA256Hasher.digest(headerBytes + indexRegion),
-                    dataDigest: try SHA256Hasher.digest(
-                        of: fd, UInt64(ContainerFormat.headerSize)..<pos, path: output),
-                    items: chunkDigests, release: release
-                ).signed(with: key)
-                precondition(release.size.map { $0 == end + UInt64(block.count) } ?? true)
-                try pwriteAll(fd, block, at: end)
-                end += UInt64(block.count)
-                report.bytesWritten += UInt64(block.count)
+                let index = ContainerIndex.encode(records, chunking: chunking)
+                let nonce = random(ContainerFormat.indexNonceSize)
+                header.indexOffset = pos
+                header.indexLength = UInt64(nonce.count + index.count + ContainerFormat.tagSize)
+                let committed = header.committedBytes()
+                let headerBytes = committed + keys.commitment(committed)
+                let sealedIndex = AESGCM().seal(
+                    index, nonce: nonce, key: keys.indexKey(version: header.version), authenticating: headerBytes)
+                let indexRegion = nonce + sealedIndex
+                try pwriteAll(fd, indexRegion, at: pos)
+                try pwriteAll(fd, headerBytes, at: 0)
+                report.bytesWritten += UInt64(indexRegion.count + headerBytes.count)
+                var end = pos + header.indexLength
+                if let key = options.signingKey, let chunkDigests {
+                    // The signed size is the whole file's: the index's end and the block's size.
+                    var release = try options.release(for: output)
+                    if !release.isLegacy {
+                        release.size =
+                            end + UInt64(PackSignature.size(items: chunkDigests.count / 32, release: release))
+                    }
+                    let block = PackSignature(
+                        kind: .container, publisher: key.publicKey,
+                        headDigest: SHA256Hasher.digest(headerBytes + indexRegion),
+                        dataDigest: try SHA256Hasher.digest(
+                            of: fd, UInt64(ContainerFormat.headerSize)..<pos, path: output),
+                        items: chunkDigests, release: release
+                    ).signed(with: key)
+                    precondition(release.size.map { $0 == end + UInt64(block.count) } ?? true)
+                    try pwriteAll(fd, block, at: end)
+                    end += UInt64(block.count)
+                    report.bytesWritten += UInt64(block.count)
+                }
+                // A reused entry that failed its tag check may have left bytes past the end.
+                do { try fd.truncate(to: end) } catch let e as Errno {
+                    throw e.io("cannot size the pack")
+                }
             }
-            // A reused entry that failed its tag check may have left bytes past the end.
-            do { try fd.truncate(to: end) } catch let e as Errno {
-                throw e.io("cannot size the pack")
-            }
+        } catch is Unchanged {
+            report.bytesWritten = 0
         }
         return report
+    }
+
+    /// Thrown inside the atomic write when the pack would only differ by its index nonce.
+    private struct Unchanged: Error {}
+
+    /// Whether `previous` holds exactly `records` (every chunk copied, in the same order, with
+    /// the same nonces) and would be signed the same way: the same key and release, or unsigned.
+    private static func holds(
+        _ previous: ContainerPackReader, exactly records: [IndexRecordV4], options: PackOptions, output: String
+    ) throws -> Bool {
+        guard previous.records.count == records.count else { return false }
+        for (old, new) in zip(previous.records, records) {
+            guard old.info.path == new.path, old.keyID == new.keyID, old.sha256 == new.sha256,
+                old.codec == new.codec, old.chunkCount == new.chunks.count
+            else { return false }
+            for (c, chunk) in new.chunks.enumerated() {
+                let k = old.firstChunk + c
+                guard previous.chunks.payload[k] == chunk.payload, previous.chunks.nonce(k) == chunk.nonce else {
+                    return false
+                }
+            }
+        }
+        let block = try ContainerPackReader.signatureBlock(previous.source)
+        guard let key = options.signingKey else { return block == nil }
+        guard let block, block.publisher == key.publicKey else { return false }
+        let wanted = try options.release(for: output)
+        return block.release.name == wanted.name && block.release.version == wanted.version
+            && block.release.expires == wanted.expires && !block.release.isLegacy
     }
 
     /// The header fields of `kdf`.

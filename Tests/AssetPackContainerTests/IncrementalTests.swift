@@ -76,15 +76,26 @@ import Testing
         let full = try tree.pack()
         #expect(full.reused == 0 && full.packed == 5 && full.reusedChunks == 0)
         let first = tree.bytes, firstHeader = try tree.reader().header
+        let inode = try FileSystem.stat(tree.output).inode
         let again = try tree.pack()
         #expect(again.reused == 5 && again.packed == 0 && again.reusedChunks == again.chunks)
         #expect(again.reusedBytes == UInt64(10_000 + 9000 + 0 + 75_000 + 8))
         let second = tree.bytes, secondHeader = try tree.reader().header
-        // Entry bytes are identical; the salt (hence every key) is kept; only the index is resealed.
-        #expect(secondHeader.salt == firstHeader.salt)
-        #expect(secondHeader.indexOffset == firstHeader.indexOffset)
-        #expect(second[104..<Int(secondHeader.indexOffset)] == first[104..<Int(firstHeader.indexOffset)])
-        #expect(second[Int(secondHeader.indexOffset)...] != first[Int(firstHeader.indexOffset)...])
+        // Nothing changed: the pack is left as it was, byte for byte and the same file (an
+        // installer asking its server learns that in one request), and nothing is written.
+        #expect(secondHeader == firstHeader)
+        #expect(second == first)
+        #expect(again.bytesWritten == 0)
+        #expect(try FileSystem.stat(tree.output).inode == inode)
+        try tree.expectReadsBack()
+        // One entry changed: the others' chunks are copied as they were, the salt (hence every
+        // key) is kept, and the index is resealed under a fresh nonce.
+        try tree.set("d.json", Array(#"{"k": 2}"#.utf8))
+        let third = try tree.pack()
+        #expect(third.reused == 4 && third.packed == 1 && third.bytesWritten > 0)
+        let thirdHeader = try tree.reader().header
+        #expect(thirdHeader.salt == firstHeader.salt)
+        #expect(tree.bytes[104..<110] == first[104..<110])
         try tree.expectReadsBack()
     }
 
