@@ -95,7 +95,9 @@ run() {  # run MODE TREE ENTRY: MODE signed|unsigned
     repack=$(seconds "$bin" pack "$tree" --format container --output "$pack" "${sign[@]}" 2>"$work/repack.err")
     summary=$(cat "$work/repack.err")
     full=$(seconds "$bin" pack "$tree" --format container --output "$work/full.apack" --fresh "${sign[@]}" --quiet 2>/dev/null)
-    touch -d "+$((RANDOM % 50 + 10)) seconds" "$pack"  # nginx's ETag is mtime (seconds) and size
+    # nginx's ETag is mtime (seconds) and size: a rewritten pack gets a later mtime, as an upload
+    # would give it. An unchanged re-pack leaves the file alone (0 bytes written): not touched.
+    grep -q " 0 bytes written" "$work/repack.err" || touch -d "+$((RANDOM % 50 + 10)) seconds" "$pack"
     : >"$log"
     "$bin" install "$base/$mode.apack" --into "$home" "${trust[@]}" "${cred[@]}" 2>"$work/install.err" >/dev/null
     cmp -s "$pack" "$home/$mode.apack" || { echo "installed pack differs from the remote one" >&2; exit 1; }
