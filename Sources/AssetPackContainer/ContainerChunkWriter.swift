@@ -85,8 +85,8 @@ extension ContainerPackWriter {
             }
             if size == 0 { cuts = [(0, 0)] }
             try sealBatch(
-                cuts, compress: compress == true ? codec : .none, key: key, policy: policy, previous: previous,
-                buffers: buffers, signing: signing)
+                cuts, compress: compress == true ? codec : .none, codec: codec, key: key, policy: policy,
+                previous: previous, buffers: buffers, signing: signing)
             // In file order: compact the sealed chunks, record them, append them.
             var w = 0
             for (j, cut) in cuts.enumerated() {
@@ -130,9 +130,12 @@ extension ContainerPackWriter {
     /// Digests, CRCs, then per chunk: a copy of the previous pack's sealed chunk with the same
     /// plaintext digest (tag checked), or the chunk compressed (when `compress` is a codec and it
     /// pays) and sealed under a fresh random nonce. Chunks are shared among the cores.
+    ///
+    /// A compressed chunk is copied only from an entry of the same `codec` (the one this entry
+    /// records): a zstd frame in an entry that says deflate would not decode.
     private func sealBatch(
-        _ cuts: [(start: Int, length: Int)], compress: ChunkCodec, key: [UInt8], policy: CompressionPolicy,
-        previous: PreviousEntry?, buffers: ChunkBuffers, signing: Bool
+        _ cuts: [(start: Int, length: Int)], compress: ChunkCodec, codec: ChunkCodec, key: [UInt8],
+        policy: CompressionPolicy, previous: PreviousEntry?, buffers: ChunkBuffers, signing: Bool
     ) throws {
         let total = cuts.reduce(0) { $0 + $1.length }
         let tasks = cuts.count >= 2 && total >= 256 << 10 ? min(cuts.count, ContainerPackReader.cores * 4) : 1
@@ -147,6 +150,7 @@ extension ContainerPackWriter {
                 let dest = buffers.sealed.baseAddress! + buffers.slot(start, j)
                 if let previous, let old = previous.byDigest[digest],
                     previous.reader.plainLength(previous.entry, old) == length,
+                    previous.entry.codec == codec || !previous.reader.isCompressed(previous.entry, old),
                     let copied = try previous.reader.copySealedChunk(
                         previous.entry, old, into: UnsafeMutableRawBufferPointer(start: dest, count: length + tagSize),
                         gcm: buffers.gcm(task))

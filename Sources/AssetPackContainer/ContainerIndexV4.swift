@@ -200,7 +200,9 @@ extension ContainerIndex {
             let sha256 = try r.bytes(32)
             guard size <= UInt64(Int.max >> 1) else { throw corrupt("entry size", path) }
             let chunks = Int(try r.u32())
-            guard chunks >= 1, chunks <= r.remaining / chunkRecordSize else { throw corrupt("chunk table", path) }
+            guard chunks >= 1, size > 0 || chunks == 1, chunks <= r.remaining / chunkRecordSize else {
+                throw corrupt("chunk table", path)
+            }
             let first = table.count
             var plain: UInt64 = 0
             var stored: UInt64 = 0

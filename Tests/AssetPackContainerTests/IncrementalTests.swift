@@ -201,6 +201,20 @@ import Testing
         try tree.expectReadsBack()
     }
 
+    /// A re-pack with the other codec never copies a chunk the old codec compressed into an entry
+    /// that now names the new one: the pack reads back (it used to fail: a zstd frame inflated as deflate).
+    @Test(arguments: [(ContainerCodec.zstd, ContainerCodec.deflate), (.deflate, .zstd)])
+    func aRepackWithAnotherCodecReadsBack(from: ContainerCodec, to: ContainerCodec) throws {
+        let tree = try Self.sample()
+        try tree.pack(compression: .deflate, codec: from)
+        try tree.pack(compression: .deflate, codec: to)
+        try tree.expectReadsBack()
+        let reader = try tree.reader()
+        let compressed = reader.records.filter { e in (0..<e.chunkCount).contains { reader.isCompressed(e, $0) } }
+        #expect(!compressed.isEmpty)
+        for e in compressed { #expect(e.codec == (to == .zstd ? .zstd : .deflate), "\(e.info.path)") }
+    }
+
     /// Over two versions of a pack (one salt, so one key per key id): a (key id, nonce) pair that
     /// appears in both seals the same plaintext (the same digest) in both, and no pair appears twice
     /// within one version.

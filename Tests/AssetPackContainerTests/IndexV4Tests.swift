@@ -70,6 +70,7 @@ import Testing
             ("a scale other than 0 or 1", [Self.record("a", size: 1024, scale: 2, [Self.chunk(1024)])]),
             ("an empty last chunk", [Self.record("a", size: 1024, [Self.chunk(1024), Self.chunk(0)])]),
             ("no chunks", [Self.record("a", size: 0, [])]),
+            ("an empty entry with two empty chunks", [Self.record("a", size: 0, [Self.chunk(0), Self.chunk(0)])]),
             ("an empty entry with a non-empty chunk", [Self.record("a", size: 0, [Self.chunk(0, payload: 3)])]),
             ("a stored chunk of the wrong length", [Self.record("a", size: 1024, [Self.chunk(1024, payload: 1000)])]),
             (
