@@ -13,28 +13,9 @@ bin=$(realpath "$1")
 work=$(mkdir -p "$2" && realpath "$2")
 here=$(cd "$(dirname "$0")" && pwd)
 export ASSETPACK_PASSWORD=bench-only
-mkdir -p "$work/www" "$work/nginx"
 [ -f "$work/publisher.key" ] || "$bin" keygen --out "$work/publisher" >/dev/null
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-cat >"$work/nginx/nginx.conf" <<EOF
-daemon off; master_process off; worker_processes 1; pid $work/nginx/nginx.pid;
-error_log $work/nginx/error.log;
-$( [ "$(id -u)" = 0 ] && echo "user root;" )
-events {}
-http {
-  client_body_temp_path $work/nginx/cb; proxy_temp_path $work/nginx/p; fastcgi_temp_path $work/nginx/f;
-  uwsgi_temp_path $work/nginx/u; scgi_temp_path $work/nginx/s;
-  log_format bench '\$request_method \$uri \$status \$body_bytes_sent "\$http_range"';
-  sendfile on;
-  server { listen 127.0.0.1:$port; root $work/www; access_log $work/nginx/access.log bench; }
-}
-EOF
-/usr/sbin/nginx -c "$work/nginx/nginx.conf" -p "$work/nginx" &
-nginx_pid=$!
-trap 'kill $nginx_pid 2>/dev/null || true' EXIT
-sleep 0.5
-base="http://127.0.0.1:$port"
-log="$work/nginx/access.log"
+. "$here/nginx-loopback.sh"
+start_nginx "$work"
 bytes() { awk '{b+=$4} END {printf "%d", b}' "$log"; }
 requests() { awk 'END {printf "%d", NR}' "$log"; }
 # The sealed index's length (header bytes 64..72), which an update always downloads.

@@ -21,28 +21,8 @@ for tool in zsync zsyncmake casync /usr/sbin/nginx python3 tar cmp; do
   command -v "$tool" >/dev/null || { echo "delta-peers.sh: $tool is missing (make bench-delta-peers installs it)" >&2; exit 1; }
 done
 python3 "$here/make-pack-corpus.py" "$work/tree"
-mkdir -p "$work/www" "$work/nginx"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-cat >"$work/nginx/nginx.conf" <<EOF
-daemon off; master_process off; worker_processes 1; pid $work/nginx/nginx.pid;
-error_log $work/nginx/error.log;
-$( [ "$(id -u)" = 0 ] && echo "user root;" )
-events {}
-http {
-  client_body_temp_path $work/nginx/cb; proxy_temp_path $work/nginx/p; fastcgi_temp_path $work/nginx/f;
-  uwsgi_temp_path $work/nginx/u; scgi_temp_path $work/nginx/s;
-  types {} default_type application/octet-stream;
-  log_format bench '\$request_method \$uri \$status \$body_bytes_sent';
-  sendfile on;
-  server { listen 127.0.0.1:$port; root $work/www; access_log $work/nginx/access.log bench; }
-}
-EOF
-/usr/sbin/nginx -c "$work/nginx/nginx.conf" -p "$work/nginx" &
-nginx_pid=$!
-trap 'kill $nginx_pid 2>/dev/null || true' EXIT
-sleep 0.5
-base="http://127.0.0.1:$port"
-log="$work/nginx/access.log"
+. "$here/nginx-loopback.sh"
+start_nginx "$work"
 # Body bytes of the logged requests whose URI matches $1 (an awk regex), and of the rest.
 bytes() { sleep 0.2; awk -v re="$1" '$2 ~ re {a += $4} $2 !~ re {b += $4} END {printf "%d %d %d\n", a, b, NR}' "$log"; }
 
