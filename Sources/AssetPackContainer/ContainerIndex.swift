@@ -61,6 +61,22 @@ package enum ContainerIndex {
         return w.out
     }
 
+    /// The next entry's path (`u16` length, UTF-8 bytes), which must be non-empty, valid UTF-8
+    /// and, unless it is the `first`, after `previous` in byte order (so no path is repeated).
+    static func nextPath(_ r: inout ByteReader, after previous: inout UnsafeRawBufferPointer, first: Bool) throws
+        -> String
+    {
+        let name = try r.raw(Int(try r.u16()))
+        guard name.count > 0, first || previous.lexicographicallyPrecedes(name) else {
+            throw AssetPackError(.integrityFailure, "container index is corrupt (paths empty, unsorted or repeated)")
+        }
+        previous = name
+        guard let path = String(validating: name, as: UTF8.self) else {
+            throw AssetPackError(.integrityFailure, "container index is corrupt (path is not UTF-8)")
+        }
+        return path
+    }
+
     /// Parses and validates the index. Every offset is derived, never read: entries tile
     /// `[headerSize, dataEnd)` exactly, in id order.
     package static func decode(
@@ -86,12 +102,7 @@ package enum ContainerIndex {
         var pos = UInt64(ContainerFormat.headerSize)
         var previous = UnsafeRawBufferPointer(start: nil, count: 0)
         for id in 0..<count {
-            let name = try r.raw(Int(try r.u16()))
-            guard name.count > 0, id == 0 || previous.lexicographicallyPrecedes(name) else {
-                throw corrupt("paths empty, unsorted or repeated")
-            }
-            previous = name
-            guard let path = String(validating: name, as: UTF8.self) else { throw corrupt("path is not UTF-8") }
+            let path = try ContainerIndex.nextPath(&r, after: &previous, first: id == 0)
             let size = try r.u64(), crc = try r.u32(), flags = try r.u8()
             let keyID = v2 ? try r.bytes(ContainerFormat.keyIDSize) : nil
             let sha256 = v2 ? try r.bytes(32) : nil

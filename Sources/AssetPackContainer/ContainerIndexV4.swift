@@ -183,12 +183,7 @@ extension ContainerIndex {
         var pos = UInt64(ContainerFormat.headerSize)
         var previous = UnsafeRawBufferPointer(start: nil, count: 0)
         for id in 0..<count {
-            let name = try r.raw(Int(try r.u16()))
-            guard name.count > 0, id == 0 || previous.lexicographicallyPrecedes(name) else {
-                throw corrupt("paths empty, unsorted or repeated")
-            }
-            previous = name
-            guard let path = String(validating: name, as: UTF8.self) else { throw corrupt("path is not UTF-8") }
+            let path = try ContainerIndex.nextPath(&r, after: &previous, first: id == 0)
             let size = try r.u64(), crc = try r.u32(), codecRaw = try r.u8()
             guard let codec = ChunkCodec(rawValue: codecRaw) else {
                 throw AssetPackError(.unsupportedFormat, "chunk codec \(codecRaw) is not supported", path: path)
