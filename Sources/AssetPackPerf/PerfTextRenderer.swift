@@ -242,7 +242,7 @@ extension PerfReport {
                 }
                 let (bb, cb, bt, ct) = (bytes(\.0), bytes(\.1), time(\.0), time(\.1))
                 lines.append(
-                    "compressed entries (\(PerfFormat.count(both.count, "entry", "entries"))): \(cand) (\(codecs(\.1))) stores \(PerfFormat.bytes(cb)), \(base) (\(codecs(\.0))) \(PerfFormat.bytes(bb)) (\(PerfFormat.ratio(Double(cb) / Double(max(bb, 1))))); reading them all takes \(PerfFormat.seconds(ct)) against \(PerfFormat.seconds(bt)) (sums of medians). zstd is the container's default: smaller than deflate and faster to decode; --codec deflate only where zstd is not wanted."
+                    "compressed entries (\(PerfFormat.count(both.count, "entry", "entries"))): \(cand) (\(codecs(\.1))) stores \(PerfFormat.bytes(cb)), \(base) (\(codecs(\.0))) \(PerfFormat.bytes(bb)) (\(PerfFormat.ratio(Double(cb) / Double(max(bb, 1))))); reading them all takes \(PerfFormat.seconds(ct)) against \(PerfFormat.seconds(bt)) (sums of medians).\(cb <= bb ? "" : " The zip stores them smaller here: each container chunk is compressed on its own (at most 256 KiB), a zip entry as one stream; try the container with --codec deflate, and weigh the size against the read times.")"
                 )
             }
         }

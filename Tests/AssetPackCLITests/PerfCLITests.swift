@@ -30,6 +30,14 @@ import Testing
 
         let report = try PerfReport.decode(Data(contentsOf: URL(fileURLWithPath: json)))
         #expect(report.entries.count == Self.tree.count)
+        // Codec and level per entry, and guidance that says what they cost and which format to ship.
+        let text = try #require(report.entries.first { $0.path == "a.txt" })
+        #expect(text.backends["container"]?.compression == "zstd 12")
+        #expect(text.backends["zip"]?.compression == "deflate 10")
+        #expect(report.entries.first { $0.path == "img/b.png" }?.backends["container"]?.compression == "store")
+        #expect(report.settings.packOptions?["level"] == "default")
+        #expect(run.text.contains("guidance: compressed entries (1 entry): container (zstd 12) stores"), "\(run.text)")
+        #expect(run.text.contains("guidance: large files patched often"), "\(run.text)")
         // The headline shows, beside the per-read ratio, what opening each pack once (the
         // container's scrypt included) and reading every entry once cost.
         let summary = try #require(report.summary)
