@@ -25,7 +25,7 @@ package struct ContainerEntry: Sendable {
     var largestChunk = 0
 }
 
-/// What the writer records about one entry (version 2).
+/// What a version-2 writer recorded about one entry (kept for the index encoder the tests use).
 struct IndexRecord {
     var path: String
     var size: UInt64

@@ -19,7 +19,7 @@ extension ContainerPackReader {
     }
 
     /// Checks a container's signature against `trusted`, before any key derivation: the pack
-    /// must be signed (version 3) by one of them, and its header and sealed index must be the
+    /// must be signed (version 3 or 5) by one of them, and its header and sealed index must be the
     /// signed ones. The chunks are checked as they are read (their count, once the index is open).
     /// - Throws: `.untrusted`; `.integrityFailure` for a malformed block.
     static func checkSignature(
@@ -51,7 +51,7 @@ extension ContainerPackReader {
         return (bytes, try bytes.withUnsafeBytes { try ContainerHeader.parse($0) })
     }
 
-    /// Whether the container in `source` is a signed one (version 3; the signature is not checked).
+    /// Whether the container in `source` is a signed one (version 3 or 5; the signature is not checked).
     package static func isSigned(_ source: any ByteSource) throws -> Bool {
         try header(of: source).header.isSigned
     }
