@@ -6,10 +6,11 @@ import Foundation
 import FuzzSupport
 
 #if FUZZING
-    let decompressor = Zstd.Decompressor()
-    let compressor = Zstd.Compressor(level: Zstd.fastLevel)
+    // libFuzzer calls the target from one thread: one decoder, compressor and buffer for all runs.
+    nonisolated(unsafe) let decompressor = Zstd.Decompressor()
+    nonisolated(unsafe) let compressor = Zstd.Compressor(level: Zstd.fastLevel)
     let maxOutput = 4 << 20
-    let output = UnsafeMutableRawBufferPointer.allocate(byteCount: maxOutput + 1, alignment: 64)
+    nonisolated(unsafe) let output = UnsafeMutableRawBufferPointer.allocate(byteCount: maxOutput + 1, alignment: 64)
 
     /// The content size a zstd frame header declares (RFC 8878 §3.1.1.1), if it has one.
     func declaredSize(_ bytes: UnsafeRawBufferPointer) -> Int? {
@@ -29,7 +30,8 @@ import FuzzSupport
     public func fuzzZstd(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         let bytes = UnsafeRawBufferPointer(start: data, count: size)
         var sizes = [0, 1, 4096]
-        if let declared = declaredSize(bytes), declared <= maxOutput {
+        // A declared size past Int.max reads back negative here: only 0...maxOutput is tried.
+        if let declared = declaredSize(bytes), (0...maxOutput).contains(declared) {
             sizes += [declared, max(0, declared - 1), declared + 1]
         }
         for n in sizes {
