@@ -80,13 +80,15 @@ run() {  # run MODE TREE ENTRY: MODE signed|unsigned
     # would give it. An unchanged re-pack leaves the file alone (0 bytes written): not touched.
     grep -q " 0 bytes written" "$work/repack.err" || touch -d "+$((RANDOM % 50 + 10)) seconds" "$pack"
     : >"$log"
+    local before; before=$(stat -c %i "$home/$mode.apack")
     "$bin" install "$base/$mode.apack" --into "$home" "${trust[@]}" "${cred[@]}" 2>"$work/install.err" >/dev/null
     cmp -s "$pack" "$home/$mode.apack" || { echo "installed pack differs from the remote one" >&2; exit 1; }
-    local sealed written reused
+    local sealed written
     sealed=$(sed -n 's/.*; \([0-9]*\) of \([0-9]*\) chunks\{0,1\} reused.*/\2 \1/p' <<<"$summary" | awk '{print $1 - $2}')
     written=$(sed -n 's/.* \([0-9]*\) bytes written.*/\1/p' <<<"$summary")
-    reused=$(sed -n 's/.*reused \([0-9]*\) bytes from the installed pack.*/\1/p' "$work/install.err")
-    local size; size=$(stat -c %s "$pack")
+    # The installer writes a new file and renames it over the old one, or leaves a current one alone.
+    local size=0
+    [ "$(stat -c %i "$home/$mode.apack")" = "$before" ] || size=$(stat -c %s "$pack")
     echo "| $mode $(basename "$tree") | $label | $repack | $full | $(python3 -c "print('%.2f' % ($repack / $full))") | ${sealed:-?} | ${written:-?} | $(bytes) | $(requests) | $(index_size "$pack") | $size |" >>"$table"
   done
 }

@@ -9,22 +9,17 @@ container, then reads each entry with both binaries in alternating order, RUNS t
 15), and prints the medians of the read's wall time (what `--timing` reports: the read alone,
 not process start or the pack's open) and their ratio.
 """
-import os, random, re, statistics, subprocess, sys, tempfile
+import os, re, statistics, subprocess, sys, tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_tree import make_tree  # noqa: E402
 
 old, new = sys.argv[1], sys.argv[2]
 runs = int(sys.argv[3]) if len(sys.argv) > 3 else 15
 env = dict(os.environ, ASSETPACK_PASSWORD="compare-pw")
 work = tempfile.mkdtemp(prefix="assetpack-compare-")
 tree = os.path.join(work, "tree")
-os.makedirs(tree)
-rng = random.Random(1)
-words = [b"level", b"texture", b"audio", b"sprite", b"json", b"value", b"enemy", b"spawn", b"{", b"}", b'"name":']
-text = bytearray()
-while len(text) < 64 << 20:
-    text += rng.choice(words) + b" "
-open(os.path.join(tree, "big.txt"), "wb").write(text[: 64 << 20])
-open(os.path.join(tree, "big.bin"), "wb").write(rng.randbytes(64 << 20))
-open(os.path.join(tree, "small.txt"), "wb").write((b"small entry text " * 300)[:4096])
+make_tree(tree)
 packs = {"zip": ["--format", "zip"], "zip-plain": ["--format", "zip", "--encryption", "none"],
          "container": ["--format", "container"]}
 for name, flags in packs.items():

@@ -11,7 +11,10 @@ too (its version, with the extra flags); then each binary reads every entry of i
 and the ratios new/old. A 4 KiB text entry against the 4 KiB stored one tells what decompressing a
 small entry costs. Issues 25 and 26 quote this.
 """
-import os, random, re, statistics, subprocess, sys, tempfile, time
+import os, re, statistics, subprocess, sys, tempfile, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_tree import make_tree  # noqa: E402
 
 args = sys.argv[1:]
 extra = args[args.index("--") + 1:] if "--" in args else []
@@ -21,16 +24,7 @@ runs = int(args[2]) if len(args) > 2 else 15
 env = dict(os.environ, ASSETPACK_PASSWORD="compare-pw")
 work = tempfile.mkdtemp(prefix="assetpack-versions-")
 tree = os.path.join(work, "tree")
-os.makedirs(tree)
-rng = random.Random(1)
-words = [b"level", b"texture", b"audio", b"sprite", b"json", b"value", b"enemy", b"spawn", b"{", b"}", b'"name":']
-text = bytearray()
-while len(text) < 64 << 20:
-    text += rng.choice(words) + b" "
-open(os.path.join(tree, "big.txt"), "wb").write(text[: 64 << 20])
-open(os.path.join(tree, "big.bin"), "wb").write(rng.randbytes(64 << 20))
-open(os.path.join(tree, "small.txt"), "wb").write((b"small entry text " * 300)[:4096])
-open(os.path.join(tree, "small.bin"), "wb").write(rng.randbytes(4096))
+make_tree(tree, stored_small=True)
 entries = ["big.txt", "big.bin", "small.txt", "small.bin"]
 packs = {}
 for label, binary, flags in [("old", old, []), ("new", new, extra)]:

@@ -28,9 +28,8 @@ struct PreviousEntry {
 /// What writing one entry produced.
 struct WrittenEntry {
     var record: IndexRecordV4
-    /// Chunks copied from the previous pack, and their plaintext bytes.
+    /// Chunks copied from the previous pack.
     var reusedChunks = 0
-    var reusedBytes: UInt64 = 0
     /// Bytes appended to the pack (sealed chunks, copied or new).
     var bytesWritten: UInt64 = 0
 }
@@ -98,10 +97,7 @@ extension ContainerPackWriter {
                 w += length
                 crc = CRC32.combine(crc, buffers.crcs[j], secondLength: cut.length)
                 out.record.chunks.append(buffers.results[j])
-                if buffers.reused[j] {
-                    out.reusedChunks += 1
-                    out.reusedBytes += UInt64(cut.length)
-                }
+                if buffers.reused[j] { out.reusedChunks += 1 }
                 if signing { digests! += buffers.sealedDigests[j * 32..<j * 32 + 32] }
             }
             try pwriteAll(fd, UnsafeRawBufferPointer(rebasing: buffers.sealed[0..<w]), at: pos)

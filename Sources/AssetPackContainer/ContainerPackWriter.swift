@@ -126,7 +126,6 @@ package struct ContainerPackWriter: PackWriter {
                     }
                     report.reusedChunks += written.reusedChunks
                     report.chunks += written.record.chunks.count
-                    report.chunkBytesReused += written.reusedBytes
                     report.bytesWritten += written.bytesWritten
                     bytesDone += file.size
                     options.progress?(

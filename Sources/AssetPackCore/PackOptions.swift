@@ -156,11 +156,9 @@ package struct PackWriteReport: Sendable, Equatable {
     package var packed = 0
     /// Source bytes of the reused entries.
     package var reusedBytes: UInt64 = 0
-    /// Container: chunks written, how many of them were copied from the previous pack, and the
-    /// plaintext bytes they hold.
+    /// Container: chunks written, and how many of them were copied from the previous pack.
     package var chunks = 0
     package var reusedChunks = 0
-    package var chunkBytesReused: UInt64 = 0
     /// Bytes written to the new pack (sealed chunks, copied or new, index, header, signature).
     package var bytesWritten: UInt64 = 0
 
