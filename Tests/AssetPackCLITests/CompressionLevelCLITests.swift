@@ -57,7 +57,7 @@ import Testing
         try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int ?? -1
     }
 
-    @Test func zipPackedFastIsLargerThanAtTheDefaultLevelAndBothReadBack() throws {
+    @Test(.tags(.slow)) func zipPackedFastIsLargerThanAtTheDefaultLevelAndBothReadBack() throws {
         let dir = TemporaryDirectory()
         let plain = try Self.pack(dir, .zip, "plain.zip", [])
         let named = try Self.pack(dir, .zip, "default.zip", ["--level", "default"])
@@ -80,7 +80,7 @@ import Testing
         }
     }
 
-    @Test func containerTakesTheLevelAndReadsBack() throws {
+    @Test(.tags(.slow)) func containerTakesTheLevelAndReadsBack() throws {
         let dir = TemporaryDirectory()
         for (name, extra) in [("plain.apack", []), ("fast.apack", ["--fast"]), ("named.apack", ["--level", "fast"])] {
             let pack = try Self.pack(dir, .container, name, extra)

@@ -53,24 +53,69 @@ struct MakefileTests {
         return run.text.split(separator: "\n").map(String.init).first { $0.contains("swift test") } ?? ""
     }
 
-    /// Two tiers: `make test` skips the slow suites (SLOW_SUITES, each a suite that exists, so a
-    /// renamed one cannot slip into the fast tier unnoticed), `make test-full` runs every suite, and
-    /// CI runs `make test-full`.
-    @Test func testSkipsTheSlowSuitesAndTestFullRunsEverything() throws {
+    /// Two tiers: `make test` skips what is tagged `.slow`, through the pattern
+    /// scripts/slow-tests.py reads off the sources; `make test-full` runs every suite; CI runs
+    /// `make test-full`. Every name the pattern skips is a suite or test that exists (a renamed one
+    /// cannot slip into the fast tier unnoticed), and the pattern skips what it names and nothing else.
+    @Test func testSkipsTheSlowTagAndTestFullRunsEverything() throws {
         let fast = try Self.swiftTestLine("test")
-        let skip = try #require(fast.firstMatch(of: /--skip '\\\.\(([A-Za-z|]+)\)\(\/\|\$\)'/), "\(fast)")
-        let slow = skip.1.split(separator: "|").map(String.init)
-        #expect(slow.contains("DifferentialCLITests") && slow.contains("RemoteTests"), "\(slow)")
-        let sources = try FileManager.default.subpathsOfDirectory(atPath: Self.root.appending(path: "Tests").path)
-            .filter { $0.hasSuffix(".swift") }
-            .map { try String(contentsOf: Self.root.appending(path: "Tests/\($0)"), encoding: .utf8) }
-            .joined()
-        for suite in slow {
-            #expect(sources.contains("struct \(suite) "), "SLOW_SUITES names \(suite), which is no suite in Tests/")
+        #expect(fast.hasPrefix(#"slow="$(python3 scripts/slow-tests.py)" && "#), "\(fast)")
+        #expect(fast.hasSuffix(#"swift test --disable-xctest --skip-build --skip "$slow""#), "\(fast)")
+        let script = Self.root.appending(path: "scripts/slow-tests.py").path
+        let listed = try CLI.run([script, "--list"], executable: "/usr/bin/python3")
+        #expect(listed.status == 0, "\(listed.stderr)")
+        let slow = listed.text.split(separator: "\n").map(String.init)
+        #expect(
+            slow.contains("AssetPackCLITests.DifferentialCLITests") && slow.contains("AssetPackRemoteTests.RemoteTests")
+        )
+        #expect(slow.contains("AssetPackZipTests.ZipWriterTests/roundTripsEverySize"), "\(slow)")
+        for name in slow {
+            let parts = name.split(separator: ".", maxSplits: 1).map(String.init)
+            let directory = Self.root.appending(path: "Tests/\(parts[0])").path
+            let sources = try FileManager.default.subpathsOfDirectory(atPath: directory)
+                .filter { $0.hasSuffix(".swift") }
+                .map { try String(contentsOfFile: directory + "/" + $0, encoding: .utf8) }
+                .joined()
+            let suiteAndTest = parts[1].split(separator: "/").map(String.init)
+            #expect(sources.contains("struct \(suiteAndTest[0]) "), "\(name): no such suite in \(directory)")
+            if suiteAndTest.count == 2 {
+                #expect(sources.contains("func \(suiteAndTest[1])("), "\(name): no such test in \(directory)")
+            }
+        }
+        let pattern = try CLI.run([script], executable: "/usr/bin/python3")
+        let regex = try Regex(pattern.text.trimmingCharacters(in: .whitespacesAndNewlines))
+        for id in [
+            "AssetPackZipTests.ZipWriterTests/roundTripsEverySize(encryption:compression:)",
+            "AssetPackRemoteTests.RemoteTests/largeReadsStreamThroughABoundedWindow(format:)",
+            "AssetPackRemoteTests.RemoteTests",
+        ] {
+            #expect(id.contains(regex), "\(id) is not skipped")
+        }
+        for id in [
+            "AssetPackZipTests.ZipWriterTests/roundTripsEverySizeFast()", "AssetPackZipTests.ZipWriterTests",
+            "AssetPackZipTests.ZipWriterTestsMore/roundTripsEverySize()",
+            "AssetPackCLITests.CLITests/packListCatRoundTrip(format:)",
+        ] {
+            #expect(!id.contains(regex), "\(id) is skipped")
         }
         let full = try Self.swiftTestLine("test-full")
-        #expect(full.hasSuffix("swift test --disable-xctest"), "\(full)")
+        #expect(full.hasSuffix("swift test --disable-xctest --skip-build"), "\(full)")
         let ci = try String(contentsOf: Self.root.appending(path: ".ci/run"), encoding: .utf8)
         #expect(ci.contains("\nstep make test-full\n") && !ci.contains("\nstep make test\n"), "\(ci)")
+    }
+
+    /// The script refuses a `.slow` tag it cannot place, so `make test` fails rather than running
+    /// (or skipping) the wrong tests.
+    @Test func aTagTheScriptCannotPlaceFailsMakeTest() throws {
+        let tree = TemporaryDirectory("slow-tests")
+        let scripts = tree.url.appending(path: "scripts"), tests = tree.url.appending(path: "Tests/SomeTests")
+        try FileManager.default.createDirectory(at: scripts, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: tests, withIntermediateDirectories: true)
+        try FileManager.default.copyItem(
+            at: Self.root.appending(path: "scripts/slow-tests.py"), to: scripts.appending(path: "slow-tests.py"))
+        try Data("@Test(.tags(.slow)) let notAFunction = 1\n".utf8).write(to: tests.appending(path: "A.swift"))
+        let run = try CLI.run([scripts.appending(path: "slow-tests.py").path], executable: "/usr/bin/python3")
+        #expect(run.status != 0 && run.text.isEmpty, "\(run.text)")
+        #expect(run.stderr.contains("A.swift:1: .slow on a @Test that declares no function"), "\(run.stderr)")
     }
 }

@@ -79,7 +79,7 @@ import Testing
     }
 
     /// `--codec` picks the container's codec (zstd by default), and is refused for a zip.
-    @Test func codecIsTheContainersChoice() throws {
+    @Test(.tags(.slow)) func codecIsTheContainersChoice() throws {
         let dir = TemporaryDirectory()
         let source = try dir.write(["t.txt": textBytes(100_000)], under: "src")
         for codec in ["zstd", "deflate"] {
@@ -136,7 +136,7 @@ import Testing
     /// SIGINT or SIGTERM while a pack is being written: the previous pack stays byte for byte,
     /// no temporary file is left, and the process dies of the signal.
     /// (Zip packs, AES and ZipCrypto: ZipInterruptTests.)
-    @Test(arguments: [(PackFormat.container, SIGINT), (.container, SIGTERM)])
+    @Test(.tags(.slow), arguments: [(PackFormat.container, SIGINT), (.container, SIGTERM)])
     func interruptedPackLeavesThePreviousPack(format: PackFormat, signal: Int32) throws {
         let dir = TemporaryDirectory()
         let source = try dir.write(
@@ -166,6 +166,7 @@ import Testing
     /// Ctrl-C on a terminal: the progress bar is cleared before the line that says what became of
     /// the output, and no bar is drawn after it. A first pack interrupted leaves no pack, and says so.
     @Test(
+        .tags(.slow),
         arguments: [(PackFormat.container, true), (.zip, false)])
     func interruptedOnATerminalClearsTheBarAndSaysSo(format: PackFormat, previous: Bool) throws {
         let dir = TemporaryDirectory()

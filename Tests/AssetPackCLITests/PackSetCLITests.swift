@@ -81,7 +81,7 @@ import Testing
         #expect(results.first { $0["path"] as? String == "a.txt" }?["pack"] as? String == patch)
     }
 
-    @Test func aLaterPackAddsADeletedPathBack() throws {
+    @Test(.tags(.slow)) func aLaterPackAddsADeletedPathBack() throws {
         let dir = TemporaryDirectory()
         let base = try Self.pack(Self.baseTree, "base", in: dir).path
         let patch = try Self.pack(
@@ -126,7 +126,7 @@ import Testing
         #expect(none.status == 0 && paths(none) == [])
     }
 
-    @Test(arguments: ["zip", "container"])
+    @Test(.tags(.slow), arguments: ["zip", "container"])
     func aSignedPatchVerifiesWithTrust(format: String) throws {
         let dir = TemporaryDirectory()
         let keygen = try CLI.run(["keygen", "--out", dir.appending("pub").path])
@@ -179,7 +179,7 @@ import Testing
         return out
     }
 
-    @Test func eachOverPackCanHaveItsOwnCredential() throws {
+    @Test(.tags(.slow)) func eachOverPackCanHaveItsOwnCredential() throws {
         let base = try pack(
             ["a.txt": "base a", "b.txt": "base b", "c.txt": "base c"], "base", ["--format", "zip"],
             password: "base-pw")

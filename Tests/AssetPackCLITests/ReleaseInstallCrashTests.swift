@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// A release install killed at many points, and a release from nginx, through the built binary.
-@Suite(.serialized) struct ReleaseInstallCrashTests {
+@Suite(.serialized, .tags(.slow)) struct ReleaseInstallCrashTests {
     let dir = TemporaryDirectory("release-crash")
     var home: String { dir.appending("home").path }
 

@@ -57,7 +57,7 @@ import Testing
         return document?["entries"] as? [[String: Any]] ?? []
     }
 
-    @Test func aReleaseManifestIsReadAsTheSetOfItsPacks() throws {
+    @Test(.tags(.slow)) func aReleaseManifestIsReadAsTheSetOfItsPacks() throws {
         let manifest = try baseAndPatch()
 
         let list = try run(["list", manifest, "--json"] + trust)
@@ -174,7 +174,7 @@ import Testing
         #expect(altered.status == 5 && altered.stderr.contains("does not verify"), "\(altered.stderr)")
     }
 
-    @Test func aSetOfPacksOnAServerReadsAsOne() throws {
+    @Test(.tags(.slow)) func aSetOfPacksOnAServerReadsAsOne() throws {
         let manifest = try baseAndPatch()
         let nginx = try NginxServer(root: pub)
         let base = nginx.url("base.pack").absoluteString

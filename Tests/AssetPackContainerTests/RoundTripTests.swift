@@ -1,4 +1,5 @@
 import AssetPackCore
+import AssetPackTestSupport
 import Foundation
 import Testing
 
@@ -18,7 +19,7 @@ import Testing
         ("a/b/c/d/e/f/deep.txt", text(9000)),
     ]
 
-    @Test(arguments: [CompressionPolicy.auto, .store, .deflate], [ContainerCodec.zstd, .deflate])
+    @Test(.tags(.slow), arguments: [CompressionPolicy.auto, .store, .deflate], [ContainerCodec.zstd, .deflate])
     func roundTrip(_ compression: CompressionPolicy, codec: ContainerCodec) throws {
         let scratch = Scratch()
         let path = try scratch.pack(Self.files, compression: compression, codec: codec)
@@ -86,7 +87,7 @@ import Testing
         }
     }
 
-    @Test(arguments: [4096, 64 << 10, 1 << 20])
+    @Test(.tags(.slow), arguments: [4096, 64 << 10, 1 << 20])
     func chunkSizes(_ chunkSize: Int) throws {
         let scratch = Scratch()
         let files = [
@@ -144,7 +145,7 @@ import Testing
         #expect(seen.items.map(\.done) == [1, 2, 3] && seen.items.allSatisfy { $0.total == 3 })
     }
 
-    @Test func concurrentReaders() throws {
+    @Test(.tags(.slow)) func concurrentReaders() throws {
         let scratch = Scratch()
         let files: [(String, [UInt8])] = (0..<40).map { i in
             let size = [0, 1, 100, 4096, 70_000, 300_000, 1 << 20][i % 7] + i

@@ -1,4 +1,5 @@
 import AssetPackCore
+import AssetPackTestSupport
 import Foundation
 import Testing
 
@@ -38,7 +39,7 @@ import Testing
         return .read(failed: failed)
     }
 
-    @Test func flippingAnyByteIsDetected() throws {
+    @Test(.tags(.slow)) func flippingAnyByteIsDetected() throws {
         let scratch = Scratch()
         let path = try scratch.pack(Self.small, compression: .auto)
         let original = bytes(of: path)

@@ -1,4 +1,5 @@
 import AssetPackCore
+import AssetPackTestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -25,7 +26,7 @@ import Testing
         return currentUmask(fd)
     }
 
-    @Test("packing never changes the process umask, even for a moment")
+    @Test("packing never changes the process umask, even for a moment", .tags(.slow))
     func packingLeavesTheUmaskAlone() throws {
         guard let before = Self.currentUmask() else { return }  // no /proc: nothing to observe
         let scratch = Scratch()

@@ -7,7 +7,7 @@ import Testing
 
 /// Remote packs over real HTTP: nginx for what a CDN origin does, and a fault-injecting server
 /// for what networks and broken servers do (docs/REMOTE.md).
-@Suite(.serialized) struct RemoteTests {
+@Suite(.serialized, .tags(.slow)) struct RemoteTests {
     let dir = TemporaryDirectory("remote")
     let publisher = PublisherSigningKey.generate()
 
@@ -178,7 +178,7 @@ import Testing
         // Not cached: a second read fetches the span again.
         try nginx.resetAccessLog()
         var streamed: [UInt8] = []
-        try reader.stream("b-huge.bin") { streamed += $0 }
+        _ = try reader.stream("b-huge.bin") { streamed += $0 }
         #expect(streamed == files["b-huge.bin"])
         #expect(try nginx.accessLog(waitingFor: 1).reduce(0) { $0 + $1.bodyBytes } == span.count)
 
@@ -186,7 +186,7 @@ import Testing
         options.streamPatience = 0.01
         let slow = try RemotePackReader(url: nginx.url("p.pack"), credential: .password("pw"), options: options)
         var slowly: [UInt8] = []
-        try slow.stream("b-huge.bin") { piece in
+        _ = try slow.stream("b-huge.bin") { piece in
             slowly += piece
             Thread.sleep(forTimeInterval: 0.02)
         }

@@ -62,7 +62,7 @@ private func servedFolder() throws -> (TemporaryDirectory, [UInt8]) {
     return (folder, bytes)
 }
 
-@Suite struct HTTPTestServerTests {
+@Suite(.tags(.slow)) struct HTTPTestServerTests {
     // MARK: nginx
 
     @Test func nginxAnswersARangeWith206AndLogsIt() throws {

@@ -188,7 +188,7 @@ func compressionRows(_ data: [UInt8]) {
     print("|---|---|---|---|---|")
     print("| whole entry | \(fmtKiB(Double(wholeZstd))) KiB | 1.000 | \(fmtKiB(Double(wholeDeflate))) KiB | 1.000 |")
     let fixed = ("fixed 64K (v3)", Array(stride(from: 64 << 10, to: count, by: 64 << 10)) + [count])
-    for (name, e) in [fixed] + candidates.filter { $0.level == 2 }.map({ ($0.name, ends($0.chunker, data)) }) {
+    for (name, e) in [fixed] + candidates.filter({ $0.level == 2 }).map({ ($0.name, ends($0.chunker, data)) }) {
         var z = 0
         var d = 0
         data.withUnsafeBytes { raw in
