@@ -138,6 +138,9 @@ public enum AssetPacks {
         public var reusedChunks = 0
         /// Bytes written to the new pack (container; sealed chunks, copied or new, and the index).
         public var bytesWritten: UInt64 = 0
+        /// Container: the size of the zstd dictionary the pack's small files are compressed with
+        /// (0 when it has none; docs/FORMAT.md, "The pack's dictionary").
+        public var dictionaryBytes = 0
     }
 
     /// Packs the files below `source` into `output`.
@@ -179,7 +182,7 @@ public enum AssetPacks {
         return PackSummary(
             files: files, packSize: size, seconds: watch.elapsed, skipped: skipped, reused: report.reused,
             packed: report.packed, chunks: report.chunks, reusedChunks: report.reusedChunks,
-            bytesWritten: report.bytesWritten)
+            bytesWritten: report.bytesWritten, dictionaryBytes: report.dictionaryBytes)
     }
 }
 
@@ -201,22 +204,10 @@ extension AssetPacks {
         if let both = options.deletions.first(where: { packed.contains(Array($0.utf8)) }) {
             throw AssetPackError(.invalidArgument, "a pack cannot both hold and delete a path", path: both)
         }
-        let folder: String
-        do {
-            folder = try FileSystem.makeTemporaryDirectory(
-                template: NSTemporaryDirectory() + "/assetpack-deleted-XXXXXX")
-        } catch { throw error.io("cannot create a temporary folder for the deletion record") }
-        let file = folder + "/deleted"
-        TemporaryFiles.register(folder)
-        defer {
-            try? FileSystem.unlink(file)
-            try? FileSystem.rmdir(folder)
-            TemporaryFiles.forget(folder)
+        return try TemporaryFiles.withFile(named: "deleted", holding: record) { url in
+            let entry = SourceFile(path: DeletionRecord.entryName, url: url, size: UInt64(record.count))
+            return try writer.write(files + [entry], to: output.path, options: options)
         }
-        try Data(record).write(to: URL(fileURLWithPath: file))
-        let entry = SourceFile(
-            path: DeletionRecord.entryName, url: URL(fileURLWithPath: file), size: UInt64(record.count))
-        return try writer.write(files + [entry], to: output.path, options: options)
     }
 }
 

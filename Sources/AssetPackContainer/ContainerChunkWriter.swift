@@ -236,9 +236,11 @@ final class ChunkBuffers {
     private var deflaters: [RawDeflate.FastCompressor?]
     private var zstds: [Zstd.Compressor?]
     private let level: CompressionLevel
+    /// The pack's zstd dictionary, loaded into every zstd compressor (codec 3), or nil (codec 2).
+    private let dictionary: [UInt8]?
     private let lock = NSLock()
 
-    init(chunking: ChunkingParameters, level: CompressionLevel) {
+    init(chunking: ChunkingParameters, level: CompressionLevel, dictionary: [UInt8]? = nil) {
         chunker = ContentChunker(min: chunking.min, avg: chunking.avg, max: chunking.max)
         let large = chunking.scaled(ChunkingParameters.largeScale)
         largeChunker = ContentChunker(min: large.min, avg: large.avg, max: large.max)
@@ -257,6 +259,7 @@ final class ChunkBuffers {
         deflaters = Array(repeating: nil, count: ciphers.count)
         zstds = Array(repeating: nil, count: ciphers.count)
         self.level = level
+        self.dictionary = dictionary
     }
 
     /// Where chunk `j`, starting at plaintext offset `start` of the batch, is sealed.
@@ -278,7 +281,11 @@ final class ChunkBuffers {
         switch codec {
         case .none: return nil
         case .deflate: return deflater(task).compress(plain, into: output)
-        case .zstd: return zstd(task).compress(plain, into: output)
+        case .zstd, .zstdDictionary:
+            // One write has one zstd codec: with the pack's dictionary exactly when it has one.
+            precondition(
+                (codec == .zstdDictionary) == (dictionary != nil), "zstd codec \(codec) without its dictionary")
+            return zstd(task).compress(plain, into: output)
         }
     }
 
@@ -307,7 +314,7 @@ final class ChunkBuffers {
         lock.lock()
         defer { lock.unlock() }
         if let c = zstds[task] { return c }
-        let c = Zstd.Compressor(level: level.zstdLevel)
+        let c = Zstd.Compressor(level: level.zstdLevel, dictionary: dictionary)
         zstds[task] = c
         return c
     }

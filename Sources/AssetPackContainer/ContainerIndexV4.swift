@@ -52,14 +52,20 @@ package enum ChunkCodec: UInt8, Sendable {
     case deflate = 1
     /// One zstd frame per chunk (RFC 8878), no dictionary, no checksum.
     case zstd = 2
+    /// One zstd frame per chunk, compressed with the pack's dictionary (the reserved entry
+    /// `.assetpack/zstd-dictionary`, ``PackDictionary``); no dictionary id in the frame, no checksum.
+    case zstdDictionary = 3
 
     var compression: EntryCompression {
         switch self {
         case .none: .store
         case .deflate: .deflate
-        case .zstd: .zstd
+        case .zstd, .zstdDictionary: .zstd
         }
     }
+
+    /// Whether the chunks are zstd frames (with or without the pack's dictionary).
+    var isZstd: Bool { self == .zstd || self == .zstdDictionary }
 }
 
 /// Every sealed chunk of a version-4 pack, in file order, as parallel arrays (one element per

@@ -27,6 +27,10 @@ public final class ContainerPackReader: PackReader {
     public let deletedPaths: [String]
     /// Where the deletion record is in ``records``, if the pack has one.
     private let deletionPosition: Int?
+    /// Where the pack's zstd dictionary (``PackDictionary``) is in ``records``, if it has one.
+    private let dictionaryPosition: Int?
+    /// The pack's zstd dictionary, read and checked at open (codec 3 entries decode with it).
+    let zstdDictionary: [UInt8]?
     /// Where the pack's bytes come from.
     package let source: any ByteSource
     /// Every entry's record, in index order (what an incremental re-pack reuses).
@@ -35,8 +39,10 @@ public final class ContainerPackReader: PackReader {
     let chunks: ChunkTable
     /// Version 4: how the writer cut entries into chunks.
     let chunking: ChunkingParameters?
-    /// Reusable zstd decoders (allocating one costs more than decoding a small chunk).
+    /// Reusable zstd decoders (allocating one costs more than decoding a small chunk), without
+    /// and with the pack's dictionary.
     private let zstdDecoders = DecoderPool()
+    private let dictionaryDecoders = DecoderPool()
     private let index: EntryIndex<Int>
     /// The pack's keys (an incremental re-pack keeps the salt, hence the keys).
     let keys: ContainerKeys
@@ -91,33 +97,56 @@ public final class ContainerPackReader: PackReader {
         let watch = Stopwatch()
         let opened = try ContainerPackReader(
             loading: source, credential: credential, limits: limits, trustedKeys: trustedKeys)
-        guard let position = opened.deletionPosition else {
-            self.init(opened, deletedPaths: [], seconds: watch.elapsed)
-            return
-        }
-        let record = opened.records[position]
-        let deleted: [String]
+        var deleted: [String] = []
+        var dictionary: (bytes: [UInt8], decoder: Zstd.Decompressor)?
         do {
-            try limits.check(record.info)  // before the allocation
-            var bytes = [UInt8](repeating: 0, count: Int(record.info.size))
-            try bytes.withUnsafeMutableBytes {
-                _ = try opened.read(record, into: $0, timing: EntryTiming(path: record.info.path))
+            if let position = opened.deletionPosition {
+                deleted = try DeletionRecord.decode(opened.readRecord(position)) { opened.index.lookup($0) != nil }
             }
-            deleted = try DeletionRecord.decode(bytes) { opened.index.lookup($0) != nil }
+            if let position = opened.dictionaryPosition {
+                let record = opened.records[position]
+                guard record.info.size <= UInt64(PackDictionary.readLimit), record.codec == ChunkCodec.none else {
+                    throw AssetPackError(
+                        .integrityFailure, "the pack's zstd dictionary is compressed or over 1 MiB",
+                        path: record.info.path)
+                }
+                let bytes = try opened.readRecord(position)
+                do { dictionary = (bytes, try Zstd.Decompressor(dictionary: bytes)) } catch let e as AssetPackError {
+                    throw e.naming(record.info.path)
+                }
+            }
         } catch {
             throw (error as? AssetPackError)?.untrustedIfUnreadable(trusting: trustedKeys) ?? error
         }
-        self.init(opened, deletedPaths: deleted, seconds: watch.elapsed)
+        self.init(opened, deletedPaths: deleted, dictionary: dictionary, seconds: watch.elapsed)
     }
 
-    /// `opened` with its deletion record read.
-    private init(_ opened: ContainerPackReader, deletedPaths: [String], seconds: Double) {
+    /// The whole of the pack's own record at `position` (decrypted, authenticated and, with trusted
+    /// keys, checked against its signed digests), within the read limits.
+    private func readRecord(_ position: Int) throws -> [UInt8] {
+        let record = records[position]
+        try limits.check(record.info)  // before the allocation
+        var bytes = [UInt8](repeating: 0, count: Int(record.info.size))
+        try bytes.withUnsafeMutableBytes { _ = try read(record, into: $0, timing: EntryTiming(path: record.info.path)) }
+        return bytes
+    }
+
+    /// `opened` with its deletion record and dictionary read (the dictionary's first decoder
+    /// already made, which checked it).
+    private init(
+        _ opened: ContainerPackReader, deletedPaths: [String],
+        dictionary: (bytes: [UInt8], decoder: Zstd.Decompressor)?,
+        seconds: Double
+    ) {
         entries = opened.entries
         openSeconds = seconds
         publisher = opened.publisher
         release = opened.release
         self.deletedPaths = deletedPaths
         deletionPosition = opened.deletionPosition
+        dictionaryPosition = opened.dictionaryPosition
+        zstdDictionary = dictionary?.bytes
+        if let decoder = dictionary?.decoder { dictionaryDecoders.give(decoder, keeping: 1) }
         source = opened.source
         records = opened.records
         chunks = opened.chunks
@@ -135,15 +164,18 @@ public final class ContainerPackReader: PackReader {
     ) throws {
         let watch = Stopwatch()
         deletedPaths = []
+        zstdDictionary = nil
         self.source = source
         do {
             let (header, keys, records, table, block) = try Self.load(
                 source, credential: credential, limits: limits, trusted: trustedKeys)
             self.chunks = table.chunks
             self.chunking = table.chunking
-            // Entries below `.assetpack/` are the pack's own (the deletion record): not listed, not found.
-            let (entries, index, deletionPosition) = try Self.visibleEntries(records)
-            self.deletionPosition = deletionPosition
+            // Entries below `.assetpack/` are the pack's own (the deletion record, the dictionary):
+            // not listed, not found.
+            let (entries, index, reserved) = try Self.visibleEntries(records)
+            self.deletionPosition = reserved.deletion
+            self.dictionaryPosition = reserved.dictionary
             self.keys = keys
             self.header = header
             self.records = records
@@ -264,15 +296,15 @@ public final class ContainerPackReader: PackReader {
     }
 
     /// The entries a caller sees (all but the reserved `.assetpack/` ones), their index, and
-    /// where the deletion record is.
+    /// where the deletion record and the dictionary are.
     private static func visibleEntries(_ records: [ContainerEntry]) throws -> (
-        [EntryInfo], EntryIndex<Int>, Int?
+        [EntryInfo], EntryIndex<Int>, (deletion: Int?, dictionary: Int?)
     ) {
         let corrupt = AssetPackError(.integrityFailure, "container index is corrupt (equivalent paths)")
         let reserved = records.indices.filter { DeletionRecord.isReserved(records[$0].info.path) }
         if reserved.isEmpty {  // the common case, in one pass
             guard let index = EntryIndex(positionsOf: records.map(\.info.path)) else { throw corrupt }
-            return (records.map(\.info), index, nil)
+            return (records.map(\.info), index, (nil, nil))
         }
         var index = EntryIndex<Int>(capacity: records.count)
         var entries: [EntryInfo] = []
@@ -281,7 +313,8 @@ public final class ContainerPackReader: PackReader {
             entries.append(records[i].info)
         }
         let deletion = reserved.first { records[$0].info.path == DeletionRecord.entryName }
-        return (entries, index, deletion)
+        let dictionary = reserved.first { records[$0].info.path == PackDictionary.entryName }
+        return (entries, index, (deletion, dictionary))
     }
 
     /// `true`: each chunk is authenticated by its AES-GCM tag before it is handed over.
@@ -535,9 +568,10 @@ public final class ContainerPackReader: PackReader {
             var temp: UnsafeMutableRawBufferPointer?
             defer { temp?.deallocate() }
             var zstd: Zstd.Decompressor?
-            defer { if let zstd { give(zstd) } }
+            let primed = e.codec == .zstdDictionary
+            defer { if let zstd { give(zstd, primed: primed) } }
             let decoder = {
-                if zstd == nil { zstd = self.takeZstd() }
+                if zstd == nil { zstd = try self.takeZstd(primed: primed) }
                 return zstd!
             }
             var dec = 0.0, crcTime = 0.0
@@ -580,7 +614,8 @@ public final class ContainerPackReader: PackReader {
     /// first compares the sealed chunk's SHA-256 (through `hasher`) with the signed one.
     private func openChunk(
         _ e: ContainerEntry, _ key: [UInt8], _ c: Int, gcm: AESGCM, hasher: SHA256Hasher?,
-        scratch: UnsafeMutableRawBufferPointer, zstd: () -> Zstd.Decompressor, into dest: UnsafeMutableRawBufferPointer
+        scratch: UnsafeMutableRawBufferPointer, zstd: () throws -> Zstd.Decompressor,
+        into dest: UnsafeMutableRawBufferPointer
     ) throws {
         let plainLen = dest.count
         let tagSize = ContainerFormat.tagSize
@@ -608,7 +643,7 @@ public final class ContainerPackReader: PackReader {
         }
         guard compressed else { return }
         do {
-            if e.codec == .zstd {
+            if e.codec?.isZstd == true {
                 try zstd().decompress(UnsafeRawBufferPointer(ciphertext), into: dest)
             } else {
                 try RawDeflate.decompress(UnsafeRawBufferPointer(ciphertext), into: dest)
@@ -618,11 +653,22 @@ public final class ContainerPackReader: PackReader {
         }
     }
 
-    /// A zstd decoder from the reader's pool (a new one when all are in use).
-    private func takeZstd() -> Zstd.Decompressor { zstdDecoders.take() ?? Zstd.Decompressor() }
+    /// A zstd decoder from the reader's pool (a new one when all are in use), `primed` with the
+    /// pack's dictionary (codec 3).
+    /// - Throws: `.integrityFailure` for a codec-3 entry in a pack without a dictionary.
+    private func takeZstd(primed: Bool) throws -> Zstd.Decompressor {
+        guard primed else { return zstdDecoders.take() ?? Zstd.Decompressor() }
+        guard let zstdDictionary else {
+            throw AssetPackError(
+                .integrityFailure, "an entry compressed with the pack's dictionary, and the pack has none")
+        }
+        return try dictionaryDecoders.take() ?? Zstd.Decompressor(dictionary: zstdDictionary)
+    }
 
-    /// Returns `decoder` to the pool, which keeps one per concurrent task at most.
-    private func give(_ decoder: Zstd.Decompressor) { zstdDecoders.give(decoder, keeping: Self.cores * 4) }
+    /// Returns `decoder` to its pool, which keeps one per concurrent task at most.
+    private func give(_ decoder: Zstd.Decompressor, primed: Bool) {
+        (primed ? dictionaryDecoders : zstdDecoders).give(decoder, keeping: Self.cores * 4)
+    }
 }
 
 /// Idle zstd decoders. A decoder serves one thread at a time; the pool hands each to one taker.

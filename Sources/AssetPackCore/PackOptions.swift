@@ -161,6 +161,8 @@ package struct PackWriteReport: Sendable, Equatable {
     package var reusedChunks = 0
     /// Bytes written to the new pack (sealed chunks, copied or new, index, header, signature).
     package var bytesWritten: UInt64 = 0
+    /// Container: the size of the pack's zstd dictionary (0 when it has none).
+    package var dictionaryBytes = 0
 
     package init(reused: Int = 0, packed: Int = 0, reusedBytes: UInt64 = 0) {
         self.reused = reused

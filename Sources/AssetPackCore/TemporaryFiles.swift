@@ -60,3 +60,29 @@ extension TemporaryFiles {
         }
     }
 }
+
+extension TemporaryFiles {
+    /// Runs `body` with `bytes` in a new file `name` inside a new private temporary folder
+    /// (registered, so an interrupt removes it), then removes both: how a writer packs one of a
+    /// pack's own records (the deletion record, the container's dictionary) as an entry read
+    /// from a file.
+    /// - Throws: `.io` when the folder or file cannot be made; whatever `body` throws.
+    package static func withFile<R>(named name: String, holding bytes: [UInt8], _ body: (URL) throws -> R) throws -> R {
+        let folder: String
+        do {
+            folder = try FileSystem.makeTemporaryDirectory(
+                template: NSTemporaryDirectory() + "/assetpack-record-XXXXXX")
+        } catch { throw error.io("cannot create a temporary folder for the pack's \(name)") }
+        let file = folder + "/" + name
+        register(folder)
+        defer {
+            try? FileSystem.unlink(file)
+            try? FileSystem.rmdir(folder)
+            forget(folder)
+        }
+        do { try Data(bytes).write(to: URL(fileURLWithPath: file)) } catch {
+            throw AssetPackError(.io, "cannot write the pack's \(name): \(error.localizedDescription)", path: file)
+        }
+        return try body(URL(fileURLWithPath: file))
+    }
+}

@@ -5,7 +5,8 @@ internal import CZstd
 ///
 /// The frames we write are canonical and minimal: the content size is in the header, and there
 /// is no checksum (each container chunk is already authenticated by AES-GCM) and no dictionary
-/// id. The decoder accepts exactly that shape and nothing looser (see ``Decompressor``).
+/// id, even when a dictionary is used (the container's per-pack dictionary is named by the
+/// entry's codec, not by the frame). The decoder accepts exactly that shape and nothing looser (see ``Decompressor``).
 package enum Zstd {
     /// The level a pack is compressed at unless told otherwise: chosen for the reader (size and
     /// decode speed) at a packing speed a build can afford. The smallest output among the levels
@@ -44,20 +45,26 @@ extension Zstd {
         /// The zstd level (in ``Zstd/levels``).
         package let level: Int32
 
-        /// A compressor at `level` (1 fastest … 19 smallest; see ``Zstd/levels``).
-        package init(level: Int32) {
+        /// A compressor at `level` (1 fastest … 19 smallest; see ``Zstd/levels``), with
+        /// `dictionary` loaded for every frame when given (its id is not written in frames).
+        package init(level: Int32, dictionary: [UInt8]? = nil) {
             precondition(Zstd.levels.contains(level), "zstd level \(level) is outside \(Zstd.levels)")
             guard let c = ZSTD_createCCtx() else { allocationFailed("ZSTD_createCCtx") }
             context = c
             self.level = level
             // Content size in the header; no checksum (AES-GCM authenticates each chunk); no
-            // dictionary id (we use no dictionaries).
+            // dictionary id (a dictionary, when used, is named by the container's codec).
             for (parameter, value) in [
                 (ZSTD_c_compressionLevel, level), (ZSTD_c_contentSizeFlag, 1), (ZSTD_c_checksumFlag, 0),
                 (ZSTD_c_dictIDFlag, 0),
             ] {
                 let rc = ZSTD_CCtx_setParameter(c, parameter, Int32(value))
                 precondition(ZSTD_isError(rc) == 0, "ZSTD_CCtx_setParameter: \(Zstd.errorName(rc))")
+            }
+            if let dictionary {
+                // Copied into the context and kept across frames (a session reset keeps it).
+                let rc = dictionary.withUnsafeBytes { ZSTD_CCtx_loadDictionary(c, $0.baseAddress, $0.count) }
+                if ZSTD_isError(rc) != 0 { allocationFailed("ZSTD_CCtx_loadDictionary") }
             }
         }
 
@@ -101,6 +108,19 @@ extension Zstd {
             context = d
             let rc = ZSTD_DCtx_setParameter(d, ZSTD_d_windowLogMax, Zstd.maxWindowLog)
             precondition(ZSTD_isError(rc) == 0, "ZSTD_DCtx_setParameter: \(Zstd.errorName(rc))")
+        }
+
+        /// A decoder (window limit as ``init()``) that decodes every frame with `dictionary`:
+        /// frames compressed with it. A frame compressed without it, or with another, decodes
+        /// to other bytes or fails, so authenticate the frame and its dictionary first.
+        /// - Throws: `.integrityFailure` when `dictionary` starts with the zstd dictionary magic
+        ///   but its tables do not parse (any other bytes are a raw-content dictionary).
+        package convenience init(dictionary: [UInt8]) throws {
+            self.init()
+            let loaded = dictionary.withUnsafeBytes { ZSTD_DCtx_loadDictionary(context, $0.baseAddress, $0.count) }
+            if ZSTD_isError(loaded) != 0 {
+                throw Zstd.corrupt("the zstd dictionary is corrupt (\(Zstd.errorName(loaded)))")
+            }
         }
 
         deinit { ZSTD_freeDCtx(context) }
@@ -152,6 +172,23 @@ extension Zstd {
 }
 
 extension Zstd {
+    /// Trains a dictionary of at most `capacity` bytes on `samples` (libzstd's `ZDICT_trainFromBuffer`,
+    /// deterministic for the same samples), or `nil` when libzstd cannot (too few or too small
+    /// samples for the capacity).
+    package static func trainDictionary(_ samples: [[UInt8]], capacity: Int) -> [UInt8]? {
+        guard !samples.isEmpty, capacity > 0 else { return nil }
+        let joined = samples.flatMap { $0 }
+        let sizes = samples.map(\.count)
+        var dictionary = [UInt8](repeating: 0, count: capacity)
+        let n = dictionary.withUnsafeMutableBytes { out in
+            joined.withUnsafeBytes { input in
+                ZDICT_trainFromBuffer(out.baseAddress, out.count, input.baseAddress, sizes, UInt32(sizes.count))
+            }
+        }
+        guard ZDICT_isError(n) == 0, n > 0 else { return nil }
+        return Array(dictionary[0..<n])
+    }
+
     /// Refuses, from the frame header alone (RFC 8878 §3.1.1.1), what ``Decompressor`` never
     /// decodes: another magic, a dictionary id field, a window beyond ``maxWindowLog``, a
     /// missing or different content size.

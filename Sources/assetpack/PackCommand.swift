@@ -162,11 +162,13 @@ extension AssetPackCommand {
     }
 }
 
-/// A container's chunk reuse, for the summary: "; 3 of 40 chunks reused, 123 bytes written".
+/// A container's chunk reuse and dictionary, for the summary: "; 3 of 40 chunks reused, 123 bytes
+/// written, a 5568-byte zstd dictionary".
 private func chunkNote(_ summary: AssetPacks.PackSummary) -> String {
     guard summary.chunks > 0 else { return "" }
     return
         "; \(summary.reusedChunks) of \(plural(summary.chunks, "chunk", "chunks")) reused, \(summary.bytesWritten) bytes written"
+        + (summary.dictionaryBytes > 0 ? ", a \(summary.dictionaryBytes)-byte zstd dictionary" : "")
 }
 
 /// A single self-rewriting progress line on a terminal (entries, bytes, rate, ETA); silent otherwise.

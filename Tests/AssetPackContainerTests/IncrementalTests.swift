@@ -30,7 +30,8 @@ import Testing
         @discardableResult
         func pack(
             credential: PackCredential = testKey, fresh: Bool = false, chunkSize: Int = 4096,
-            kdf: ContainerKDF = cheapKDF, compression: CompressionPolicy = .auto, codec: ContainerCodec = .zstd
+            kdf: ContainerKDF = cheapKDF, compression: CompressionPolicy = .auto, codec: ContainerCodec = .zstd,
+            level: CompressionLevel = .default, extra: [SourceFile] = []
         ) throws -> PackWriteReport {
             var options = PackOptions()
             options.format = .container
@@ -40,8 +41,9 @@ import Testing
             options.container.kdf = kdf
             options.compression = compression
             options.container.codec = codec
+            options.level = level
             let files = try SourceTree.scan(root: root, includeHidden: false)
-            return try ContainerPackWriter().write(files, to: output, options: options)
+            return try ContainerPackWriter().write(files + extra, to: output, options: options)
         }
 
         /// Every entry read back equals the file on disk, and nothing else is in the pack.

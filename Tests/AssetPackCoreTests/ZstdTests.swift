@@ -297,4 +297,66 @@ import Testing
         #expect(Header(huge).windowOffset != nil && huge[5] >> 3 == 17)
         Self.expectRefused(huge, size: plain.count, "window larger than", code: .limitExceeded)
     }
+
+    /// Samples that share their vocabulary across files, as a game's configuration files do.
+    static func samples(_ count: Int, seed: UInt64) -> [[UInt8]] {
+        let words = (0..<150).map { "key_\($0 * 7919 % 1000)_name" }
+        var state = seed
+        func next() -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int(state >> 33)
+        }
+        return (0..<count).map { _ in
+            Array((0..<120).map { _ in "\(words[next() % words.count])=\(next() % 1000)\n" }.joined().utf8)
+        }
+    }
+
+    @Test("a trained dictionary shrinks its frames, which decode only with it; its id is never written")
+    func dictionaries() throws {
+        let training = Self.samples(64, seed: 1)
+        let dictionary = try #require(Zstd.trainDictionary(training, capacity: 8 << 10))
+        #expect(dictionary.count <= 8 << 10)
+        let primed = Zstd.Compressor(level: Zstd.defaultLevel, dictionary: dictionary)
+        let decoder = try Zstd.Decompressor(dictionary: dictionary)
+        var with = 0, without = 0
+        for input in Self.samples(8, seed: 2) {
+            var out = [UInt8](repeating: 0, count: primed.bound(input.count))
+            let n = try #require(
+                input.withUnsafeBytes { src in out.withUnsafeMutableBytes { primed.compress(src, into: $0) } })
+            let frame = Array(out[0..<n])
+            #expect(frame[4] & 0b11 == 0, "a dictionary id in the frame header")
+            with += n
+            without += Self.frame(input).count
+            var back = [UInt8](repeating: 0, count: input.count)
+            try frame.withUnsafeBytes { f in try back.withUnsafeMutableBytes { try decoder.decompress(f, into: $0) } }
+            #expect(back == input)
+            // Without the dictionary (or with another) the frame is refused or decodes to other
+            // bytes: never the input. (The container authenticates both the frame and the dictionary.)
+            let other = try Zstd.Decompressor(dictionary: Array(dictionary.reversed()))
+            for wrong in [Zstd.Decompressor(), other] {
+                var wrongOut = [UInt8](repeating: 0, count: input.count)
+                let decoded: Bool = frame.withUnsafeBytes { f in
+                    wrongOut.withUnsafeMutableBytes { (try? wrong.decompress(f, into: $0)) != nil }
+                }
+                #expect(!decoded || wrongOut != input)
+            }
+        }
+        #expect(with < without, "\(with) bytes with the dictionary, \(without) without")
+        // Too little to train on: nil, not a crash.
+        #expect(Zstd.trainDictionary([Array("ab".utf8)], capacity: 4096) == nil)
+        #expect(Zstd.trainDictionary([], capacity: 4096) == nil)
+    }
+
+    @Test("a dictionary that claims zstd's dictionary format but does not parse is an integrity failure")
+    func corruptDictionary() {
+        let broken: [UInt8] = [0x37, 0xA4, 0x30, 0xEC, 1, 0, 0, 0] + Array(repeating: 0xFF, count: 300)
+        do {
+            _ = try Zstd.Decompressor(dictionary: broken)
+            Issue.record("a corrupt dictionary was loaded")
+        } catch let error as AssetPackError {
+            #expect(error.code == .integrityFailure && error.message.contains("dictionary is corrupt"), "\(error)")
+        } catch {
+            Issue.record("unexpected error \(error)")
+        }
+    }
 }

@@ -1,0 +1,134 @@
+import AssetPackCore
+import Foundation
+import Testing
+
+@testable import AssetPackContainer
+
+/// The pack's zstd dictionary (codec 3, docs/FORMAT.md "The pack's dictionary"): trained on the
+/// pack's small compressible files, stored as the hidden entry `.assetpack/zstd-dictionary`,
+/// kept by re-packs, and checked when a pack is opened.
+@Suite struct DictionaryTests {
+    /// A game-like tree: `count` small configuration files that share most of their vocabulary,
+    /// a larger text file and an incompressible one.
+    static func game(_ count: Int = 40) throws -> IncrementalTests.Tree {
+        var files: [String: [UInt8]] = ["big.bin": noise(300_000, seed: 5), "readme.txt": text(50_000)]
+        for i in 0..<count { files["units/unit\(i).cfg"] = unit(i) }
+        return try IncrementalTests.Tree(files)
+    }
+
+    /// Words every file draws on (as a game's configuration files share their keys and phrases).
+    static let vocabulary: [String] = {
+        let parts = [
+            "hit", "point", "move", "ment", "type", "cost", "race", "level", "ability", "attack", "range",
+            "melee", "blade", "pierce", "impact", "fire", "cold", "arcane", "defense", "village", "castle",
+        ]
+        let seeds = noise(400, seed: 77)
+        return (0..<200).map { k in
+            parts[Int(seeds[2 * k]) % parts.count] + "_" + parts[Int(seeds[2 * k + 1]) % parts.count] + "\(k % 7)"
+        }
+    }()
+
+    /// A configuration file of about 5 KB: lines of shared keys with values of its own.
+    static func unit(_ i: Int) -> [UInt8] {
+        let picks = noise(900, seed: UInt64(1000 + i))
+        var s = "#textdomain wesnoth-units\n[unit_type]\n"
+        for k in 0..<150 {
+            let word = vocabulary[(Int(picks[3 * k]) << 8 | Int(picks[3 * k + 1])) % vocabulary.count]
+            s += "    \(word)=\(Int(picks[3 * k + 2]) * (i + 1) % 1000)\n"
+        }
+        return Array((s + "[/unit_type]\n").utf8)
+    }
+
+    @Test func smallFilesShareATrainedDictionaryAndReadBack() throws {
+        let tree = try Self.game()
+        try tree.pack()
+        let reader = try tree.reader()
+        let dictionary = try #require(reader.zstdDictionary)
+        #expect((1...PackDictionary.capacity).contains(dictionary.count))
+        for r in reader.records where !DeletionRecord.isReserved(r.info.path) {
+            #expect(r.codec == (r.info.path == "big.bin" ? ChunkCodec.none : .zstdDictionary), "\(r.info.path)")
+        }
+        // The dictionary is the pack's own: stored, never listed, never found by path.
+        let own = try #require(reader.records.first { $0.info.path == PackDictionary.entryName })
+        #expect(own.codec == ChunkCodec.none && own.info.size == UInt64(dictionary.count))
+        #expect(reader.entry(PackDictionary.entryName) == nil)
+        #expect(!reader.entries.contains { $0.path.hasPrefix(".assetpack/") })
+        try tree.expectReadsBack()
+
+        // It pays: the configuration files take at most three quarters of what zstd at the same
+        // level gives each alone, and less even counting the dictionary.
+        let alone = Zstd.Compressor(level: Zstd.defaultLevel)
+        var without = 0
+        for i in 0..<40 {
+            let input = Self.unit(i)
+            var out = [UInt8](repeating: 0, count: alone.bound(input.count))
+            input.withUnsafeBytes { src in out.withUnsafeMutableBytes { without += alone.compress(src, into: $0)! } }
+        }
+        let with = reader.entries.filter { $0.path.hasPrefix("units/") }.reduce(0) { $0 + Int($1.storedSize) }
+        #expect(
+            with <= without * 3 / 4 && with + dictionary.count < without,
+            "\(with) + \(dictionary.count) against \(without)")
+    }
+
+    @Test func noDictionaryForFewFilesRandomOnesTheFastLevelOrDeflate() throws {
+        // Fewer than 16 samples.
+        let few = try Self.game(PackDictionary.minimumSamples - 1)
+        try few.pack()
+        #expect(try few.reader().zstdDictionary == nil)
+        #expect(try few.reader().records.allSatisfy { $0.codec != .zstdDictionary })
+        try few.expectReadsBack()
+        // Random files compress to nothing the policy keeps (.deflate forces the attempt): a
+        // dictionary could not pay.
+        var files: [String: [UInt8]] = [:]
+        for i in 0..<40 { files["r\(i).bin"] = noise(3000, seed: UInt64(i)) }
+        let random = try IncrementalTests.Tree(files)
+        #expect(
+            PackDictionary.train(try SourceTree.scan(root: random.root, includeHidden: false), policy: .deflate) == nil)
+        // --fast and --codec deflate never train one.
+        let tree = try Self.game()
+        try tree.pack(level: .fast)
+        #expect(try tree.reader().zstdDictionary == nil)
+        try tree.pack(fresh: true, codec: .deflate)
+        #expect(try tree.reader().zstdDictionary == nil)
+        try tree.expectReadsBack()
+    }
+
+    @Test func aRepackKeepsTheDictionaryAndCopiesUnchangedChunks() throws {
+        let tree = try Self.game()
+        try tree.pack()
+        let first = try #require(try tree.reader().zstdDictionary)
+        // Many files change and new ones arrive: a new training would give another dictionary,
+        // but the re-pack keeps the one every copied chunk was compressed with.
+        for i in 0..<20 { try tree.set("units/unit\(i).cfg", Self.unit(i + 100)) }
+        for i in 40..<60 { try tree.set("units/unit\(i).cfg", Self.unit(i + 200)) }
+        let report = try tree.pack()
+        #expect(report.reused == 22 && report.packed == 40, "\(report)")
+        #expect(try tree.reader().zstdDictionary == first)
+        try tree.expectReadsBack()
+        // --fresh trains anew.
+        try tree.pack(fresh: true)
+        #expect(try tree.reader().zstdDictionary != first)
+        try tree.expectReadsBack()
+    }
+
+    /// A file named as the dictionary (possible only through the writer itself, which
+    /// `AssetPacks.write` refuses) that is compressed, or that claims the zstd dictionary format
+    /// with broken tables, makes the pack refuse to open: `.integrityFailure`, never wrong bytes.
+    @Test func aCompressedOrCorruptDictionaryIsRefusedAtOpen() throws {
+        let scratch = Scratch()
+        let compressed = scratch.write(text(20_000), name: "compressed")
+        var broken: [UInt8] = [0x37, 0xA4, 0x30, 0xEC]  // ZDICT's magic, little-endian
+        broken += [0, 0, 0, 1] + noise(5000, seed: 9)
+        let corrupt = scratch.write(broken, name: "corrupt")
+        for (path, message) in [(compressed, "compressed or over 1 MiB"), (corrupt, "dictionary is corrupt")] {
+            let tree = try Self.game(3)
+            let file = SourceFile(
+                path: PackDictionary.entryName, url: URL(fileURLWithPath: path), size: UInt64(bytes(of: path).count))
+            try tree.pack(compression: path == compressed ? .deflate : .store, extra: [file])
+            #expect(throws: AssetPackError.self) { try tree.reader() }
+            do { _ = try tree.reader() } catch let e as AssetPackError {
+                #expect(e.code == .integrityFailure && e.message.contains(message), "\(e)")
+            }
+        }
+    }
+}
