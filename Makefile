@@ -53,9 +53,30 @@ test: test-deps
 	$(BUILD_FOR_TESTS)
 	slow="$$(python3 scripts/slow-tests.py)" && $(SWIFT_TEST) --skip-build --skip "$$slow"
 
+## test-full (what .ci/run runs): every test, as three test processes at once: the fast tier, and the
+## slow tier in two shards (scripts/slow-tests.py --shard K/2). Swift Testing runs as many tests at a
+## time as there are cores, and most slow tests wait (on servers, deadlines, child processes), so
+## the extra processes keep the cores busy. `swift test` holds a lock on the build folder for its
+## whole run, so the three run the built test bundle as `swift test` does on Linux
+## (--testing-library swift-testing); each shard's output follows the fast tier's.
+TEST_BUNDLE = $(shell $(SWIFT) build --show-bin-path)/AssetPackPackageTests.xctest
+SLOW_SHARDS := 1 2
 test-full: test-deps
 	$(BUILD_FOR_TESTS)
-	$(SWIFT_TEST) --skip-build
+	@logs=$$(mktemp -d); trap 'rm -rf "$$logs"' EXIT; pids=""; \
+	for k in $(SLOW_SHARDS); do \
+	  slow="$$(python3 scripts/slow-tests.py --shard $$k/$(words $(SLOW_SHARDS)))" || exit 1; \
+	  [ -n "$$slow" ] || continue; \
+	  "$(TEST_BUNDLE)" --testing-library swift-testing --filter "$$slow" > "$$logs/slow-$$k.log" 2>&1 & pids="$$pids $$!"; \
+	done; \
+	slow="$$(python3 scripts/slow-tests.py)" || exit 1; \
+	echo "== fast tier (the slow tier runs beside it, $(words $(SLOW_SHARDS)) shards; their output follows)"; \
+	"$(TEST_BUNDLE)" --testing-library swift-testing --skip "$$slow"; status=$$?; \
+	for pid in $$pids; do wait $$pid || status=1; done; \
+	for k in $(SLOW_SHARDS); do \
+	  [ -e "$$logs/slow-$$k.log" ] && { echo "== slow tier, shard $$k"; cat "$$logs/slow-$$k.log"; }; \
+	done; \
+	exit $$status
 
 ## install: the release binary to $(DESTDIR)$(PREFIX)/bin/assetpack (PREFIX /usr/local unless given;
 ## DESTDIR for staging a package). `make install PREFIX=$$HOME/.local` needs no root.
@@ -98,6 +119,11 @@ samples: release
 SWIFT_SOURCES := Package.swift Sources Tests Plugins Fuzz Examples Benchmarks
 fmt:
 	$(SWIFT) format --in-place --recursive --configuration .swift-format $(SWIFT_SOURCES)
+
+## list-slow: the suites and tests tagged .slow, which make test leaves to make test-full.
+.PHONY: list-slow
+list-slow:
+	@python3 scripts/slow-tests.py --list
 
 lint:
 	python3 scripts/check-architecture.py
@@ -143,9 +169,13 @@ soak: deps
 
 ## tsan / asan: the concurrency stress test (and for asan the damage sweeps) under sanitizers.
 tsan: SANITIZE = --sanitize=thread --scratch-path .build-tsan
+## tsan: the stress suite, the concurrent-read tests, and the remote tests whose reads cross threads
+## (the mirror's streaming window, concurrent and cancelled reads); the rest of the remote suites
+## add minutes under ThreadSanitizer and no thread the runs above do not already cross.
 tsan: deps
 	$(BUILD_FOR_TESTS)
-	$(SWIFT_TEST) $(SANITIZE) --skip-build --filter 'StressTests|concurrentReads|readsFromManyThreads|RemoteTests'
+	$(SWIFT_TEST) $(SANITIZE) --skip-build \
+	  --filter 'StressTests|concurrentReads|readsFromManyThreads|\.RemoteTests/(randomConcurrentReads|largeReadsStream|chunksAsLargeAsTheWindow|cancelling)'
 
 asan: SANITIZE = --sanitize=address --scratch-path .build-asan
 asan: deps

@@ -9,7 +9,8 @@ script reads the tag off the sources and prints one regular expression over test
     Target\\.(Suite|Suite)(/|$)|Target\\.Suite/function\\(|...
 
 A tag it cannot place (no suite or function after the attribute) is an error, so a tagged test
-can never run in the fast tier by accident. `--list` prints one `Target.Suite[/function]` per line.
+can never run in the fast tier by accident. `--list` prints one `Target.Suite[/function]` per line;
+`--shard K/N` keeps every N-th item from the K-th.
 """
 
 import pathlib
@@ -106,7 +107,15 @@ def slow_items(path: pathlib.Path) -> list[str]:
 
 def main() -> None:
     items = sorted({item for path in sorted(TESTS.rglob("*.swift")) for item in slow_items(path)})
-    if "--list" in sys.argv[1:]:
+    arguments = sys.argv[1:]
+    if "--shard" in arguments:
+        # --shard K/N: every N-th item from the K-th (1-based), so `make test-full` can run the slow
+        # tier as N test processes at once (most of it waits on servers and child processes).
+        k, n = (int(x) for x in arguments[arguments.index("--shard") + 1].split("/"))
+        if not 1 <= k <= n:
+            sys.exit(f"--shard {k}/{n}: K must be from 1 to N")
+        items = items[k - 1 :: n]
+    if "--list" in arguments:
         print("\n".join(items))
         return
     suites = [i for i in items if "/" not in i]

@@ -35,14 +35,15 @@ struct MakefileTests {
     }
 
     /// Every `swift test` the Makefile runs skips the XCTest runner: the suites are Swift Testing
-    /// only, and XCTest's empty run printed "Executed 0 tests" into `make test`'s output.
+    /// only, and XCTest's empty run printed "Executed 0 tests" into `make test`'s output. (`make
+    /// test-full` runs the test bundle itself, with Swift Testing only: see the next test.)
     @Test func swiftTestRunsOnlySwiftTesting() throws {
         let run = try CLI.run(
             ["-n", "-C", Self.root.path, "test", "test-full", "soak", "tsan", "asan", "update-figures", "SWIFT=swift"],
             executable: "/usr/bin/make")
         #expect(run.status == 0, "\(run.stderr)")
         let tests = run.text.split(separator: "\n").filter { $0.contains("swift test") }
-        #expect(tests.count == 6, "\(run.text)")
+        #expect(tests.count == 5, "\(run.text)")
         for line in tests { #expect(line.contains("swift test --disable-xctest"), "\(line)") }
     }
 
@@ -98,8 +99,20 @@ struct MakefileTests {
         ] {
             #expect(!id.contains(regex), "\(id) is skipped")
         }
-        let full = try Self.swiftTestLine("test-full")
-        #expect(full.hasSuffix("swift test --disable-xctest --skip-build"), "\(full)")
+        // test-full: the fast tier beside two shards of the slow tier, each run of the built
+        // bundle with Swift Testing only; together the shards are the whole slow tier.
+        let dry = try CLI.run(["-n", "-C", Self.root.path, "test-full", "SWIFT=swift"], executable: "/usr/bin/make")
+        #expect(dry.status == 0, "\(dry.stderr)")
+        #expect(dry.text.contains("slow-tests.py --shard $k/2"), "\(dry.text)")
+        #expect(dry.text.contains(#"--testing-library swift-testing --filter "$slow""#), "\(dry.text)")
+        #expect(dry.text.contains(#"--testing-library swift-testing --skip "$slow""#), "\(dry.text)")
+        var sharded: [String] = []
+        for k in 1...2 {
+            let shard = try CLI.run([script, "--list", "--shard", "\(k)/2"], executable: "/usr/bin/python3")
+            #expect(shard.status == 0, "\(shard.stderr)")
+            sharded += shard.text.split(separator: "\n").map(String.init)
+        }
+        #expect(sharded.sorted() == slow.sorted())
         let ci = try String(contentsOf: Self.root.appending(path: ".ci/run"), encoding: .utf8)
         #expect(ci.contains("\nstep make test-full\n") && !ci.contains("\nstep make test\n"), "\(ci)")
     }
