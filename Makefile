@@ -170,12 +170,13 @@ soak: deps
 ## tsan / asan: the concurrency stress test (and for asan the damage sweeps) under sanitizers.
 tsan: SANITIZE = --sanitize=thread --scratch-path .build-tsan
 ## tsan: the stress suite, the concurrent-read tests, and the remote tests whose reads cross threads
-## (the mirror's streaming window, concurrent and cancelled reads); the rest of the remote suites
-## add minutes under ThreadSanitizer and no thread the runs above do not already cross.
+## (every entry over HTTP, the mirror's streaming window, cancelled opens, reads and installs); the
+## rest of the remote suites (faulty servers, attacks) added a minute under ThreadSanitizer and
+## cross no thread these do not.
 tsan: deps
 	$(BUILD_FOR_TESTS)
 	$(SWIFT_TEST) $(SANITIZE) --skip-build \
-	  --filter 'StressTests|concurrentReads|readsFromManyThreads|\.RemoteTests/(randomConcurrentReads|largeReadsStream|chunksAsLargeAsTheWindow|cancelling)'
+	  --filter 'StressTests|concurrentRead|readsFromManyThreads|\.RemoteTests/(largeReadsStream|chunksAsLargeAsTheWindow|everyEntryReadsOverHTTP)|\.UpdateSafetyTests/cancelling'
 
 asan: SANITIZE = --sanitize=address --scratch-path .build-asan
 asan: deps
