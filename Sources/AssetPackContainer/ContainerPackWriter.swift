@@ -106,6 +106,9 @@ package struct ContainerPackWriter: PackWriter {
             var entries = sorted
             if let d = dictionaryFile {
                 let at = entries.firstIndex { !$0.path.utf8.lexicographicallyPrecedes(d.path.utf8) } ?? entries.count
+                if at < entries.count, entries[at].path == d.path {
+                    throw AssetPackError(.invalidArgument, "the pack's dictionary entry is reserved", path: d.path)
+                }
                 entries.insert(d, at: at)
             }
             try AtomicFile.write(output) { fd in

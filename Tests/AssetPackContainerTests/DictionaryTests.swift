@@ -131,4 +131,15 @@ import Testing
             }
         }
     }
+
+    /// A file the caller names as the dictionary while the writer trains one is refused, not
+    /// written twice under one path.
+    @Test func aFileNamedAsTheDictionaryIsRefusedWhenOneIsTrained() throws {
+        let tree = try Self.game()
+        let scratch = Scratch()
+        let path = scratch.write(text(100), name: "mine")
+        let file = SourceFile(path: PackDictionary.entryName, url: URL(fileURLWithPath: path), size: 100)
+        #expect(throws: AssetPackError.self) { try tree.pack(extra: [file]) }
+        #expect(!FileManager.default.fileExists(atPath: tree.output))
+    }
 }
