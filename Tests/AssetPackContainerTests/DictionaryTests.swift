@@ -28,11 +28,11 @@ import Testing
         }
     }()
 
-    /// A configuration file of about 5 KB: lines of shared keys with values of its own.
-    static func unit(_ i: Int) -> [UInt8] {
-        let picks = noise(900, seed: UInt64(1000 + i))
+    /// A configuration file of about 5 KB (`lines` 150): lines of shared keys with values of its own.
+    static func unit(_ i: Int, lines: Int = 150) -> [UInt8] {
+        let picks = noise(3 * lines, seed: UInt64(1000 + i))
         var s = "#textdomain wesnoth-units\n[unit_type]\n"
-        for k in 0..<150 {
+        for k in 0..<lines {
             let word = vocabulary[(Int(picks[3 * k]) << 8 | Int(picks[3 * k + 1])) % vocabulary.count]
             s += "    \(word)=\(Int(picks[3 * k + 2]) * (i + 1) % 1000)\n"
         }

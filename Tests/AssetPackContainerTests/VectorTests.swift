@@ -138,6 +138,11 @@ import Testing
             v(
                 "v5-tiny-key-signed-block2.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
                 [("a.txt", Array("abc".utf8))]),
+            // Enough small files that share a vocabulary for the writer to train the pack's
+            // dictionary (codec 3, the hidden entry .assetpack/zstd-dictionary).
+            v(
+                "v4-key-zstd-dictionary.apack", key: true, kdf: nil, kdfName: "none", compression: "auto",
+                (0..<24).map { (String(format: "cfg/unit%02d.cfg", $0), DictionaryTests.unit($0, lines: 60)) }),
         ]
     }
 
@@ -281,6 +286,11 @@ import Testing
                     == v.entries.map(\.path).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
             for e in v.entries { #expect(try reader.read(e.path) == unhex(e.hex), "\(v.file) \(e.path)") }
             #expect(reader.header.version == UInt8(v.version ?? 1))
+            // Only the dictionary vector has the pack's dictionary, and all its entries use it.
+            #expect((reader.zstdDictionary != nil) == v.file.contains("dictionary"), "\(v.file)")
+            if v.file.contains("dictionary") {
+                #expect(reader.records.filter { $0.codec == .zstdDictionary }.count == v.entries.count)
+            }
             guard (v.version ?? 1) >= 4 else { continue }
             let again = scratch.url.appendingPathComponent(v.file).path
             try Self.make(v, kdf: Self.specs().first { $0.0.file == v.file }!.1, at: again, scratch: scratch)
