@@ -103,7 +103,8 @@ public final class ContainerPackReader: PackReader {
             if let position = opened.deletionPosition {
                 deleted = try DeletionRecord.decode(opened.readRecord(position)) { opened.index.lookup($0) != nil }
             }
-            if let position = opened.dictionaryPosition {
+            // Version 4 and 5 only: before them no codec could name a dictionary.
+            if let position = opened.dictionaryPosition, opened.records[position].codec != nil {
                 let record = opened.records[position]
                 guard record.info.size <= UInt64(PackDictionary.readLimit), record.codec == ChunkCodec.none else {
                     throw AssetPackError(
