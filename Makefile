@@ -41,13 +41,13 @@ release: deps
 ## fault-injecting servers, the interrupt and crash loops, interop with 7-Zip and pyzipper.
 ## scripts/slow-tests.py reads the tag off the sources into a --skip pattern (Swift 6.3 cannot skip by
 ## tag; the script fails on a tag it cannot place, and then so does make test). test-full (what .ci/run runs): everything.
+
 ## What the tests need, built by name: the two binaries the end-to-end tests run and the test bundle.
 ## A bare `swift build` or `swift test` also builds every plugin's tool a second time for the host
 ## (the library chain under PackAssets, ArgumentParser under its plugins): ~40 s of a cold build that
-## no test uses. SANITIZE: extra flags for the sanitizer runs (their own scratch path).
-SANITIZE ?=
-BUILD_FOR_TESTS = $(SWIFT) build $(SANITIZE) --product assetpack && $(SWIFT) build $(SANITIZE) --product assetpack-pack \
-	  && $(SWIFT) build $(SANITIZE) --product AssetPackPackageTests
+## no test uses.
+BUILD_FOR_TESTS = $(SWIFT) build --product assetpack && $(SWIFT) build --product assetpack-pack \
+	  && $(SWIFT) build --product AssetPackPackageTests
 
 test: test-deps
 	$(BUILD_FOR_TESTS)
@@ -167,20 +167,22 @@ soak: deps
 	ASSETPACK_SOAK_SEEDS=$(SOAK_SEEDS) $(if $(SOAK_BASE),ASSETPACK_SOAK_BASE=$(SOAK_BASE)) \
 	  $(SWIFT_TEST) --skip-build --filter 'AssetPackTests.DifferentialTests|AssetPackCLITests.DifferentialCLITests'
 
-## tsan / asan: the concurrency stress test (and for asan the damage sweeps) under sanitizers.
+## tsan / asan: the concurrency stress test (and for asan the damage sweeps) under sanitizers. They
+## build the test bundle only: none of the tests they run starts the assetpack binary, so the CLI
+## and ArgumentParser are not built a third and fourth time.
 tsan: SANITIZE = --sanitize=thread --scratch-path .build-tsan
 ## tsan: the stress suite, the concurrent-read tests, and the remote tests whose reads cross threads
 ## (every entry over HTTP, the mirror's streaming window, cancelled opens, reads and installs); the
 ## rest of the remote suites (faulty servers, attacks) added a minute under ThreadSanitizer and
 ## cross no thread these do not.
 tsan: deps
-	$(BUILD_FOR_TESTS)
+	$(SWIFT) build $(SANITIZE) --product AssetPackPackageTests
 	$(SWIFT_TEST) $(SANITIZE) --skip-build \
 	  --filter 'StressTests|concurrentRead|readsFromManyThreads|\.RemoteTests/(largeReadsStream|chunksAsLargeAsTheWindow|everyEntryReadsOverHTTP)|\.UpdateSafetyTests/cancelling'
 
 asan: SANITIZE = --sanitize=address --scratch-path .build-asan
 asan: deps
-	$(BUILD_FOR_TESTS)
+	$(SWIFT) build $(SANITIZE) --product AssetPackPackageTests
 	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan.supp $(SWIFT_TEST) $(SANITIZE) --skip-build --filter 'StressTests|HardeningTests|ZipPackReaderTests'
 
 ## fuzz: every libFuzzer target for FUZZ_SECONDS (default 60) each; non-zero on any crash.
