@@ -1,6 +1,7 @@
 // libFuzzer target: the zstd decoder (Zstd.Decompressor) on arbitrary bytes, into the size the
-// frame declares (bounded) and into sizes around it, plus a round trip of the input through
-// Zstd.Compressor that must give back the input. Built by `make fuzz`.
+// frame declares (bounded) and into sizes around it, without and with a trained dictionary (the
+// container's codec 3), plus a round trip of the input through Zstd.Compressor, without and with
+// the dictionary, that must give back the input. Built by `make fuzz`.
 import AssetPackCore
 import Foundation
 import FuzzSupport
@@ -9,6 +10,15 @@ import FuzzSupport
     // libFuzzer calls the target from one thread: one decoder, compressor and buffer for all runs.
     nonisolated(unsafe) let decompressor = Zstd.Decompressor()
     nonisolated(unsafe) let compressor = Zstd.Compressor(level: Zstd.fastLevel)
+    /// A dictionary trained once on fixed samples that share their keys, as a game's files do.
+    let dictionary: [UInt8] = {
+        let samples = (0..<64).map { i in
+            Array((0..<80).map { k in "key_\((i * 31 + k * 7) % 97)_name=\((i * k) % 1000)\n" }.joined().utf8)
+        }
+        return Zstd.trainDictionary(samples, capacity: 8 << 10)!
+    }()
+    nonisolated(unsafe) let primedDecompressor = try! Zstd.Decompressor(dictionary: dictionary)
+    nonisolated(unsafe) let primedCompressor = Zstd.Compressor(level: Zstd.fastLevel, dictionary: dictionary)
     let maxOutput = 4 << 20
     nonisolated(unsafe) let output = UnsafeMutableRawBufferPointer.allocate(byteCount: maxOutput + 1, alignment: 64)
 
@@ -36,20 +46,22 @@ import FuzzSupport
         }
         for n in sizes {
             let out = UnsafeMutableRawBufferPointer(rebasing: output[0..<n])
-            if (try? decompressor.decompress(bytes, into: out)) != nil {
+            for decoder in [decompressor, primedDecompressor] where (try? decoder.decompress(bytes, into: out)) != nil {
                 // Success means the frame declared exactly this size (never wrong bytes as success
                 // in length, at least: without a checksum, content is the caller's AES-GCM's job).
                 precondition(declaredSize(bytes) == n, "decoded a frame into a size it does not declare")
             }
         }
-        // Round trip: the input compressed and decoded must be the input.
+        // Round trip: the input compressed and decoded must be the input, with each pair.
         if size <= maxOutput {
-            let frame = UnsafeMutableRawBufferPointer.allocate(byteCount: compressor.bound(size), alignment: 16)
-            defer { frame.deallocate() }
-            let n = compressor.compress(bytes, into: frame)!
-            let out = UnsafeMutableRawBufferPointer(rebasing: output[0..<size])
-            try! decompressor.decompress(UnsafeRawBufferPointer(rebasing: frame[0..<n]), into: out)
-            precondition(size == 0 || memcmp(out.baseAddress!, data, size) == 0, "round trip changed the bytes")
+            for (encoder, decoder) in [(compressor, decompressor), (primedCompressor, primedDecompressor)] {
+                let frame = UnsafeMutableRawBufferPointer.allocate(byteCount: encoder.bound(size), alignment: 16)
+                defer { frame.deallocate() }
+                let n = encoder.compress(bytes, into: frame)!
+                let out = UnsafeMutableRawBufferPointer(rebasing: output[0..<size])
+                try! decoder.decompress(UnsafeRawBufferPointer(rebasing: frame[0..<n]), into: out)
+                precondition(size == 0 || memcmp(out.baseAddress!, data, size) == 0, "round trip changed the bytes")
+            }
         }
         return 0
     }
