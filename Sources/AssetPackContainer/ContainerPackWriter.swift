@@ -91,7 +91,8 @@ package struct ContainerPackWriter: PackWriter {
         let codec: ChunkCodec = options.container.codec == .deflate ? .deflate : .zstd
         // The pack's zstd dictionary (PackDictionary): the previous pack's as it is, so the chunks
         // a re-pack copies still decode, else one trained on this pack's small files. None at
-        // --fast (training takes about a second per 6 MB of samples) or when nothing is compressed.
+        // --fast (on Wesnoth, training and its check cost 1.3 s of CPU; docs/PERFORMANCE.md) or
+        // when nothing is compressed.
         let dictionary: [UInt8]? =
             codec == .zstd && options.level == .default && options.compression != .store
             ? (previous?.zstdDictionary ?? PackDictionary.train(sorted, policy: options.compression)) : nil

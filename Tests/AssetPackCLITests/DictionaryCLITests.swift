@@ -13,26 +13,8 @@ import Testing
 
     /// 48 configuration files of about 5 KB drawing on one vocabulary (as a game's do), and a media file.
     static var tree: [String: [UInt8]] {
-        let parts = [
-            "hit", "point", "move", "ment", "type", "cost", "race", "level", "ability", "attack", "range",
-            "melee", "blade", "pierce", "impact", "fire", "cold", "arcane", "defense", "village", "castle",
-        ]
-        let seeds = testBytes(400, seed: 77)
-        let words: [String] = (0..<200).map { (k: Int) -> String in
-            let first: String = parts[Int(seeds[2 * k]) % parts.count]
-            let second: String = parts[Int(seeds[2 * k + 1]) % parts.count]
-            return first + "_" + second + String(k % 7)
-        }
         var files: [String: [UInt8]] = ["media/sound.ogg": testBytes(40_000, seed: 5)]
-        for i in 0..<48 {
-            let picks = testBytes(450, seed: UInt64(1000 + i))
-            let lines: [String] = (0..<150).map { (k: Int) -> String in
-                let word: String = words[(Int(picks[3 * k]) << 8 | Int(picks[3 * k + 1])) % words.count]
-                let value: Int = Int(picks[3 * k + 2]) * (i + 1) % 1000
-                return "    " + word + "=" + String(value) + "\n"
-            }
-            files["cfg/unit\(i).cfg"] = Array(("[unit_type]\n" + lines.joined() + "[/unit_type]\n").utf8)
-        }
+        for i in 0..<48 { files["cfg/unit\(i).cfg"] = configFile(i) }
         return files
     }
 

@@ -1,4 +1,5 @@
 import AssetPackCore
+import AssetPackTestSupport
 import Foundation
 import Testing
 
@@ -12,31 +13,8 @@ import Testing
     /// a larger text file and an incompressible one.
     static func game(_ count: Int = 40) throws -> IncrementalTests.Tree {
         var files: [String: [UInt8]] = ["big.bin": noise(300_000, seed: 5), "readme.txt": text(50_000)]
-        for i in 0..<count { files["units/unit\(i).cfg"] = unit(i) }
+        for i in 0..<count { files["units/unit\(i).cfg"] = configFile(i) }
         return try IncrementalTests.Tree(files)
-    }
-
-    /// Words every file draws on (as a game's configuration files share their keys and phrases).
-    static let vocabulary: [String] = {
-        let parts = [
-            "hit", "point", "move", "ment", "type", "cost", "race", "level", "ability", "attack", "range",
-            "melee", "blade", "pierce", "impact", "fire", "cold", "arcane", "defense", "village", "castle",
-        ]
-        let seeds = noise(400, seed: 77)
-        return (0..<200).map { k in
-            parts[Int(seeds[2 * k]) % parts.count] + "_" + parts[Int(seeds[2 * k + 1]) % parts.count] + "\(k % 7)"
-        }
-    }()
-
-    /// A configuration file of about 5 KB (`lines` 150): lines of shared keys with values of its own.
-    static func unit(_ i: Int, lines: Int = 150) -> [UInt8] {
-        let picks = noise(3 * lines, seed: UInt64(1000 + i))
-        var s = "#textdomain wesnoth-units\n[unit_type]\n"
-        for k in 0..<lines {
-            let word = vocabulary[(Int(picks[3 * k]) << 8 | Int(picks[3 * k + 1])) % vocabulary.count]
-            s += "    \(word)=\(Int(picks[3 * k + 2]) * (i + 1) % 1000)\n"
-        }
-        return Array((s + "[/unit_type]\n").utf8)
     }
 
     @Test func smallFilesShareATrainedDictionaryAndReadBack() throws {
@@ -60,7 +38,7 @@ import Testing
         let alone = Zstd.Compressor(level: Zstd.defaultLevel)
         var without = 0
         for i in 0..<40 {
-            let input = Self.unit(i)
+            let input = configFile(i)
             var out = [UInt8](repeating: 0, count: alone.bound(input.count))
             input.withUnsafeBytes { src in out.withUnsafeMutableBytes { without += alone.compress(src, into: $0)! } }
         }
@@ -99,8 +77,8 @@ import Testing
         let first = try #require(try tree.reader().zstdDictionary)
         // Many files change and new ones arrive: a new training would give another dictionary,
         // but the re-pack keeps the one every copied chunk was compressed with.
-        for i in 0..<20 { try tree.set("units/unit\(i).cfg", Self.unit(i + 100)) }
-        for i in 40..<60 { try tree.set("units/unit\(i).cfg", Self.unit(i + 200)) }
+        for i in 0..<20 { try tree.set("units/unit\(i).cfg", configFile(i + 100)) }
+        for i in 40..<60 { try tree.set("units/unit\(i).cfg", configFile(i + 200)) }
         let report = try tree.pack()
         #expect(report.reused == 22 && report.packed == 40, "\(report)")
         #expect(try tree.reader().zstdDictionary == first)

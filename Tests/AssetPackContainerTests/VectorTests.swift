@@ -1,5 +1,6 @@
 import AssetPackCore
 import AssetPackCrypto
+import AssetPackTestSupport
 import Foundation
 import Testing
 
@@ -142,7 +143,7 @@ import Testing
             // dictionary (codec 3, the hidden entry .assetpack/zstd-dictionary).
             v(
                 "v4-key-zstd-dictionary.apack", key: true, kdf: nil, kdfName: "none", compression: "auto",
-                (0..<24).map { (String(format: "cfg/unit%02d.cfg", $0), DictionaryTests.unit($0, lines: 60)) }),
+                (0..<24).map { (String(format: "cfg/unit%02d.cfg", $0), configFile($0, lines: 60)) }),
         ]
     }
 

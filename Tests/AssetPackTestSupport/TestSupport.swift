@@ -133,3 +133,31 @@ public struct ByteSink {
         data.append(base.assumingMemoryBound(to: UInt8.self), count: chunk.count)
     }
 }
+
+/// Configuration file `index` of a game-like tree: `lines` lines (150: about 5 KB) of keys drawn
+/// from one vocabulary every file shares, each with a value of its own, as a game's unit or level
+/// files are. Many of them are what the container's zstd dictionary is trained on.
+public func configFile(_ index: Int, lines: Int = 150) -> [UInt8] {
+    let picks = testBytes(3 * lines, seed: UInt64(1000 + index))
+    var text = "[unit_type]\n"
+    for k in 0..<lines {
+        let word = configVocabulary[(Int(picks[3 * k]) << 8 | Int(picks[3 * k + 1])) % configVocabulary.count]
+        let value = Int(picks[3 * k + 2]) * (index + 1) % 1000
+        text += "    " + word + "=" + String(value) + "\n"
+    }
+    return Array((text + "[/unit_type]\n").utf8)
+}
+
+/// The 200 keys ``configFile(_:lines:)`` draws on.
+private let configVocabulary: [String] = {
+    let parts = [
+        "hit", "point", "move", "ment", "type", "cost", "race", "level", "ability", "attack", "range", "melee",
+        "blade", "pierce", "impact", "fire", "cold", "arcane", "defense", "village", "castle",
+    ]
+    let seeds = testBytes(400, seed: 77)
+    return (0..<200).map { (k: Int) -> String in
+        let first: String = parts[Int(seeds[2 * k]) % parts.count]
+        let second: String = parts[Int(seeds[2 * k + 1]) % parts.count]
+        return first + "_" + second + String(k % 7)
+    }
+}()
