@@ -33,6 +33,12 @@ extension AssetPackCommand {
         var chunkKiB: Int = 64
         @Option(help: "container only: zstd (default: smaller, faster to read) or deflate.")
         var codec: ContainerCodec = .zstd
+        @Option(
+            name: .customLong("scrypt-cost"),
+            help: ArgumentHelp(
+                "container with a password only: how costly each guess at the password is, as log2 of scrypt's N (10 to 18; default 15: 32 MiB and ~70 ms at every open on our reference machine; each step doubles both). Lower opens sooner on slow devices; higher resists offline guessing longer.",
+                valueName: "LOG2N"))
+        var scryptCost: UInt8?
         @Flag(help: "Include dot-files such as .DS_Store.") var includeHidden = false
         @Flag(
             help:
@@ -87,6 +93,17 @@ extension AssetPackCommand {
             if format != .container && codec != .zstd {
                 throw ValidationError("--codec applies to container packs only; zip entries are deflated")
             }
+            if let scryptCost {
+                guard format == .container else {
+                    throw ValidationError("--scrypt-cost applies to container packs only; zip entries use PBKDF2-SHA1")
+                }
+                guard (10...18).contains(scryptCost) else {
+                    throw ValidationError("--scrypt-cost must be from 10 to 18 (scrypt N = 2^10 … 2^18)")
+                }
+                guard credentials.keyFile == nil else {
+                    throw ValidationError("--scrypt-cost applies to passwords; a --key-file pack runs no KDF")
+                }
+            }
             if signKey == nil && (packVersion != nil || expires != nil || packName != nil) {
                 throw ValidationError(
                     "--pack-version, --expires and --pack-name describe a signature: give --sign-key too")
@@ -117,6 +134,7 @@ extension AssetPackCommand {
                 options.includeHidden = includeHidden
                 options.container.chunkSize = chunkKiB << 10
                 options.container.codec = codec
+                if let scryptCost { options.container.kdf = .scrypt(logN: scryptCost, r: 8, p: 1) }
                 options.fresh = fresh
                 options.signingKey = try signKey.map { try PublisherSigningKey.load(from: URL(fileURLWithPath: $0)) }
                 options.releaseName = packName

@@ -72,7 +72,7 @@ import Testing
 
     @Test func libraryPackChecksTheOutputBeforeScanning() throws {
         let dir = TemporaryDirectory()
-        var options = PackOptions()
+        var options = PackOptions.forTests
         options.credential = .password(Self.password)
         // The source is missing too: the output's problem is reported first, before any work.
         let error = #expect(throws: AssetPackError.self) {

@@ -131,7 +131,7 @@ import Testing
         case "pack":
             base = ["pack", f.source]
             required["--output"] = f.fresh("out") + ".pack"
-            if usesKey { required["--format"] = "container" }
+            if usesKey || flag == "--scrypt-cost" { required["--format"] = "container" }
             // The release a signature binds: only with a signing key.
             if ["--pack-version", "--expires", "--pack-name"].contains(flag) { required["--sign-key"] = f.signKey }
         case "list": base = ["list", pack]
@@ -162,7 +162,7 @@ import Testing
         }
         let values: [String: String] = [
             "--output": f.fresh("out") + ".pack", "--format": "zip", "--encryption": "aes256", "--compression": "auto",
-            "--chunk-kib": "64", "--codec": "zstd", "--level": "fast", "--into": f.fresh("into"),
+            "--chunk-kib": "64", "--codec": "zstd", "--scrypt-cost": "12", "--level": "fast", "--into": f.fresh("into"),
             "--app-id": "com.example.contract",
             "--name": "renamed.pack",
             "--password-env": "CONTRACT_PASSWORD", "--password-file": f.passwordFile, "--key-file": f.keyFile,

@@ -150,10 +150,9 @@ import Testing
         // A container whose path is stored NFD (the writer keeps the bytes it is given).
         let file = dir.appending("nfd")
         try Data("nfd".utf8).write(to: file)
-        var options = PackOptions()
+        var options = PackOptions.forTests
         options.format = .container
         options.credential = .password(Self.password)
-        options.container.kdf = .scrypt(logN: 10, r: 8, p: 1)
         let other = dir.appending("nfd.pack").path
         try AssetPacks.driver(for: .container).makeWriter().write(
             [SourceFile(path: "cafe\u{301}.txt", url: file, size: 3)], to: other, options: options)

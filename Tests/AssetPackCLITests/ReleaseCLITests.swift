@@ -121,10 +121,9 @@ import Testing
     func libraryPack(_ format: String, expires: Date? = nil, legacy: Bool = false, version: UInt64 = 1) throws
         -> String
     {
-        var options = PackOptions()
+        var options = PackOptions.forTests
         options.format = format == "zip" ? .zip : .container
         options.credential = .password("pw")
-        options.container.kdf = .scrypt(logN: 10, r: 8, p: 1)
         options.signingKey = try PublisherSigningKey.load(from: dir.appending("k.key"))
         options.releaseVersion = version
         options.releaseExpires = expires

@@ -30,10 +30,10 @@ import Testing
         @discardableResult
         func pack(
             credential: PackCredential = testKey, fresh: Bool = false, chunkSize: Int = 4096,
-            kdf: ContainerKDF = cheapKDF, compression: CompressionPolicy = .auto, codec: ContainerCodec = .zstd,
+            kdf: ContainerKDF = .forTests, compression: CompressionPolicy = .auto, codec: ContainerCodec = .zstd,
             level: CompressionLevel = .default, extra: [SourceFile] = []
         ) throws -> PackWriteReport {
-            var options = PackOptions()
+            var options = PackOptions.forTests
             options.format = .container
             options.credential = credential
             options.fresh = fresh

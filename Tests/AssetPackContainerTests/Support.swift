@@ -6,8 +6,6 @@ import Testing
 
 /// A raw 32-byte key 00 01 … 1f: no KDF, so tests stay fast.
 let testKey = PackCredential.key(Array(0..<32))
-/// A cheap scrypt for password tests (N = 2^10).
-let cheapKDF = ContainerKDF.scrypt(logN: 10, r: 8, p: 1)
 
 /// Deterministic pseudo-random bytes (SplitMix64).
 func noise(_ count: Int, seed: UInt64) -> [UInt8] {
@@ -44,7 +42,7 @@ final class Scratch {
     func pack(
         _ files: [(String, [UInt8])], name: String = "test.apack", credential: PackCredential? = testKey,
         chunkSize: Int = 4096, compression: CompressionPolicy = .auto,
-        kdf: ContainerKDF = cheapKDF, writer: ContainerPackWriter = ContainerPackWriter(),
+        kdf: ContainerKDF = .forTests, writer: ContainerPackWriter = ContainerPackWriter(),
         signingKey: PublisherSigningKey? = nil, codec: ContainerCodec = .zstd
     ) throws -> String {
         let src = url.appendingPathComponent("src-\(name)")
@@ -55,7 +53,7 @@ final class Scratch {
             try Data(bytes).write(to: file)
             sources.append(SourceFile(path: path, url: file, size: UInt64(bytes.count)))
         }
-        var options = PackOptions()
+        var options = PackOptions.forTests
         options.format = .container
         options.credential = credential
         options.container.chunkSize = chunkSize

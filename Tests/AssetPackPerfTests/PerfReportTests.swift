@@ -149,7 +149,7 @@ import Testing
         let dir = TemporaryDirectory("perf-packs")
         let source = try dir.write(
             ["a.txt": textBytes(10_000, seed: 5), "b.bin": testBytes(5_000, seed: 6)], under: "src")
-        var options = PackOptions()
+        var options = PackOptions.forTests
         options.credential = .password("pw")
         try AssetPacks.pack(source: source, to: dir.appending("p.zip"), options: options)
         options.format = .container

@@ -15,11 +15,10 @@ extension TemporaryDirectory {
         let source = appending("src-\(name)")
         try? FileManager.default.removeItem(at: source)
         _ = try write(files, under: "src-\(name)")
-        var options = PackOptions()
+        var options = PackOptions.forTests
         options.format = format
         options.zip.encryption = encryption
         options.credential = encryption == .none ? nil : .password("pw")
-        options.container.kdf = .scrypt(logN: 10, r: 8, p: 1)
         options.signingKey = signingKey
         let out = appending("www/\(name)")
         try FileManager.default.createDirectory(at: appending("www"), withIntermediateDirectories: true)

@@ -210,10 +210,9 @@ import Testing
     @Test func chunksAsLargeAsTheWindowStillStream() throws {
         let files = ["a-first.bin": testBytes(200_000, seed: 3), "z-big.bin": testBytes(9_000_000, seed: 4)]
         let source = try dir.write(files, under: "src-chunks")
-        var options = PackOptions()
+        var options = PackOptions.forTests
         options.format = .container
         options.credential = .password("pw")
-        options.container.kdf = .scrypt(logN: 10, r: 8, p: 1)
         options.container.chunkSize = 1 << 20
         try FileManager.default.createDirectory(at: dir.appending("www"), withIntermediateDirectories: true)
         try AssetPacks.pack(source: source, to: dir.appending("www/chunks.pack"), options: options)

@@ -179,7 +179,7 @@ import Testing
         try FileManager.default.createDirectory(at: dir.appending("releases"), withIntermediateDirectories: true)
         var packs: [UInt64: Data] = [:]
         for version in versions {
-            var options = PackOptions()
+            var options = PackOptions.forTests
             options.format = .zip
             options.credential = .password("pw")
             options.signingKey = key
@@ -236,10 +236,9 @@ import Testing
         let key = PublisherSigningKey.generate()
         let source = dir.appending("src-expiring")
         _ = try dir.write(["a.txt": Array("a".utf8)], under: "src-expiring")
-        var options = PackOptions()
+        var options = PackOptions.forTests
         options.format = .container
         options.credential = .password("pw")
-        options.container.kdf = .scrypt(logN: 10, r: 8, p: 1)
         options.signingKey = key
         options.releaseVersion = 1
         options.releaseExpires = Date(timeIntervalSinceNow: 3600)

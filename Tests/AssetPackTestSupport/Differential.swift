@@ -218,7 +218,7 @@ public struct PackCombination: Sendable, CustomStringConvertible {
 
     /// Pack options for this combination.
     public func options(password: String) -> PackOptions {
-        var options = PackOptions()
+        var options = PackOptions.forTests
         options.format = format
         options.zip.encryption = encryption
         options.compression = compression

@@ -13,7 +13,7 @@ import Testing
         var tree = sampleTree()
         tree["data/config.json"] = Array(#"{"title": "Hello", "lives": 3}"#.utf8)
         let source = try dir.write(tree, under: "src")
-        var options = PackOptions()
+        var options = PackOptions.forTests
         options.format = format
         options.credential = credential
         let pack = dir.appending("bundle/\(name)")

@@ -16,7 +16,7 @@ import Testing
         let handle = try FileHandle(forWritingTo: huge)
         try handle.truncate(atOffset: ReadLimits.default.maxEntrySize + 1)  // sparse: no disk used
         try handle.close()
-        var options = PackOptions()
+        var options = PackOptions.forTests
         options.format = format
         options.credential = .password("pw")
         let output = dir.appending("out.pack")
@@ -33,7 +33,7 @@ import Testing
     func zipPerEntryLimit() throws {
         let dir = TemporaryDirectory()
         try dir.write(["big.txt": textBytes(50_000), "small.bin": [1, 2, 3]], under: "src")
-        var options = PackOptions()
+        var options = PackOptions.forTests
         options.credential = .password("pw")
         let pack = dir.appending("p.zip")
         try AssetPacks.pack(source: dir.appending("src"), to: pack, options: options)

@@ -11,7 +11,7 @@ import Testing
         throws -> String
     {
         let source = try dir.write(tree, under: "src-\(format.rawValue)")
-        var options = PackOptions()
+        var options = PackOptions.forTests
         options.format = format
         options.credential = .password(password)
         let output = dir.appending("pack.\(format.rawValue)")
@@ -63,7 +63,7 @@ import Testing
         tree["big/random.bin"] = testBytes(300_000, seed: 5)  // stored (incompressible)
         tree["big/text.txt"] = Array(String(repeating: "range read ", count: 30_000).utf8)  // deflated
         let source = try dir.write(tree, under: "src")
-        var options = PackOptions()
+        var options = PackOptions.forTests
         options.format = format
         options.zip.encryption = encryption
         options.credential = encryption == .none ? nil : .password(Self.password)
@@ -155,7 +155,7 @@ import Testing
     func containerKDFIsChosenThroughPackOptions(kdf: ContainerKDF, storedID: UInt8) throws {
         let dir = TemporaryDirectory()
         let source = try dir.write(["a.txt": Array("kdf".utf8)], under: "src")
-        var options = PackOptions()
+        var options = PackOptions.forTests
         options.format = .container
         options.credential = .password("pw")
         options.container.kdf = kdf

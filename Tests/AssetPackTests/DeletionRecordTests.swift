@@ -8,7 +8,7 @@ import Testing
     static let key = testBytes(32, seed: 7)
 
     static func options(_ format: PackFormat) -> PackOptions {
-        var options = PackOptions()
+        var options = PackOptions.forTests
         options.format = format
         options.credential = format == .zip ? .password("deletion-test") : .key(key)
         return options
@@ -64,7 +64,7 @@ import Testing
     @Test func otherZipToolsListTheRecordAsAFile() throws {
         let dir = TemporaryDirectory()
         let source = try dir.write(["a.txt": Array("a".utf8)], under: "src")
-        var options = PackOptions()
+        var options = PackOptions.forTests
         options.zip.encryption = .none
         options.deletions = ["b.txt"]
         let pack = dir.appending("patch.zip")

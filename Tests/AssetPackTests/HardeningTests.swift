@@ -15,7 +15,7 @@ import Testing
     {
         let source = try dir.write(tree, under: "src")
         let files = try SourceTree.scan(root: source, includeHidden: false)
-        var options = PackOptions()
+        var options = PackOptions.forTests
         options.zip.encryption = encryption
         options.compression = .auto
         let path = dir.appending("small.\(format.rawValue)").path
@@ -88,7 +88,7 @@ import Testing
     @Test func zipBombDeclaringTinySizeIsRefusedWithBoundedMemory() throws {
         let dir = TemporaryDirectory()
         let source = try dir.write(["bomb.bin": [UInt8](repeating: 0, count: 50_000_000)], under: "src")
-        var options = PackOptions()
+        var options = PackOptions.forTests
         options.zip.encryption = .none
         options.compression = .deflate
         let path = dir.appending("bomb.zip").path
@@ -136,7 +136,7 @@ import Testing
         let dir = TemporaryDirectory()
         let placeholder = String(repeating: "p", count: hostile.count)
         let source = try dir.write([placeholder: Array("payload".utf8), "ok.txt": [1]], under: "src")
-        var options = PackOptions()
+        var options = PackOptions.forTests
         options.zip.encryption = .none
         let path = dir.appending("hostile.zip").path
         try ZipPackWriter().write(SourceTree.scan(root: source, includeHidden: false), to: path, options: options)
@@ -159,7 +159,7 @@ import Testing
         let dir = TemporaryDirectory()
         // "cafXY" → NFC "café" (c a f C3 A9); "cafeXY" → NFD "café" (c a f e CC 81).
         let source = try dir.write(["cafXY.txt": [1], "cafeXY.txt": [2]], under: "src")
-        var options = PackOptions()
+        var options = PackOptions.forTests
         options.zip.encryption = .none
         let path = dir.appending("twins.zip").path
         try ZipPackWriter().write(SourceTree.scan(root: source, includeHidden: false), to: path, options: options)

@@ -144,7 +144,7 @@ import Testing
         password: String = "pw"
     ) throws -> URL {
         let source = try dir.write(files, under: "src-\(name)")
-        var options = PackOptions()
+        var options = PackOptions.forTests
         options.format = format
         options.credential = .password(password)
         let pack = dir.appending("\(name)/assets.pack")

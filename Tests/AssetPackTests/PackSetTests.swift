@@ -12,7 +12,7 @@ import Testing
         _ files: [String: String], deleting: [String] = [], as name: String, format: PackFormat,
         in dir: TemporaryDirectory
     ) throws -> (path: String, credential: PackCredential) {
-        var options = PackOptions()
+        var options = PackOptions.forTests
         options.format = format
         options.credential = format == .zip ? .password("set-\(name)") : .key(key)
         options.deletions = deleting
@@ -92,7 +92,7 @@ import Testing
         // The container writer stores the path it is given: an NFD one, for this test.
         let file = dir.appending("nfd.txt")
         try Data("nfd".utf8).write(to: file)
-        var options = PackOptions()
+        var options = PackOptions.forTests
         options.format = .container
         options.credential = .key(Self.key)
         let other = dir.appending("other.apack")

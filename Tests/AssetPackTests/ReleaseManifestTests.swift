@@ -147,7 +147,7 @@ import Testing
 
     func pack(_ name: String, seed: UInt64, key: PublisherSigningKey) throws -> URL {
         let src = try dir.write(["\(name).bin": testBytes(10_000, seed: seed)], under: "src-\(name)-\(seed)")
-        var options = PackOptions()
+        var options = PackOptions.forTests
         options.zip.encryption = .none
         options.signingKey = key
         options.releaseVersion = 1

@@ -22,10 +22,9 @@ import Testing
         let label = UUID().uuidString
         let source = try dir.write(
             ["a.txt": Array("release \(content)".utf8), "b.bin": testBytes(9000)], under: "src-\(label)")
-        var options = PackOptions()
+        var options = PackOptions.forTests
         options.format = format
         options.credential = .password("pw")
-        options.container.kdf = .scrypt(logN: 10, r: 8, p: 1)
         options.signingKey = key ?? publisher
         options.releaseVersion = version
         options.releaseExpires = expires

@@ -12,10 +12,9 @@ import Testing
 
     func pack(_ format: PackFormat, key: PublisherSigningKey?, name: String) throws -> URL {
         let source = try dir.write(["a.txt": Array("signed bytes".utf8), "b.bin": testBytes(9000)], under: "src")
-        var options = PackOptions()
+        var options = PackOptions.forTests
         options.format = format
         options.credential = .password("pw")
-        options.container.kdf = .scrypt(logN: 10, r: 8, p: 1)
         options.signingKey = key
         let out = dir.appending(name)
         try AssetPacks.pack(source: source, to: out, options: options)
@@ -79,10 +78,9 @@ import Testing
     func signingRepacksReuseOnlyWhatTheKeySigned(format: PackFormat) throws {
         let out = try pack(format, key: publisher, name: "p.pack")
         let source = dir.appending("src")
-        var options = PackOptions()
+        var options = PackOptions.forTests
         options.format = format
         options.credential = .password("pw")
-        options.container.kdf = .scrypt(logN: 10, r: 8, p: 1)
         options.signingKey = publisher
         #expect(try AssetPacks.pack(source: source, to: out, options: options).reused == 2)
         options.signingKey = successor

@@ -6,7 +6,7 @@ import Testing
 @Suite struct VerifiedOutputTests {
     static func pack(_ tree: [String: [UInt8]], format: PackFormat, in dir: TemporaryDirectory) throws -> URL {
         let source = try dir.write(tree, under: "src-\(format)")
-        var options = PackOptions()
+        var options = PackOptions.forTests
         options.format = format
         options.credential = .password("pw")
         let url = dir.appending("p.\(format)")
