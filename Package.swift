@@ -1,6 +1,12 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+/// The test targets' code has no DWARF: compiling its macro-expanded expectations with debug info
+/// was 7 of the 105 s a cold test build took on 2 cores (README, "Tests come in two tiers"). The
+/// libraries keep theirs, and a failing expectation still names its file and line (the macro puts
+/// them in). To step through a test in lldb, build without this setting.
+let testSettings: [SwiftSetting] = [.unsafeFlags(["-Xfrontend", "-gnone"])]
+
 let package = Package(
     name: "AssetPack",
     platforms: [.macOS(.v13)],
@@ -122,30 +128,42 @@ let package = Package(
         // Shared test helpers: temporary trees, deterministic bytes, running the built CLI.
         .target(
             name: "AssetPackTestSupport", dependencies: ["AssetPackCore"], path: "Tests/AssetPackTestSupport",
-            resources: [.copy("fault_server.py")]),
+            resources: [.copy("fault_server.py")], swiftSettings: testSettings),
         // CZstd: the zstd tests build hostile frames with the library itself (a window no writer of ours uses).
-        .testTarget(name: "AssetPackCoreTests", dependencies: ["AssetPackCore", "AssetPackTestSupport", "CZstd"]),
-        // The test helpers' own tests (the fault-injecting HTTP server does what the remote tests rely on).
-        .testTarget(name: "AssetPackTestSupportTests", dependencies: ["AssetPackTestSupport"]),
-        .testTarget(name: "AssetPackCryptoTests", dependencies: ["AssetPackCrypto", "AssetPackTestSupport"]),
         .testTarget(
-            name: "AssetPackFormatTests", dependencies: ["AssetPackFormat", "AssetPackCrypto", "AssetPackTestSupport"]),
+            name: "AssetPackCoreTests", dependencies: ["AssetPackCore", "AssetPackTestSupport", "CZstd"],
+            swiftSettings: testSettings),
+        // The test helpers' own tests (the fault-injecting HTTP server does what the remote tests rely on).
+        .testTarget(
+            name: "AssetPackTestSupportTests", dependencies: ["AssetPackTestSupport"], swiftSettings: testSettings),
+        .testTarget(
+            name: "AssetPackCryptoTests", dependencies: ["AssetPackCrypto", "AssetPackTestSupport"],
+            swiftSettings: testSettings),
+        .testTarget(
+            name: "AssetPackFormatTests", dependencies: ["AssetPackFormat", "AssetPackCrypto", "AssetPackTestSupport"],
+            swiftSettings: testSettings),
         .testTarget(
             name: "AssetPackZipTests",
-            dependencies: ["AssetPackZip", "AssetPackCore", "AssetPackCrypto", "CLibzip", "AssetPackTestSupport"]),
+            dependencies: ["AssetPackZip", "AssetPackCore", "AssetPackCrypto", "CLibzip", "AssetPackTestSupport"],
+            swiftSettings: testSettings),
         .testTarget(
             name: "AssetPackContainerTests",
             dependencies: [
                 "AssetPackContainer", "AssetPackCore", "AssetPackCrypto", "AssetPackFormat", "AssetPackTestSupport",
             ],
-            resources: [.copy("Vectors")]),
-        .testTarget(name: "AssetPackTests", dependencies: ["AssetPack", "AssetPackTestSupport"]),
+            resources: [.copy("Vectors")], swiftSettings: testSettings),
+        .testTarget(
+            name: "AssetPackTests", dependencies: ["AssetPack", "AssetPackTestSupport"], swiftSettings: testSettings),
         .testTarget(
             name: "AssetPackRemoteTests",
-            dependencies: ["AssetPackRemote", "AssetPackHTTP", "AssetPackFormat", "AssetPackTestSupport"]),
-        .testTarget(name: "AssetPackPerfTests", dependencies: ["AssetPackPerf", "AssetPackTestSupport"]),
+            dependencies: ["AssetPackRemote", "AssetPackHTTP", "AssetPackFormat", "AssetPackTestSupport"],
+            swiftSettings: testSettings),
+        .testTarget(
+            name: "AssetPackPerfTests", dependencies: ["AssetPackPerf", "AssetPackTestSupport"],
+            swiftSettings: testSettings),
         .testTarget(
             name: "AssetPackCLITests",
-            dependencies: ["AssetPack", "AssetPackRemote", "AssetPackPerf", "AssetPackTestSupport"]),
+            dependencies: ["AssetPack", "AssetPackRemote", "AssetPackPerf", "AssetPackTestSupport"],
+            swiftSettings: testSettings),
     ]
 )
