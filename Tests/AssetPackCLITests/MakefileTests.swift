@@ -58,7 +58,7 @@ struct MakefileTests {
     /// scripts/slow-tests.py reads off the sources; `make test-full` runs every suite; CI runs
     /// `make test-full`. Every name the pattern skips is a suite or test that exists (a renamed one
     /// cannot slip into the fast tier unnoticed), and the pattern skips what it names and nothing else.
-    @Test func testSkipsTheSlowTagAndTestFullRunsEverything() throws {
+    @Test(.tags(.slow)) func testSkipsTheSlowTagAndTestFullRunsEverything() throws {
         let fast = try Self.swiftTestLine("test")
         #expect(fast.hasPrefix(#"slow="$(python3 scripts/slow-tests.py)" && "#), "\(fast)")
         #expect(fast.hasSuffix(#"swift test --disable-xctest --skip-build --skip "$slow""#), "\(fast)")

@@ -100,7 +100,7 @@ import Testing
         }
     }
 
-    @Test func perfMeasuresExistingPacksAndWorksWithoutAPassword() throws {
+    @Test(.tags(.slow)) func perfMeasuresExistingPacksAndWorksWithoutAPassword() throws {
         let dir = TemporaryDirectory("perf-cli-packs")
         let source = try dir.write(Self.tree, under: "src")
         // No password given: a generated one is used for the throwaway packs.

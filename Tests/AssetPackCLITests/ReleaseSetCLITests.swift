@@ -142,7 +142,7 @@ import Testing
         #expect(none.status == 1 && none.stderr.contains("no installed release"), "\(none.stderr)")
     }
 
-    @Test func withTrustTheManifestKeyAndEachPackAreChecked() throws {
+    @Test(.tags(.slow)) func withTrustTheManifestKeyAndEachPackAreChecked() throws {
         // A release (and its pack) signed by a key the reader does not trust.
         try pack("base", ["a.txt": "base a"], key: "other")
         let other = try release(["base"], key: "other")
