@@ -81,11 +81,6 @@ struct OpenedPacks {
 
     /// The packs' names, bottom first, when a set was read (the release's pack names, then --over's).
     var names: [String] { self.set?.members.map(\.name) ?? [] }
-
-    /// The format of the pack that serves `path` (the single pack's otherwise).
-    func format(serving path: String) -> PackFormat {
-        set?.member(serving: path)?.reader.format ?? reader.format
-    }
 }
 
 extension CredentialOptions {

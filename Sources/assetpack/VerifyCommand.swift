@@ -48,7 +48,7 @@ extension AssetPackCommand {
                         let timing = try reader.verify(e.path)
                         let check =
                             (reader.publisher == nil ? "" : "sig+")
-                            + Self.check(e, opened.format(serving: e.path), timing)
+                            + Self.check(e, timing)
                         results.append(
                             .init(
                                 path: e.path, size: e.size, status: "ok", check: check, seconds: timing.total,
@@ -93,14 +93,14 @@ extension AssetPackCommand {
             }
         }
 
-        /// What verified an entry's bytes.
-        static func check(_ entry: EntryInfo, _ format: PackFormat, _ timing: EntryTiming) -> String {
+        /// What verified an entry's bytes: its encryption says, whatever the format.
+        static func check(_ entry: EntryInfo, _ timing: EntryTiming) -> String {
             let crc = timing.crcChecked ? "crc" : nil
             let cipher: String? =
-                switch (format, entry.encryption) {
-                case (.container, _): "gcm"
-                case (.zip, .aes256), (.zip, .aes128), (.zip, .aes192): "mac"
-                default: nil
+                switch entry.encryption {
+                case .aes256GCM: "gcm"
+                case .aes128, .aes192, .aes256: "mac"
+                case .none, .zipCrypto, .other: nil
                 }
             let checks = [cipher, crc].compactMap { $0 }.joined(separator: "+")
             return checks.isEmpty ? "none" : checks
