@@ -11,7 +11,11 @@ import PackagePlugin
 /// target's directory configures it (every key optional):
 ///
 ///     { "source": "Assets", "format": "container", "compression": "auto", "level": "default",
-///       "output": "assets.pack", "signingKey": "keys/publisher.key", "packName": "assets", "packVersion": 3, "expires": "+90d" }
+///       "output": "assets.pack", "signingKey": "keys/publisher.key", "packName": "assets", "packVersion": 3, "expires": "+90d",
+///       "scryptCost": 13 }
+///
+/// `"scryptCost"` is `assetpack pack --scrypt-cost`: a container's password costs 2^N of scrypt at
+/// every open (10 to 18; 15 when absent): lower it for slow devices. Not with a raw key.
 ///
 /// The secret comes from the environment of `swift build`, checked in this order:
 /// `ASSETPACK_KEY_FILE` (path of a raw 32-byte key, container only), `ASSETPACK_PASSWORD_FILE`
@@ -44,6 +48,7 @@ struct PackAssets: BuildToolPlugin {
             source.path, output.path, "--format", config.format, "--compression", config.compression,
             "--level", config.level,
         ]
+        if let cost = config.scryptCost { arguments += ["--scrypt-cost", String(cost)] }
         var environment: [String: String] = [:]
         var inputFiles = inputs
         if FileManager.default.fileExists(atPath: configURL.path) { inputFiles.append(configURL) }
@@ -59,6 +64,11 @@ struct PackAssets: BuildToolPlugin {
             let url = Self.absolute(keyFile, relativeTo: context.package.directoryURL)
             guard FileManager.default.isReadableFile(atPath: url.path) else {
                 throw PackAssetsError(target.name, "ASSETPACK_KEY_FILE names \(url.path), which cannot be read")
+            }
+            guard config.scryptCost == nil else {
+                throw PackAssetsError(
+                    target.name,
+                    "\"scryptCost\" in \(Config.fileName) applies to passwords; ASSETPACK_KEY_FILE gives a raw key")
             }
             arguments += ["--key-file", url.path]
             inputFiles.append(url)
@@ -226,6 +236,8 @@ struct Config: Decodable {
     /// With a signing key: when the signature stops being trusted, as `assetpack pack --expires`
     /// takes it (an ISO 8601 date or date-time, or `+30d` / `+12h` from the build).
     var expires: String?
+    /// A container password's scrypt cost, log2 N (10 to 18), as `assetpack pack --scrypt-cost`.
+    var scryptCost: Int?
 
     init() {}
 
@@ -240,10 +252,11 @@ struct Config: Decodable {
         packName = try c.decodeIfPresent(String.self, forKey: .packName)
         packVersion = try c.decodeIfPresent(UInt64.self, forKey: .packVersion)
         expires = try c.decodeIfPresent(String.self, forKey: .expires)
+        scryptCost = try c.decodeIfPresent(Int.self, forKey: .scryptCost)
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case source, format, compression, level, output, signingKey, packName, packVersion, expires
+        case source, format, compression, level, output, signingKey, packName, packVersion, expires, scryptCost
     }
 
     static func load(_ url: URL, target: String) throws -> Config {
@@ -278,6 +291,12 @@ struct Config: Decodable {
         guard ["default", "fast"].contains(config.level) else {
             throw PackAssetsError(
                 target, "\(url.path): \"level\" must be \"default\" or \"fast\", not \"\(config.level)\"")
+        }
+        if let cost = config.scryptCost {
+            guard config.format == "container", (10...18).contains(cost) else {
+                throw PackAssetsError(
+                    target, "\(url.path): \"scryptCost\" is for \"format\": \"container\", from 10 to 18, not \(cost)")
+            }
         }
         guard !config.output.isEmpty, !config.output.contains("/"), !config.output.hasPrefix(".") else {
             throw PackAssetsError(target, "\(url.path): \"output\" must be a plain file name such as \"assets.pack\"")

@@ -29,7 +29,8 @@ package struct ContainerPackWriter: PackWriter {
 
     /// Writes `files` as a container pack at `output`, atomically.
     ///
-    /// Uses `options.credential` (`.password` runs `options.container.kdf`, `.key` must be 32
+    /// Uses `options.credential` (`.password` runs `options.container.kdf`, or the previous pack's
+    /// KDF, or the default; `.key` must be 32
     /// bytes), `options.container.chunkSize`, `options.compression` and `options.progress`;
     /// ignores `options.format` and `options.zip`.
     /// - Throws: `.missingPassword` without a credential; `.invalidArgument` for a bad key,
@@ -75,7 +76,7 @@ package struct ContainerPackWriter: PackWriter {
                 }
             case .password(let password):
                 guard !password.isEmpty else { throw AssetPackError(.invalidArgument, "empty password") }
-                (header.kdf, header.params) = Self.kdfFields(options.container.kdf)
+                (header.kdf, header.params) = Self.kdfFields(options.container.kdf ?? .default)
                 do { try header.checkKDF(.default) } catch let e as AssetPackError {
                     throw AssetPackError(
                         .invalidArgument, "KDF parameters unreadable with default limits: \(e.message)")
@@ -257,8 +258,9 @@ package struct ContainerPackWriter: PackWriter {
     }
 
     /// The pack at `output` if an incremental re-pack may reuse its chunks: a version-4 or -5
-    /// container that opens with `credential` and has the chunk size and KDF `options` ask for.
-    /// Anything else (no file, another format, a wrong password, damage) means a full pack.
+    /// container that opens with `credential` and has the chunk size `options` asks for, and
+    /// its KDF when `options` names one. Anything else (no file, another format, a wrong
+    /// password, damage) means a full pack.
     private static func reusable(at output: String, credential: PackCredential, options: PackOptions)
         -> ContainerPackReader?
     {
@@ -267,8 +269,8 @@ package struct ContainerPackWriter: PackWriter {
             reader.header.hasChunkTable,
             reader.chunking == ChunkingParameters(average: options.container.chunkSize)
         else { return nil }
-        if case .password = credential {
-            let (kdf, params) = kdfFields(options.container.kdf)
+        if case .password = credential, let chosen = options.container.kdf {
+            let (kdf, params) = kdfFields(chosen)
             guard reader.header.kdf == kdf, reader.header.params == params else { return nil }
         }
         return reader

@@ -121,10 +121,13 @@ public struct ContainerPackOptions: Sendable, Hashable {
     public var chunkSize = 64 << 10
     /// The codec of compressed chunks: zstd (the default) or deflate.
     public var codec: ContainerCodec = .zstd
-    /// How a password becomes the key (a raw-key credential uses no KDF).
-    public var kdf: ContainerKDF = .default
+    /// How a password becomes the key (a raw-key credential uses no KDF). `nil`: the KDF of the
+    /// pack at the output when a re-pack reuses it (so a re-pack keeps the cost it was made with),
+    /// else ``ContainerKDF/default``. A KDF given here that differs from the old pack's means
+    /// nothing is reused: every key changes with it.
+    public var kdf: ContainerKDF?
 
-    /// The defaults: 64 KiB chunks, scrypt N = 2^15, r = 8, p = 1.
+    /// The defaults: 64 KiB chunks; the KDF of the pack at the output, else scrypt N = 2^15, r = 8, p = 1.
     public init() {}
 }
 

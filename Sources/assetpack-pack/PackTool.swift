@@ -9,12 +9,14 @@ import Foundation
 /// Only the plugin composes its command line, always in this fixed shape:
 ///
 ///     assetpack-pack SOURCE OUTPUT --format zip|container --compression auto|store|deflate
-///         [--level default|fast] (--key-file PATH | --password-file PATH | --password-env NAME)
+///         [--level default|fast] [--scrypt-cost LOG2N]
+///         (--key-file PATH | --password-file PATH | --password-env NAME)
 ///         [--sign-key PATH [--pack-name NAME] [--pack-version N] [--expires DATE]]
 ///
 /// - `SOURCE`, `OUTPUT`: the asset folder and the pack to write (first, in this order).
 /// - `--format`, `--compression`: as `assetpack pack`'s; both required.
 /// - `--level`: as `assetpack pack --level`; `default` when absent.
+/// - `--scrypt-cost`: as `assetpack pack --scrypt-cost` (a container with a password; 10 to 18).
 /// - exactly one credential: a raw 32-byte container key file, a file whose first line is the
 ///   password, or the name of the environment variable holding the password. The secret itself
 ///   never goes on the command line.
@@ -75,6 +77,9 @@ struct Request {
         case keyFile(String)
         case passwordFile(String)
         case passwordEnv(String)
+
+        /// Whether the secret is a password (which a KDF turns into the key), not a raw key.
+        var isPassword: Bool { if case .keyFile = self { false } else { true } }
     }
 
     var source: String
@@ -87,6 +92,8 @@ struct Request {
     var packName: String?
     var packVersion: UInt64?
     var expires: String?
+    /// scrypt's log2 N for a container's password; `nil`: the pack at OUTPUT's, else 15.
+    var scryptCost: UInt8?
 
     /// Parses the fixed argument list in ``PackTool``'s documentation.
     /// - Throws: ``UsageError`` naming what is wrong.
@@ -100,7 +107,7 @@ struct Request {
         var rest = arguments.dropFirst(2).makeIterator()
         let known = [
             "--format", "--compression", "--level", "--key-file", "--password-file", "--password-env", "--sign-key",
-            "--pack-name", "--pack-version", "--expires",
+            "--pack-name", "--pack-version", "--expires", "--scrypt-cost",
         ]
         while let option = rest.next() {
             guard known.contains(option) else {
@@ -150,6 +157,15 @@ struct Request {
             }
             packVersion = version
         }
+        if let text = values["--scrypt-cost"] {
+            guard format == .container, credential.isPassword else {
+                throw UsageError("--scrypt-cost applies to a container with a password only")
+            }
+            guard let cost = UInt8(text), (10...18).contains(cost) else {
+                throw UsageError("--scrypt-cost must be from 10 to 18, not '\(text)'")
+            }
+            scryptCost = cost
+        }
         if signKey == nil && (packName != nil || packVersion != nil || expires != nil) {
             throw UsageError("--pack-name, --pack-version and --expires describe a signature: give --sign-key too")
         }
@@ -163,6 +179,7 @@ struct Request {
         options.format = format
         options.compression = compression
         options.level = level
+        if let scryptCost { options.container.kdf = .scrypt(logN: scryptCost, r: 8, p: 1) }
         switch credential {
         case .keyFile(let path): options.credential = try .keyFile(path)
         case .passwordFile(let path): options.credential = try .passwordFile(path)

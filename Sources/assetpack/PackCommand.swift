@@ -36,9 +36,9 @@ extension AssetPackCommand {
         @Option(
             name: .customLong("scrypt-cost"),
             help: ArgumentHelp(
-                "container with a password only: how costly each guess at the password is, as log2 of scrypt's N (10 to 18; default 15: 32 MiB and ~70 ms at every open on our reference machine; each step doubles both). Lower opens sooner on slow devices; higher resists offline guessing longer.",
+                "container with a password only: what each guess at the password costs, as log2 of scrypt's N, 10 to 18 (each step doubles the time and memory of every open; 15, the default for a new pack, takes 32 MiB and tens of milliseconds). Lower it for slow devices. A re-pack keeps the cost of the pack at --output unless given; a new cost re-packs everything.",
                 valueName: "LOG2N"))
-        var scryptCost: UInt8?
+        var scryptCost: Int?
         @Flag(help: "Include dot-files such as .DS_Store.") var includeHidden = false
         @Flag(
             help:
@@ -95,13 +95,14 @@ extension AssetPackCommand {
             }
             if let scryptCost {
                 guard format == .container else {
-                    throw ValidationError("--scrypt-cost applies to container packs only; zip entries use PBKDF2-SHA1")
-                }
-                guard (10...18).contains(scryptCost) else {
-                    throw ValidationError("--scrypt-cost must be from 10 to 18 (scrypt N = 2^10 … 2^18)")
+                    throw ValidationError("--scrypt-cost applies to container packs only: zip packs do not use scrypt")
                 }
                 guard credentials.keyFile == nil else {
                     throw ValidationError("--scrypt-cost applies to passwords; a --key-file pack runs no KDF")
+                }
+                guard (10...18).contains(scryptCost) else {
+                    throw ValidationError(
+                        "--scrypt-cost must be from 10 to 18 (scrypt N = 2^10 … 2^18), not \(scryptCost)")
                 }
             }
             if signKey == nil && (packVersion != nil || expires != nil || packName != nil) {
@@ -134,7 +135,7 @@ extension AssetPackCommand {
                 options.includeHidden = includeHidden
                 options.container.chunkSize = chunkKiB << 10
                 options.container.codec = codec
-                if let scryptCost { options.container.kdf = .scrypt(logN: scryptCost, r: 8, p: 1) }
+                if let scryptCost { options.container.kdf = .scrypt(logN: UInt8(scryptCost), r: 8, p: 1) }
                 options.fresh = fresh
                 options.signingKey = try signKey.map { try PublisherSigningKey.load(from: URL(fileURLWithPath: $0)) }
                 options.releaseName = packName

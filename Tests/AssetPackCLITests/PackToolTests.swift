@@ -52,6 +52,32 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: dir.appending("out.pack").path))
     }
 
+    /// `--scrypt-cost` (assetpack.json's `"scryptCost"`): recorded in the container's header (FORMAT.md,
+    /// offset 12), refused outside 10…18, for zip and with a key file.
+    @Test func scryptCostIsRecordedAndCheckedAsTheCLIChecksIt() throws {
+        let dir = TemporaryDirectory()
+        let run = try Self.run(try Self.base(dir) + ["--scrypt-cost", "11"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let header = [UInt8](try Data(contentsOf: dir.appending("out.pack")).prefix(16))
+        #expect(header[10] == 1 && header[12..<16].elementsEqual([11, 0, 0, 0]), "\(header)")
+        try Data(String(repeating: "ab", count: 32).utf8).write(to: dir.appending("key"))
+        let keyed = try Self.tree(dir).path
+        for (arguments, message) in [
+            (try Self.base(dir) + ["--scrypt-cost", "9"], "--scrypt-cost must be from 10 to 18, not '9'"),
+            (try Self.base(dir, format: "zip") + ["--scrypt-cost", "12"], "--scrypt-cost applies to a container"),
+            (
+                [
+                    keyed, dir.appending("k.pack").path, "--format", "container", "--compression", "auto",
+                    "--key-file", dir.appending("key").path, "--scrypt-cost", "12",
+                ],
+                "--scrypt-cost applies to a container with a password"
+            ),
+        ] {
+            let refused = try Self.run(arguments)
+            #expect(refused.status == 64 && refused.stderr.contains(message), "\(arguments): \(refused.stderr)")
+        }
+    }
+
     @Test func missingOrMalformedRequiredArgumentsAreUsageErrors() throws {
         let dir = TemporaryDirectory()
         let source = try Self.tree(dir).path

@@ -2,19 +2,22 @@ import AssetPackTestSupport
 import Foundation
 import Testing
 
-/// `assetpack pack --scrypt-cost LOG2N` through the built binary: without it a container's header
-/// records scrypt N = 2^15, r = 8, p = 1 (the documented default); with it, the given N; either pack
-/// reads back with its password; the option is refused for zip, outside 10…18 and with a key file.
+/// `assetpack pack --scrypt-cost LOG2N` through the built binary: without it a new container's
+/// header records scrypt N = 2^15, r = 8, p = 1 (the documented default); with it, the given N;
+/// a re-pack without it keeps the old pack's cost and reuses its entries, one with another cost
+/// re-packs everything; every pack reads back with its password; the option is refused for zip,
+/// with a key file and outside 10…18.
 @Suite struct ScryptCostCLITests {
     static let password = "scrypt cost"
 
-    /// Packs `a.txt` into a container with `extra` (at the default cost unless `extra` says otherwise)
-    /// and returns the run and the pack's header KDF fields (id, param 1, 2, 3: FORMAT.md "Header").
+    /// Packs `a.txt` into the container `name` with `extra` (at the default cost unless `extra`
+    /// says otherwise) and returns the run and the pack's header KDF fields (id, param 1, 2, 3:
+    /// FORMAT.md "Header").
     static func pack(_ dir: TemporaryDirectory, _ name: String, _ extra: [String]) throws -> (CLI.Run, [UInt32]) {
-        let source = try dir.write(["a.txt": Array("hello".utf8)], under: "src-\(name)")
+        let source = try dir.write(["a.txt": Array("hello".utf8)], under: "src")
         let output = dir.appending(name)
         let run = try CLI.run(
-            ["pack", source.path, "--output", output.path, "--format", "container", "--quiet"] + extra,
+            ["pack", source.path, "--output", output.path, "--format", "container"] + extra,
             password: password, cheapKDF: false)
         guard run.status == 0 else { return (run, []) }
         let header = [UInt8](try Data(contentsOf: output).prefix(24))
@@ -36,15 +39,30 @@ import Testing
         }
     }
 
+    @Test func aRepackKeepsTheCostUnlessAnotherIsGiven() throws {
+        let dir = TemporaryDirectory()
+        _ = try Self.pack(dir, "p.apack", ["--scrypt-cost", "11"])
+        let (kept, keptFields) = try Self.pack(dir, "p.apack", [])
+        #expect(keptFields == [1, 11, 8, 1])
+        #expect(kept.stderr.contains("1 reused, 0 packed"), "\(kept.stderr)")
+        let (changed, changedFields) = try Self.pack(dir, "p.apack", ["--scrypt-cost", "12"])
+        #expect(changedFields == [1, 12, 8, 1])
+        #expect(changed.stderr.contains("0 reused, 1 packed"), "\(changed.stderr)")
+    }
+
     @Test func whereItDoesNotApplyItIsAUsageError() throws {
         let dir = TemporaryDirectory()
         let source = try dir.write(["a.txt": Array("hello".utf8)], under: "src").path
         try Data(String(repeating: "ab", count: 32).utf8).write(to: dir.appending("key"))
+        let key = ["--key-file", dir.appending("key").path]
         let cases: [([String], String)] = [
-            (["--format", "zip", "--scrypt-cost", "12"], "container packs only"),
+            (["--format", "zip", "--scrypt-cost", "12"], "zip packs do not use scrypt"),
+            (["--format", "container", "--scrypt-cost", "12"] + key, "a --key-file pack runs no KDF"),
+            (["--format", "container", "--scrypt-cost", "9"] + key, "a --key-file pack runs no KDF"),
             (["--format", "container", "--scrypt-cost", "9"], "from 10 to 18"),
             (["--format", "container", "--scrypt-cost", "19"], "from 10 to 18"),
-            (["--format", "container", "--scrypt-cost", "12", "--key-file", dir.appending("key").path], "--key-file"),
+            (["--format", "container", "--scrypt-cost", "300"], "from 10 to 18"),
+            (["--format", "container", "--scrypt-cost", "abc"], "'abc' is invalid for '--scrypt-cost"),
         ]
         for (extra, message) in cases {
             let output = dir.appending("out.pack")

@@ -30,7 +30,7 @@ import Testing
         @discardableResult
         func pack(
             credential: PackCredential = testKey, fresh: Bool = false, chunkSize: Int = 4096,
-            kdf: ContainerKDF = .forTests, compression: CompressionPolicy = .auto, codec: ContainerCodec = .zstd,
+            kdf: ContainerKDF? = .forTests, compression: CompressionPolicy = .auto, codec: ContainerCodec = .zstd,
             level: CompressionLevel = .default, extra: [SourceFile] = []
         ) throws -> PackWriteReport {
             var options = PackOptions.forTests
@@ -168,6 +168,23 @@ import Testing
         #expect(try tree.pack(credential: .password("other")).reused == 0)
         #expect(try tree.pack(credential: .password("other"), kdf: .pbkdf2SHA256(iterations: 1000)).reused == 0)
         try tree.expectReadsBack(.password("other"))
+    }
+
+    /// A re-pack that names no KDF keeps the previous pack's (`--scrypt-cost` left out keeps the
+    /// cost a pack was made with); one that names another packs everything afresh under it.
+    @Test func aRepackKeepsThePreviousKDFUnlessAnotherIsGiven() throws {
+        let tree = try Self.sample()
+        let pw = PackCredential.password("pw")
+        func params() throws -> [UInt32] { try tree.reader(pw).header.params }
+        try tree.pack(credential: pw, kdf: .scrypt(logN: 11, r: 8, p: 1))
+        #expect(try params() == [11, 8, 1])
+        #expect(try tree.pack(credential: pw, kdf: nil).reused == 5)
+        #expect(try params() == [11, 8, 1])
+        try tree.set("a.txt", Array("changed".utf8))
+        let another = try tree.pack(credential: pw, kdf: .scrypt(logN: 12, r: 8, p: 1))
+        #expect(another.reused == 0 && another.reusedChunks == 0)
+        #expect(try params() == [12, 8, 1])
+        try tree.expectReadsBack(pw)
     }
 
     @Test func aDamagedPreviousEntryIsPackedAfreshNotCopied() throws {

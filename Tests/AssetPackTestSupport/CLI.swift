@@ -35,10 +35,10 @@ public enum CLI {
     /// Runs `assetpack` (or `executable`) with `arguments`, the password (if any) in `$ASSETPACK_PASSWORD`,
     /// extra environment, and no terminal on standard input.
     ///
-    /// A container packed here with a password uses scrypt N = 2^10 (`--scrypt-cost 10` is added) unless
-    /// `cheapKDF` is false or the arguments choose a cost or a key file. At the default 2^15 every open
-    /// costs ~70 ms and 32 MiB, and those opens were a third of the fast tier's CPU; the code path is
-    /// the same at every cost. `ScryptCostCLITests` packs at the default.
+    /// A container packed here uses scrypt N = 2^10 (`--scrypt-cost 10` is added) unless `cheapKDF`
+    /// is false or the arguments choose a cost or a key file. At the default 2^15 every open costs
+    /// ~70 ms and 32 MiB, and those opens were a quarter of the fast tier's CPU; the code path is
+    /// the same at every cost. `ScryptCostCLITests` packs with `cheapKDF: false`.
     public static func run(
         _ arguments: [String], password: String? = nil, environment: [String: String] = [:], timeout: Double = 120,
         executable: String? = nil, cheapKDF: Bool = true
@@ -85,14 +85,17 @@ public enum CLI {
 }
 
 extension CLI {
-    /// `arguments` with `--scrypt-cost 10` added when they pack a container with a password at the
-    /// default cost.
+    /// `arguments` with `--scrypt-cost 10` added (right after `pack`, before any `--`) when they pack
+    /// a container at the default cost without a key file.
     public static func withCheapKDF(_ arguments: [String]) -> [String] {
-        guard arguments.first == "pack", let format = arguments.firstIndex(of: "--format"),
-            arguments.dropFirst(format + 1).first == "container",
-            !arguments.contains("--scrypt-cost"), !arguments.contains("--key-file")
-        else { return arguments }
-        return arguments + ["--scrypt-cost", "10"]
+        let options = arguments.prefix { $0 != "--" }
+        let names = options.map { $0.split(separator: "=", maxSplits: 1).first.map(String.init) ?? $0 }
+        let container =
+            options.contains("--format=container")
+            || options.indices.contains { options[$0] == "--format" && options.dropFirst($0 + 1).first == "container" }
+        let chosen = names.contains("--scrypt-cost") || names.contains("--key-file")
+        guard arguments.first == "pack", container, !chosen else { return arguments }
+        return ["pack", "--scrypt-cost", "10"] + arguments.dropFirst()
     }
 
     /// What an interrupted run left.

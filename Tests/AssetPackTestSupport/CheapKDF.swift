@@ -2,9 +2,9 @@ import AssetPackCore
 
 extension ContainerKDF {
     /// scrypt N = 2^10, r = 8, p = 1: what tests protect their containers' passwords with. The
-    /// default, N = 2^15, costs ~70 ms and 32 MiB at every open, and those opens were a third of the
-    /// fast tier's CPU; the code path is the same at every cost. Tests of the default itself use
-    /// `.default` (`ScryptCostCLITests`, the vectors).
+    /// default, N = 2^15, costs ~70 ms and 32 MiB at every open, and those opens were a quarter of
+    /// the fast tier's CPU; the code path is the same at every cost. The default itself is tested
+    /// through the binary (`ScryptCostCLITests`, which packs with `CLI.run(..., cheapKDF: false)`).
     public static let forTests = ContainerKDF.scrypt(logN: 10, r: 8, p: 1)
 }
 

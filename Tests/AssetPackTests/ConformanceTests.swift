@@ -151,8 +151,11 @@ import Testing
 /// Format-specific pack options live under their format; the container's KDF is chosen through
 /// `AssetPacks.pack` (it could not be before issue 12).
 @Suite struct FormatOptionsTests {
-    @Test(arguments: [(ContainerKDF.pbkdf2SHA256(iterations: 1000), UInt8(2)), (.scrypt(logN: 10, r: 8, p: 1), 1)])
-    func containerKDFIsChosenThroughPackOptions(kdf: ContainerKDF, storedID: UInt8) throws {
+    @Test(arguments: [
+        (ContainerKDF.pbkdf2SHA256(iterations: 1000), UInt8(2), [UInt32(1000), 0, 0]),
+        (.scrypt(logN: 11, r: 8, p: 1), 1, [11, 8, 1]),
+    ])
+    func containerKDFIsChosenThroughPackOptions(kdf: ContainerKDF, storedID: UInt8, params: [UInt32]) throws {
         let dir = TemporaryDirectory()
         let source = try dir.write(["a.txt": Array("kdf".utf8)], under: "src")
         var options = PackOptions.forTests
@@ -163,8 +166,12 @@ import Testing
         options.zip.encryption = .none  // ignored by the container
         let pack = dir.appending("p.apack")
         try AssetPacks.pack(source: source, to: pack, options: options)
-        let header = [UInt8](try Data(contentsOf: pack).prefix(16))
+        let header = [UInt8](try Data(contentsOf: pack).prefix(24))
         #expect(header[10] == storedID, "KDF id in the header (docs/FORMAT.md, offset 10)")
+        let stored = (0..<3).map { i in
+            header[12 + 4 * i..<16 + 4 * i].reversed().reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        }
+        #expect(stored == params, "KDF parameters in the header (offsets 12, 16, 20)")
         #expect(header[11] == 14, "chunk shift: the largest chunk, 16 KiB for a 4 KiB average (FORMAT.md, version 4)")
         #expect(try AssetPacks.open(pack.path, credential: .password("pw")).read("a.txt") == Array("kdf".utf8))
     }
