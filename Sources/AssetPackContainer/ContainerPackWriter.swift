@@ -29,10 +29,9 @@ package struct ContainerPackWriter: PackWriter {
 
     /// Writes `files` as a container pack at `output`, atomically.
     ///
-    /// Uses `options.credential` (`.password` runs `options.container.kdf`, or the previous pack's
-    /// KDF, or the default; `.key` must be 32
-    /// bytes), `options.container.chunkSize`, `options.compression` and `options.progress`;
-    /// ignores `options.format` and `options.zip`.
+    /// Uses `options.credential` (`.password` runs `options.container.kdf`, else the previous
+    /// pack's KDF, else the default; `.key` must be 32 bytes), `options.container.chunkSize`,
+    /// `options.compression` and `options.progress`; ignores `options.format` and `options.zip`.
     /// - Throws: `.missingPassword` without a credential; `.invalidArgument` for a bad key,
     ///   empty password, chunk size, KDF parameters or entry path; `.io` for file errors
     ///   (including a source file that changes size while it is packed).
