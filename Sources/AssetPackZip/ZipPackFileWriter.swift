@@ -3,18 +3,20 @@ import AssetPackCrypto
 import Foundation
 
 extension ZipPackJob {
-    /// Writes the manifest entry (stored; encrypted like the others) and returns its record.
+    /// Writes the manifest entry (deflated at the pack's level where that saves 5 %, as any entry;
+    /// encrypted like the others) and returns its record. Its paths and sizes compress, its digests
+    /// do not: on Wesnoth's 8,662 entries it shrinks by about a third (docs/PERFORMANCE.md).
     func writeManifest(_ manifest: ZipManifest, to out: PackFileWriter) throws -> ZipEntryRecord {
         let content = manifest.encoded()
         let buffer = OwnedBuffer(capacity: encoder.head + content.count + encoder.tail)
         content.withUnsafeBytes {
             UnsafeMutableRawBufferPointer(rebasing: buffer.memory[encoder.head...]).copyMemory(from: $0)
         }
-        var storing = encoder
-        storing.policy = .store
-        let encoded = try storing.seal(
+        var deflating = encoder
+        deflating.policy = .deflate
+        let encoded = try deflating.seal(
             buffer, size: content.count, path: ZipManifest.entryName, saltNumber: files.count, mtime: (0, 0x21),
-            decision: false, worker: ZipWorkerContext(level: 1))
+            decision: true, worker: ZipWorkerContext(level: encoder.level))
         var record = encoded.record
         record.offset = out.position
         try out.append(record.localHeader())
