@@ -141,6 +141,10 @@ public enum AssetPacks {
         /// Container: the size of the zstd dictionary the pack's small files are compressed with
         /// (0 when it has none; docs/FORMAT.md, "The pack's dictionary").
         public var dictionaryBytes = 0
+        /// Entries of the pack that was at the output that this pack no longer has, when the writer
+        /// read that pack to reuse its entries (a container re-pack with the same credential and
+        /// settings); `nil` when it did not (zip, `fresh`, other settings, no pack there).
+        public var removed: Int?
     }
 
     /// Packs the files below `source` into `output`.
@@ -182,7 +186,7 @@ public enum AssetPacks {
         return PackSummary(
             files: files, packSize: size, seconds: watch.elapsed, skipped: skipped, reused: report.reused,
             packed: report.packed, chunks: report.chunks, reusedChunks: report.reusedChunks,
-            bytesWritten: report.bytesWritten, dictionaryBytes: report.dictionaryBytes)
+            bytesWritten: report.bytesWritten, dictionaryBytes: report.dictionaryBytes, removed: report.removed)
     }
 }
 

@@ -99,6 +99,9 @@ package struct ContainerPackWriter: PackWriter {
         let entryCodec: ChunkCodec = dictionary == nil ? codec : .zstdDictionary
 
         var report = PackWriteReport()
+        // The summary's "removed", from the pack already open here: the CLI need not open it again
+        // (one more key derivation) to count it.
+        report.removed = previous.map { Set($0.entries.map(\.path)).subtracting(sorted.map(\.path)).count }
         report.dictionaryBytes = dictionary?.count ?? 0
         let bytesTotal = sorted.reduce(UInt64(0)) { $0 + $1.size }
         var bytesDone: UInt64 = 0

@@ -166,6 +166,9 @@ package struct PackWriteReport: Sendable, Equatable {
     package var bytesWritten: UInt64 = 0
     /// Container: the size of the pack's zstd dictionary (0 when it has none).
     package var dictionaryBytes = 0
+    /// Entries of the pack that was at the output that this one no longer has, when the writer
+    /// opened that pack to reuse it (`nil`: it did not).
+    package var removed: Int?
 
     package init(reused: Int = 0, packed: Int = 0, reusedBytes: UInt64 = 0) {
         self.reused = reused

@@ -154,8 +154,14 @@ extension AssetPackCommand {
                     try packPatch(options, progress: ProgressLine(enabled: !quiet.quiet && isatty(STDERR_FILENO) == 1))
                     return
                 }
-                // Only for the summary: with --quiet, no second open of the old pack (a container's KDF).
-                let previous = quiet.quiet ? nil : PreviousEntries(of: output, credential: options.credential)
+                // Only for the summary's "removed": with --quiet, no second open of the old pack. A
+                // container re-pack counts it itself from the pack it reuses (no second key
+                // derivation); only when it did not read that pack is it listed here, afterwards.
+                let previous =
+                    quiet.quiet
+                    ? nil
+                    : PreviousEntries(
+                        of: output, credential: options.credential, listNow: format != .container || fresh)
                 let progress = ProgressLine(enabled: !quiet.quiet && isatty(STDERR_FILENO) == 1)
                 options.progress = {
                     progress.update(
@@ -168,7 +174,8 @@ extension AssetPackCommand {
                     printWarning("skipped special file \(EntryPath.printable(skipped.path)) (\(skipped.kind))")
                 }
                 let inputBytes = summary.files.reduce(UInt64(0)) { $0 + $1.size }
-                let removed = previous?.paths.map { $0.subtracting(summary.files.map(\.path)).count }
+                let removed =
+                    summary.removed ?? previous?.paths.map { $0.subtracting(summary.files.map(\.path)).count }
                 quiet.say(
                     "packed \(plural(summary.files.count, "entry", "entries")) (\(inputBytes) bytes) into \(output) (\(summary.packSize) bytes, \(format.rawValue)\(chunkNote(summary))) in \(String(format: "%.2f", summary.seconds)) s: \(summary.reused) reused, \(summary.packed) packed"
                         + (removed.map { ", \($0) removed" } ?? "")
@@ -271,34 +278,50 @@ final class ProgressLine: @unchecked Sendable {
 }
 
 /// The entry paths of the pack at an output before `pack` replaces it, which the summary's
-/// "removed" counts against. Listed on another thread while the pack is written (a container's
-/// listing costs one more key derivation, ~65 ms), from a descriptor opened before the pack
-/// starts, so the old pack is what is listed even if the new one has replaced it by then.
+/// "removed" counts against. Read from a descriptor opened before the pack starts, so the old pack
+/// is what is listed even if the new one has replaced it by then: on another thread while the pack
+/// is written (`listNow`), or when first asked for (a container's listing costs one more key
+/// derivation, ~70 ms, which a re-pack that counts "removed" itself never pays).
 final class PreviousEntries: @unchecked Sendable {
     private let done = DispatchGroup()
+    private let lock = NSLock()
+    private var fd: FileDescriptor?
+    private let credential: PackCredential?
     private var listed: Set<String>?
 
-    /// Starts listing the pack at `output` with `credential` (and, for a zip, whose names need
-    /// none, without).
-    init(of output: String, credential: PackCredential?) {
+    /// Opens the pack at `output`, and with `listNow` starts listing it with `credential` (and,
+    /// for a zip, whose names need none, without).
+    init(of output: String, credential: PackCredential?, listNow: Bool) {
+        self.credential = credential
         guard (try? FileSystem.lstat(output)) != nil else {
             listed = []  // no pack before: nothing removed
             return
         }
-        guard let status = try? FileSystem.stat(output), status.kind == .regular,
-            let fd = try? FileDescriptor.open(output, .readOnly)
-        else { return }
+        guard let status = try? FileSystem.stat(output), status.kind == .regular else { return }
+        fd = try? FileDescriptor.open(output, .readOnly)
+        guard listNow, fd != nil else { return }
         done.enter()
         DispatchQueue.global().async { [self] in
-            defer {
-                try? fd.close()
-                done.leave()
-            }
-            for attempt in [credential, nil] {
-                if let reader = try? AssetPacks.open("/dev/fd/\(fd.rawValue)", credential: attempt) {
-                    listed = Set(reader.entries.map(\.path))
-                    return
-                }
+            defer { done.leave() }
+            list()
+        }
+    }
+
+    deinit { try? fd?.close() }
+
+    /// Lists the pack once, then closes it.
+    private func list() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let fd else { return }
+        defer {
+            try? fd.close()
+            self.fd = nil
+        }
+        for attempt in [credential, nil] {
+            if let reader = try? AssetPacks.open("/dev/fd/\(fd.rawValue)", credential: attempt) {
+                listed = Set(reader.entries.map(\.path))
+                return
             }
         }
     }
@@ -307,6 +330,9 @@ final class PreviousEntries: @unchecked Sendable {
     /// container under another password: its names are encrypted too).
     var paths: Set<String>? {
         done.wait()
+        list()  // a no-op when it was listed (or never opened)
+        lock.lock()
+        defer { lock.unlock() }
         return listed
     }
 }
