@@ -14,7 +14,12 @@ extension AssetPackCommand {
 
         @Argument(help: "The asset directory to pack.") var source: String
         @Option(name: .shortAndLong, help: "The pack file to write.") var output: String
-        @Option(help: "zip (WinZip AES via libzip) or container (chunked AES-256-GCM).") var format: PackFormat = .zip
+        @Option(
+            name: .customLong("format"),
+            help:
+                "zip (WinZip AES via libzip) or container (chunked AES-256-GCM). Default: the format of the pack already at --output (for a patch, of the last --patch-of pack), else zip."
+        )
+        var formatOption: PackFormat?
         @Option(help: "zip only: aes256 (default), zipcrypto (broken, compatibility only) or none.")
         var encryption: PackEncryption = .aes256
         @Option(help: "auto (store media, deflate the rest where it pays), store or deflate.")
@@ -80,22 +85,40 @@ extension AssetPackCommand {
         @OptionGroup var quiet: QuietOption
         @OptionGroup var credentials: CredentialOptions
 
+        /// `--format`, else the format of the pack a re-pack replaces (a patch: the pack it patches),
+        /// so a re-pack or patch of a container never quietly becomes a zip, whose names anyone can
+        /// list; else zip.
+        var format: PackFormat {
+            if let formatOption { return formatOption }
+            return (try? AssetPacks.sniff(patchOf.last ?? output)) ?? .zip
+        }
+
         func validate() throws {
+            let format = format
+            // Without --format, say where the format came from, and how to choose another.
+            let inferred =
+                formatOption != nil
+                ? ""
+                : " (no --format: \(format.rawValue), "
+                    + (patchOf.isEmpty ? "the format of the pack at --output" : "the format of the pack patched")
+                    + "; give --format to choose)"
             if fast && level == .default {
                 throw ValidationError("--fast is --level fast: give one of --fast and --level default")
             }
             if format == .container && encryption != .aes256 {
-                throw ValidationError("--encryption applies to zip packs only; the container is always AES-256-GCM")
+                throw ValidationError(
+                    "--encryption applies to zip packs only; the container is always AES-256-GCM" + inferred)
             }
             guard chunkKiB >= 4, chunkKiB <= 4096, chunkKiB & (chunkKiB - 1) == 0 else {
                 throw ValidationError("--chunk-kib must be a power of two from 4 to 4096")
             }
             if format != .container && codec != .zstd {
-                throw ValidationError("--codec applies to container packs only; zip entries are deflated")
+                throw ValidationError("--codec applies to container packs only; zip entries are deflated" + inferred)
             }
             if let scryptCost {
                 guard format == .container else {
-                    throw ValidationError("--scrypt-cost applies to container packs only: zip packs do not use scrypt")
+                    throw ValidationError(
+                        "--scrypt-cost applies to container packs only: zip packs do not use scrypt" + inferred)
                 }
                 guard credentials.keyFile == nil else {
                     throw ValidationError("--scrypt-cost applies to passwords; a --key-file pack runs no KDF")
@@ -126,6 +149,7 @@ extension AssetPackCommand {
         }
 
         func run() throws {
+            let format = format  // sniffed once, before the pack replaces what is at --output
             try reporting {
                 var options = PackOptions()
                 options.format = format
