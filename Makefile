@@ -107,7 +107,8 @@ demo: deps
 	  echo "== $$fmt: cat data/config.json"; \
 	  "$(DEMO_BIN)" cat "$$installed" data/config.json; echo; \
 	done; \
-	echo "(timings from a $(DEMO_CONFIG) build: make demo DEMO_CONFIG=release for an optimised one, make perf to compare the formats)"
+	echo "(timings from a $(DEMO_CONFIG) build: make demo DEMO_CONFIG=release for an optimised one, make perf to compare the formats)"; \
+	echo "the CLI: $(DEMO_BIN) (export PATH=\"$$(dirname "$(DEMO_BIN)"):\$$PATH\" to type assetpack; make install for an optimised one)"
 
 ## samples: regenerate SamplePacks/assets and the committed packs built from them.
 samples: release
