@@ -121,7 +121,13 @@ public final class PackSet: PackReader {
     }
 
     private func resolved(_ path: String) throws -> (reader: any PackReader, path: String, pack: String) {
-        guard let i = resolve(path) else { throw AssetPackError(.entryNotFound, "no such entry", path: path) }
+        guard let i = resolve(path) else {
+            // Say which pack deleted it, so "no such entry" of a path the base has is not a puzzle.
+            let n = EntryPath.normalize(path)
+            let by = members.last { $0.reader.deletedPaths.contains { EntryPath.normalize($0) == n } }
+            throw AssetPackError(
+                .entryNotFound, "no such entry" + (by.map { ": deleted by \($0.name)" } ?? ""), path: path)
+        }
         let member = members[Int(servedBy[i])]
         return (member.reader, entries[i].path, member.name)
     }

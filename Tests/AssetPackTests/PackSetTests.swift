@@ -68,6 +68,9 @@ import Testing
         #expect(patched.deletedPaths == [])
         let gone = #expect(throws: AssetPackError.self) { try patched.read("a.txt") }
         #expect(gone?.code == .entryNotFound)
+        #expect(gone?.message == "no such entry: deleted by \(patch.path)", "\(String(describing: gone))")
+        let missing = #expect(throws: AssetPackError.self) { try patched.read("never.txt") }
+        #expect(missing?.message == "no such entry")
 
         let readded = try Self.open([base, patch, dlc])
         #expect(readded.entries.map(\.path) == ["a.txt", "b.txt", "c.txt"])
