@@ -90,7 +90,10 @@ extension AssetPackCommand {
         /// list; else zip.
         var format: PackFormat {
             if let formatOption { return formatOption }
-            return (try? AssetPacks.sniff(patchOf.last ?? output)) ?? .zip
+            // Only a regular file is read: opening a FIFO there would wait for a writer.
+            let existing = patchOf.last ?? output
+            guard (try? FileSystem.stat(existing))?.kind == .regular else { return .zip }
+            return (try? AssetPacks.sniff(existing)) ?? .zip
         }
 
         func validate() throws {

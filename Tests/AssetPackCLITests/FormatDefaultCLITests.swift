@@ -44,4 +44,16 @@ import Testing
             conflict.stderr.contains("no --format: container, the format of the pack at --output"), "\(conflict.stderr)"
         )
     }
+
+    /// Looking at what is at `--output` must not open a FIFO there (that blocks until a writer
+    /// comes): the pack refuses it as before, at once.
+    @Test func aFIFOAtTheOutputIsRefusedNotWaitedOn() throws {
+        let dir = TemporaryDirectory()
+        let source = try dir.write(["a.txt": Array("one".utf8)], under: "src")
+        let fifo = dir.appending("out.pack")
+        #expect(mkfifo(fifo.path, 0o600) == 0)
+        let run = try CLI.run(["pack", source.path, "-o", fifo.path], password: Self.password, timeout: 20)
+        #expect(!run.timedOut, "pack waited on the FIFO")
+        #expect(run.status == 1 && run.stderr.contains("is not a regular file"), "\(run.stderr)")
+    }
 }
