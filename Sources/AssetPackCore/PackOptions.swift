@@ -147,7 +147,18 @@ public enum ContainerKDF: Sendable, Hashable {
     case pbkdf2SHA256(iterations: UInt32)
 
     /// The default: scrypt N = 2^15, r = 8, p = 1 (32 MiB, ~70 ms here).
-    public static let `default` = ContainerKDF.scrypt(logN: 15, r: 8, p: 1)
+    public static let `default` = ContainerKDF.scrypt(cost: 15)
+
+    /// The scrypt costs (log2 N) `assetpack pack --scrypt-cost` and assetpack.json's
+    /// `"scryptCost"` take: 2^18 needs 256 MiB, within ``ReadLimits``' 1 GiB.
+    public static let scryptCosts: ClosedRange<Int> = 10...18
+
+    /// scrypt N = 2^`cost`, r = 8, p = 1: the default's shape at another cost (one of
+    /// ``scryptCosts``).
+    public static func scrypt(cost: Int) -> ContainerKDF {
+        precondition(scryptCosts.contains(cost), "scrypt cost \(cost) outside \(scryptCosts)")
+        return .scrypt(logN: UInt8(cost), r: 8, p: 1)
+    }
 }
 
 /// What a writer did: how many entries it copied from the previous pack at the output

@@ -93,7 +93,7 @@ struct Request {
     var packVersion: UInt64?
     var expires: String?
     /// scrypt's log2 N for a container's password; `nil`: the pack at OUTPUT's, else 15.
-    var scryptCost: UInt8?
+    var scryptCost: Int?
 
     /// Parses the fixed argument list in ``PackTool``'s documentation.
     /// - Throws: ``UsageError`` naming what is wrong.
@@ -161,8 +161,9 @@ struct Request {
             guard format == .container, credential.isPassword else {
                 throw UsageError("--scrypt-cost applies to a container with a password only")
             }
-            guard let cost = UInt8(text), (10...18).contains(cost) else {
-                throw UsageError("--scrypt-cost must be from 10 to 18, not '\(text)'")
+            let costs = ContainerKDF.scryptCosts
+            guard let cost = Int(text), costs.contains(cost) else {
+                throw UsageError("--scrypt-cost must be from \(costs.lowerBound) to \(costs.upperBound), not '\(text)'")
             }
             scryptCost = cost
         }
@@ -179,7 +180,7 @@ struct Request {
         options.format = format
         options.compression = compression
         options.level = level
-        if let scryptCost { options.container.kdf = .scrypt(logN: scryptCost, r: 8, p: 1) }
+        if let scryptCost { options.container.kdf = .scrypt(cost: scryptCost) }
         switch credential {
         case .keyFile(let path): options.credential = try .keyFile(path)
         case .passwordFile(let path): options.credential = try .passwordFile(path)

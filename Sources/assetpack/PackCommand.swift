@@ -126,9 +126,11 @@ extension AssetPackCommand {
                 guard credentials.keyFile == nil else {
                     throw ValidationError("--scrypt-cost applies to passwords; a --key-file pack runs no KDF")
                 }
-                guard (10...18).contains(scryptCost) else {
+                let costs = ContainerKDF.scryptCosts
+                guard costs.contains(scryptCost) else {
                     throw ValidationError(
-                        "--scrypt-cost must be from 10 to 18 (scrypt N = 2^10 … 2^18), not \(scryptCost)")
+                        "--scrypt-cost must be from \(costs.lowerBound) to \(costs.upperBound) (scrypt N = 2^\(costs.lowerBound) … 2^\(costs.upperBound)), not \(scryptCost)"
+                    )
                 }
             }
             if signKey == nil && (packVersion != nil || expires != nil || packName != nil) {
@@ -162,7 +164,7 @@ extension AssetPackCommand {
                 options.includeHidden = includeHidden
                 options.container.chunkSize = chunkKiB << 10
                 options.container.codec = codec
-                if let scryptCost { options.container.kdf = .scrypt(logN: UInt8(scryptCost), r: 8, p: 1) }
+                if let scryptCost { options.container.kdf = .scrypt(cost: scryptCost) }
                 options.fresh = fresh
                 options.signingKey = try signKey.map { try PublisherSigningKey.load(from: URL(fileURLWithPath: $0)) }
                 options.releaseName = packName
@@ -248,7 +250,7 @@ extension AssetPackCommand.Pack {
             printWarning("skipped special file \(EntryPath.printable(skipped.path)) (\(skipped.kind))")
         }
         quiet.say(
-            "packed a patch of \(patchOf.joined(separator: " + ")) into \(output) (\(patch.pack.packSize) bytes, \(format.rawValue)) in \(String(format: "%.2f", patch.pack.seconds)) s: \(patch.added.count) added, \(patch.changed.count) changed, \(patch.deleted.count) deleted"
+            "packed a patch of \(patchOf.joined(separator: " + ")) into \(output) (\(patch.pack.packSize) bytes, \(options.format.rawValue)) in \(String(format: "%.2f", patch.pack.seconds)) s: \(patch.added.count) added, \(patch.changed.count) changed, \(patch.deleted.count) deleted"
                 + (options.signingKey.map { ", signed by key \($0.publicKey.fingerprint)" } ?? "")
                 + (options.signingKey == nil ? "" : " as " + (try options.release(for: output)).summary))
     }

@@ -5,7 +5,7 @@ extension ContainerKDF {
     /// default, N = 2^15, costs ~70 ms and 32 MiB at every open, and those opens were a quarter of
     /// the fast tier's CPU; the code path is the same at every cost. The default itself is tested
     /// through the binary (`ScryptCostCLITests`, which packs with `CLI.run(..., cheapKDF: false)`).
-    public static let forTests = ContainerKDF.scrypt(logN: 10, r: 8, p: 1)
+    public static let forTests = ContainerKDF.scrypt(cost: 10)
 }
 
 extension PackOptions {
