@@ -233,3 +233,51 @@ import Testing
         #expect(changed.map(\.1).reduce(0, +) <= (1 << 20) + chunker.maxSize)
     }
 }
+
+/// The parallel cut (`cuts(_:final:parts:)`, what the container writer uses) against the loop of
+/// `cut` calls that defines the boundaries: the same lengths on random, zero and repetitive input,
+/// for any number of parts, final or not.
+@Suite struct ParallelCutTests {
+    static func sequential(_ chunker: ContentChunker, _ data: [UInt8], final: Bool) -> [Int] {
+        data.withUnsafeBytes { raw in
+            var lengths: [Int] = []
+            var at = 0
+            while at < raw.count, let l = chunker.cut(UnsafeRawBufferPointer(rebasing: raw[at...]), final: final) {
+                lengths.append(l)
+                at += l
+            }
+            return lengths
+        }
+    }
+
+    @Test func partsCutWhereTheLoopDoes() {
+        let chunkers = [
+            ContentChunker(min: 256, avg: 1024, max: 4096),
+            ContentChunker(min: 64, avg: 64, max: 128, normalization: 0),
+            ContentChunker.standard,
+        ]
+        var rng = SplitMix64(seed: 26)
+        let random = (0..<(600 << 10) + 123).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+        let zeros = [UInt8](repeating: 0, count: 300_001)
+        let pattern = (0..<300_007).map { UInt8(truncatingIfNeeded: $0 % 251) }
+        for chunker in chunkers {
+            // The tiny chunker (a chunk per ~100 bytes) on less: the loop it is checked against is slow here.
+            let inputs =
+                chunker.minSize < 256
+                ? [Array(random.prefix(150_000)), Array(zeros.prefix(1000))]
+                : [random, zeros, pattern, Array(random.prefix(200)), Array(random.prefix(70_000)), []]
+            for data in inputs {
+                for final in [true, false] {
+                    let expected = Self.sequential(chunker, data, final: final)
+                    for parts in [1, 2, 3, 7] {
+                        let got = data.withUnsafeBytes { chunker.cuts($0, final: final, parts: parts) }
+                        #expect(
+                            got == expected,
+                            "min \(chunker.minSize), \(data.count) B, final \(final), \(parts) parts: \(got.count) chunks, expected \(expected.count)"
+                        )
+                    }
+                }
+            }
+        }
+    }
+}
