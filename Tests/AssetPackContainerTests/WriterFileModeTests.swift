@@ -61,3 +61,56 @@ import Testing
         #expect(st.st_mode & 0o777 == 0o666 & ~mask)
     }
 }
+
+/// A large entry's sealed batches are written behind the next batch's sealing (ChunkBuffers): a
+/// write that fails there must still fail the pack, whole.
+@Suite struct ContainerWriteBehindTests {
+    @Test(
+        "a disk that fills while a large entry is written behind: an .io error naming the cause, no pack, no temporary file",
+        .enabled(if: SmallFileSystem.isAvailable, "needs root to mount a small tmpfs"), .tags(.slow))
+    func aFullDiskMidEntryFailsThePack() throws {
+        let disk = try SmallFileSystem(megabytes: 10)
+        let scratch = Scratch()
+        let block = noise(1 << 20, seed: 26)
+        // Batches of 8, 8 and 2 MiB: the first two are written behind, the second fails at 10 MiB.
+        let size = 18 << 20
+        let source = scratch.write(Array((0..<18).map { _ in block }.joined()), name: "big.bin")
+        var options = PackOptions.forTests
+        options.format = .container
+        options.credential = testKey
+        options.compression = .store
+        let output = disk.url.appendingPathComponent("out.apack").path
+        let error = #expect(throws: AssetPackError.self) {
+            try ContainerPackWriter().write(
+                [SourceFile(path: "big.bin", url: URL(fileURLWithPath: source), size: UInt64(size))], to: output,
+                options: options)
+        }
+        #expect(error?.code == .io)
+        #expect(error?.message.contains("No space left on device") == true, "\(String(describing: error))")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: disk.url.path) == [])
+    }
+}
+
+extension ContainerWriteBehindTests {
+    @Test("a write that fails behind is thrown by the next wait for it, once; a good one is written")
+    func aFailedBackgroundWriteIsThrown() throws {
+        let scratch = Scratch()
+        let path = scratch.write([], name: "target")
+        let bytes: [UInt8] = Array(repeating: 7, count: 4096)
+        let writer = WriteBehind()
+        // Open for reading only: pwrite fails with EBADF.
+        let readOnly = try FileDescriptor.open(path, .readOnly)
+        defer { try? readOnly.close() }
+        try bytes.withUnsafeBytes { raw in
+            writer.start(raw, to: readOnly, at: 0)
+            let error = #expect(throws: AssetPackError.self) { try writer.finish() }
+            #expect(error?.code == .io, "\(String(describing: error))")
+            try writer.finish()  // reported once
+            let writable = try FileDescriptor.open(path, .readWrite)
+            defer { try? writable.close() }
+            writer.start(raw, to: writable, at: 0)
+            try writer.finish()
+        }
+        #expect(AssetPackContainerTests.bytes(of: path) == bytes)
+    }
+}
