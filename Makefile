@@ -332,9 +332,10 @@ bench-delta-peers: test-deps
 	Benchmarks/delta-peers.sh .build/bench-delta-peers
 
 ## bench-delta: chunk-level deltas of a container (issue 26): a generated 64 MiB entry edited four ways
-## (1 byte changed, 4 KiB inserted, 1 MiB appended, nothing), re-packed in place (time, bytes written,
-## chunks re-sealed) and its installed copy updated from nginx on loopback (bytes downloaded), signed
-## and unsigned; then the peers zsync and casync on the same edits (bench-delta-peers).
+## (1 byte changed, 4 KiB inserted, 1 MiB appended, nothing), re-packed to the same output (time, bytes
+## written, chunks re-sealed) and its installed copy updated from nginx on loopback (bytes downloaded):
+## random bytes signed and unsigned, compressible text signed; then the peers zsync and casync on the
+## same edits (bench-delta-peers).
 .PHONY: bench-delta
 bench-delta: release bench-delta-peers
 	Benchmarks/bench-delta.sh "$(RELEASE_BIN)" .build/bench-delta
