@@ -28,6 +28,9 @@ extension AssetPacks {
     ///   - base: The pack (or ``PackSet``) the patch applies to, open with its credential.
     ///   - output: The patch pack to write.
     ///   - options: As for ``pack(source:to:options:)``; `deletions` is set from the comparison.
+    ///     A container patch with a password and no `container.kdf` takes the KDF of the pack it
+    ///     patches (of a set, its top pack) when that is a container's: the patch is opened with
+    ///     it, so a cost lowered for slow devices stays lowered.
     /// - Returns: What was added, changed and deleted, and the pack written.
     /// - Throws: `AssetPackError` from scanning, reading the base, or writing.
     @discardableResult
@@ -56,6 +59,10 @@ extension AssetPacks {
         let deleted = base.entries.map(\.path).filter { !kept.contains(Array($0.utf8)) }
         var options = options
         options.deletions = deleted
+        if options.format == .container, options.container.kdf == nil, case .password = options.credential {
+            let top = (base as? PackSet)?.members.last?.reader ?? base
+            options.container.kdf = top.passwordKDF
+        }
         let summary = try pack(packed, skipped: skipped, to: output, options: options, watch: watch)
         return PatchSummary(added: added, changed: changed, deleted: deleted, pack: summary)
     }

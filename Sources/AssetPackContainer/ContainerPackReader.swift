@@ -14,6 +14,15 @@ import Synchronization
 public final class ContainerPackReader: PackReader {
     /// Always `.container`.
     public var format: PackFormat { .container }
+
+    public var passwordKDF: ContainerKDF? {
+        switch header.kdf {
+        case .none: nil
+        case .scrypt:
+            .scrypt(logN: UInt8(truncatingIfNeeded: header.params[0]), r: header.params[1], p: header.params[2])
+        case .pbkdf2SHA256: .pbkdf2SHA256(iterations: header.params[0])
+        }
+    }
     /// Every entry, sorted by path (UTF-8 byte order).
     public let entries: [EntryInfo]
     /// Seconds spent opening the pack, key derivation included.

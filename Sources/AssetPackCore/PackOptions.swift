@@ -123,7 +123,8 @@ public struct ContainerPackOptions: Sendable, Hashable {
     public var codec: ContainerCodec = .zstd
     /// How a password becomes the key (a raw-key credential uses no KDF). `nil`: the KDF of the
     /// pack at the output when a re-pack reuses it (so a re-pack keeps the cost it was made with),
-    /// else ``ContainerKDF/default``. A KDF given here that differs from the old pack's means
+    /// for a patch (`AssetPacks.packPatch`) the KDF of the pack it patches, else
+    /// ``ContainerKDF/default``. A KDF given here that differs from the old pack's means
     /// nothing is reused: every key changes with it.
     public var kdf: ContainerKDF?
 

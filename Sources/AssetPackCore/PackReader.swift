@@ -15,6 +15,10 @@ public protocol PackReader: AnyObject, Sendable {
     var entries: [EntryInfo] { get }
     /// Seconds spent opening the pack (parsing, and for the container the key derivation).
     var openSeconds: Double { get }
+    /// The key derivation each open runs on the password: a container's scrypt or PBKDF2, as its
+    /// header records it. `nil` for a pack opened with a raw key, a zip (whose PBKDF2 runs per
+    /// entry, at a cost the format fixes) and a set.
+    var passwordKDF: ContainerKDF? { get }
     /// The trusted publisher key whose signature was verified when the pack was opened, or
     /// `nil` when the reader was given no trusted keys. Every read of such a reader also checks
     /// the entry's bytes against the signed manifest (`.untrusted` when they differ).
@@ -94,6 +98,9 @@ public protocol PackReader: AnyObject, Sendable {
 extension PackReader {
     /// `nil`: a reader that checks no signature.
     public var release: PackRelease? { nil }
+
+    /// `nil`: no key derivation once per open.
+    public var passwordKDF: ContainerKDF? { nil }
 
     /// None: a pack that is no patch.
     public var deletedPaths: [String] { [] }

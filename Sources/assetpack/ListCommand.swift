@@ -33,7 +33,8 @@ extension AssetPackCommand {
                 let entries = folder.map { reader.entries(under: $0) } ?? reader.entries
                 if json {
                     let document = ListDocument(
-                        format: reader.format.rawValue, entries: entries.map(ListDocument.Entry.init),
+                        format: reader.format.rawValue, kdf: reader.passwordKDF.map(KDFDocument.init),
+                        entries: entries.map(ListDocument.Entry.init),
                         release: reader.release.map(ReleaseDocument.init),
                         release_manifest: opened.release.map(ReleaseManifestDocument.init))
                     let encoder = JSONEncoder()
@@ -92,12 +93,33 @@ struct ListDocument: Encodable {
         }
     }
     var format: String
+    /// The password's key derivation, run once per open (a container with a password; absent otherwise).
+    var kdf: KDFDocument?
     var entries: [Entry]
     /// With --trust: what the verified signature states.
     var release: ReleaseDocument?
     /// When PACK is a release (a manifest or an installed release's directory): its name,
     /// version and packs.
     var release_manifest: ReleaseManifestDocument?
+}
+
+/// A container's password KDF in `list --json`: `{"name": "scrypt", "log2_n", "r", "p"}` or
+/// `{"name": "pbkdf2-sha256", "iterations"}`, as its header records it.
+struct KDFDocument: Encodable {
+    var name: String
+    var log2_n: Int?
+    var r: Int?
+    var p: Int?
+    var iterations: Int?
+
+    init(_ kdf: ContainerKDF) {
+        switch kdf {
+        case .scrypt(let logN, let r, let p):
+            (name, log2_n, self.r, self.p) = ("scrypt", Int(logN), Int(r), Int(p))
+        case .pbkdf2SHA256(let n):
+            (name, iterations) = ("pbkdf2-sha256", Int(n))
+        }
+    }
 }
 
 /// A release manifest in `list --json`: its name, version, expiry (absent when it has none) and

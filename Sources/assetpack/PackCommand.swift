@@ -41,7 +41,7 @@ extension AssetPackCommand {
         @Option(
             name: .customLong("scrypt-cost"),
             help: ArgumentHelp(
-                "container with a password only: what each guess at the password costs, as log2 of scrypt's N, 10 to 18 (each step doubles the time and memory of every open; 15, the default for a new pack, takes 32 MiB and tens of milliseconds). Lower it for slow devices. A re-pack keeps the cost of the pack at --output unless given; a new cost re-packs everything.",
+                "container with a password only: what each guess at the password costs, as log2 of scrypt's N, 10 to 18 (each step doubles the time and memory of every open; 15, the default for a new pack, takes 32 MiB and tens of milliseconds). Lower it for slow devices. A re-pack keeps the cost of the pack at --output unless given, a patch the cost of the pack it patches; a new cost re-packs everything.",
                 valueName: "LOG2N"))
         var scryptCost: Int?
         @Flag(help: "Include dot-files such as .DS_Store.") var includeHidden = false

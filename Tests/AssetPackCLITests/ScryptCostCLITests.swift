@@ -73,3 +73,70 @@ import Testing
         }
     }
 }
+
+extension ScryptCostCLITests {
+    /// The header KDF fields of the container at `url` (id, param 1, 2, 3).
+    static func kdfFields(_ url: URL) throws -> [UInt32] {
+        let header = [UInt8](try Data(contentsOf: url).prefix(24))
+        let u32 = { (at: Int) in header[at..<at + 4].reversed().reduce(UInt32(0)) { $0 << 8 | UInt32($1) } }
+        return [UInt32(header[10]), u32(12), u32(16), u32(20)]
+    }
+
+    /// A patch is opened with its base, so a team that lowered the base's cost for slow devices
+    /// gets it for the patch too: `--patch-of` without `--scrypt-cost` takes the cost of the pack
+    /// it patches (the last one named), as it takes its format.
+    @Test func aPatchTakesTheCostOfThePackItPatchesUnlessGiven() throws {
+        let dir = TemporaryDirectory()
+        _ = try Self.pack(dir, "base.apack", ["--scrypt-cost", "11"])
+        let source = try dir.write(["a.txt": Array("hello".utf8), "b.txt": Array("new".utf8)], under: "src2")
+        let base = dir.appending("base.apack").path
+        for (name, extra, cost) in [
+            ("patch.apack", [String](), UInt32(11)), ("chosen.apack", ["--scrypt-cost", "12"], 12),
+        ] {
+            let run = try CLI.run(
+                ["pack", source.path, "--patch-of", base, "--output", dir.appending(name).path] + extra,
+                password: Self.password, cheapKDF: false)
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(try Self.kdfFields(dir.appending(name)) == [1, cost, 8, 1], "\(name)")
+            let read = try CLI.run(["cat", base, "b.txt", "--over", dir.appending(name).path], password: Self.password)
+            #expect(read.status == 0 && read.text == "new", "\(read.stderr)")
+        }
+        // A patch of a patch: the cost of the last pack named.
+        let run = try CLI.run(
+            [
+                "pack", source.path, "--patch-of", base, "--patch-of", dir.appending("chosen.apack").path, "--output",
+                dir.appending("second.apack").path,
+            ],
+            password: Self.password, cheapKDF: false)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(try Self.kdfFields(dir.appending("second.apack")) == [1, 12, 8, 1])
+    }
+
+    /// `list --json` says what each guess at a container's password costs; a zip and a
+    /// key-file container have no such KDF and no `kdf` key.
+    @Test func listJSONNamesTheKDF() throws {
+        let dir = TemporaryDirectory()
+        _ = try Self.pack(dir, "c.apack", ["--scrypt-cost", "12"])
+        let listed = try CLI.run(["list", dir.appending("c.apack").path, "--json"], password: Self.password)
+        #expect(listed.status == 0, "\(listed.stderr)")
+        let doc = try JSONSerialization.jsonObject(with: Data(listed.text.utf8)) as? [String: Any]
+        let kdf = doc?["kdf"] as? [String: Any]
+        #expect(kdf?["name"] as? String == "scrypt", "\(listed.text)")
+        #expect(kdf?["log2_n"] as? Int == 12 && kdf?["r"] as? Int == 8 && kdf?["p"] as? Int == 1, "\(listed.text)")
+        let source = try dir.write(["a.txt": Array("hello".utf8)], under: "zsrc")
+        try Data(String(repeating: "ab", count: 32).utf8).write(to: dir.appending("key"))
+        for (name, extra) in [
+            ("z.zip", ["--format", "zip"]),
+            ("k.apack", ["--format", "container", "--key-file", dir.appending("key").path]),
+        ] {
+            let out = dir.appending(name).path
+            let packed = try CLI.run(["pack", source.path, "--output", out] + extra, password: Self.password)
+            #expect(packed.status == 0, "\(packed.stderr)")
+            let keyArgs = name == "k.apack" ? ["--key-file", dir.appending("key").path] : []
+            let list = try CLI.run(["list", out, "--json"] + keyArgs, password: Self.password)
+            #expect(list.status == 0, "\(list.stderr)")
+            let d = try JSONSerialization.jsonObject(with: Data(list.text.utf8)) as? [String: Any]
+            #expect(d != nil && d?["kdf"] == nil, "\(name): \(list.text)")
+        }
+    }
+}
