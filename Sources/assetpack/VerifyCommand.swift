@@ -15,7 +15,7 @@ extension AssetPackCommand {
                 CHECK says what verified the bytes: sig (with --trust: the bytes are the ones the publisher signed), gcm+crc (container: AES-GCM tag per chunk, then CRC-32), \
                 mac+crc (WinZip AES: HMAC-SHA1, then CRC-32), mac (WinZip AE-2: HMAC-SHA1 only), \
                 crc (ZipCrypto or unencrypted zip: CRC-32 only, which does not stop tampering). \
-                MS is milliseconds.
+                MS is milliseconds. With --over or a release, PACK names the pack each entry was read from.
 
                 Exits non-zero if any entry fails (2 password, 4 integrity, 5 untrusted with --trust).
                 """)
@@ -38,10 +38,16 @@ extension AssetPackCommand {
                 var results: [VerifyDocument.Entry] = []
                 var firstFailure: AssetPackError?
                 let table = !json && !quiet.quiet
+                // A set: which pack each entry was read from, as `list` shows it.
+                let names = opened.names.map(EntryPath.printable)
+                let packWidth = names.isEmpty ? 0 : max(4, names.map(\.count).max()!)
+                let packColumn = { (name: String?) in
+                    packWidth == 0 ? [] : [pad(EntryPath.printable(name ?? ""), packWidth)]
+                }
                 if table {
                     print(
-                        pad("STATUS", 6), pad("SIZE", 12, right: true), pad("MS", 10, right: true), pad("CHECK", 12),
-                        "PATH")
+                        ([pad("STATUS", 6), pad("SIZE", 12, right: true), pad("MS", 10, right: true), pad("CHECK", 12)]
+                            + packColumn("PACK") + ["PATH"]).joined(separator: " "))
                 }
                 for e in reader.entries {
                     do {
@@ -55,9 +61,10 @@ extension AssetPackCommand {
                                 pack: e.pack))
                         if table {
                             print(
-                                pad("ok", 6), pad(String(e.size), 12, right: true),
-                                pad(String(format: "%.3f", timing.total * 1000), 10, right: true), pad(check, 12),
-                                EntryPath.printable(e.path))
+                                ([
+                                    pad("ok", 6), pad(String(e.size), 12, right: true),
+                                    pad(String(format: "%.3f", timing.total * 1000), 10, right: true), pad(check, 12),
+                                ] + packColumn(e.pack) + [EntryPath.printable(e.path)]).joined(separator: " "))
                         }
                     } catch let error as AssetPackError {
                         firstFailure = firstFailure ?? error
@@ -65,8 +72,10 @@ extension AssetPackCommand {
                             .init(path: e.path, size: e.size, status: "fail", error: error.message, pack: e.pack))
                         if table {
                             print(
-                                pad("FAIL", 6), pad(String(e.size), 12, right: true), pad("-", 10, right: true),
-                                pad(error.code.rawValue, 12), EntryPath.printable(e.path))
+                                ([
+                                    pad("FAIL", 6), pad(String(e.size), 12, right: true), pad("-", 10, right: true),
+                                    pad(error.code.rawValue, 12),
+                                ] + packColumn(e.pack) + [EntryPath.printable(e.path)]).joined(separator: " "))
                         }
                         printError(error.naming(e.path).description)
                     }

@@ -79,6 +79,15 @@ import Testing
         let results = verified["entries"] as! [[String: Any]]
         #expect(results.count == 4 && results.allSatisfy { $0["status"] as? String == "ok" })
         #expect(results.first { $0["path"] as? String == "a.txt" }?["pack"] as? String == patch)
+        // verify's table: a PACK column as list has, naming the pack each entry was read from.
+        let table = try CLI.run(["verify", base, "--over", patch], password: Self.password)
+        #expect(table.status == 0, "\(table.stderr)")
+        let lines = table.text.split(separator: "\n").map(String.init)
+        #expect(lines.first?.contains(" PACK ") == true, "\(table.text)")
+        #expect(lines.contains { $0.hasSuffix(" a.txt") && $0.contains(patch) }, "\(table.text)")
+        #expect(lines.contains { $0.hasSuffix(" img/c.png") && $0.contains(base) && !$0.contains(patch) })
+        let single = try CLI.run(["verify", base], password: Self.password)
+        #expect(single.status == 0 && single.text.split(separator: "\n").first?.contains("PACK") == false)
     }
 
     @Test(.tags(.slow)) func aLaterPackAddsADeletedPathBack() throws {
