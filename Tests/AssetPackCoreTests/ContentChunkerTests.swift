@@ -262,18 +262,26 @@ import Testing
         let pattern = (0..<300_007).map { UInt8(truncatingIfNeeded: $0 % 251) }
         for chunker in chunkers {
             // The tiny chunker (a chunk per ~100 bytes) on less: the loop it is checked against is slow here.
+            // Sizes around the window, the minimum and the maximum, where an off-by-one would show.
+            let edges = [
+                1, 63, 64, 65, chunker.minSize - 1, chunker.minSize, chunker.minSize + 1, chunker.maxSize - 1,
+                chunker.maxSize, chunker.maxSize + 1,
+            ].map { Array(random.prefix($0)) }
             let inputs =
                 chunker.minSize < 256
-                ? [Array(random.prefix(150_000)), Array(zeros.prefix(1000))]
-                : [random, zeros, pattern, Array(random.prefix(200)), Array(random.prefix(70_000)), []]
+                ? [Array(random.prefix(150_000)), Array(zeros.prefix(1000))] + edges
+                : [random, zeros, pattern, Array(random.prefix(200)), Array(random.prefix(70_000)), []] + edges
             for data in inputs {
                 for final in [true, false] {
                     let expected = Self.sequential(chunker, data, final: final)
-                    for parts in [1, 2, 3, 7] {
-                        let got = data.withUnsafeBytes { chunker.cuts($0, final: final, parts: parts) }
+                    // Parts of at least one position split even the smallest inputs; the default 64 Ki do not.
+                    for (parts, minimumPart) in [(1, 1 << 16), (2, 1 << 16), (3, 1), (7, 1 << 16), (7, 1), (1000, 1)] {
+                        let got = data.withUnsafeBytes {
+                            chunker.cuts($0, final: final, parts: parts, minimumPart: minimumPart)
+                        }
                         #expect(
                             got == expected,
-                            "min \(chunker.minSize), \(data.count) B, final \(final), \(parts) parts: \(got.count) chunks, expected \(expected.count)"
+                            "min \(chunker.minSize), \(data.count) B, final \(final), \(parts) parts of ≥ \(minimumPart): \(got.count) chunks, expected \(expected.count)"
                         )
                     }
                 }
