@@ -99,9 +99,9 @@ extension ContainerPackWriter {
                 if buffers.reused[j] { out.reusedChunks += 1 }
                 if signing { digests! += buffers.sealedDigests[j * 32..<j * 32 + 32] }
             }
-            if final && at == available {
-                // The entry's last batch (most entries' only one): written at once, as nothing of
-                // this entry is left to overlap it with.
+            if final {
+                // The entry's last batch (most entries' only one; a final batch is cut to its end):
+                // written at once, as nothing of this entry is left to overlap it with.
                 try buffers.finishWrites()
                 try pwriteAll(fd, UnsafeRawBufferPointer(rebasing: buffers.sealed[0..<w]), at: pos)
             } else {
@@ -252,9 +252,10 @@ final class ChunkBuffers {
     let reused: UnsafeMutableBufferPointer<Bool>
     let sealedDigests: UnsafeMutableRawBufferPointer
     private let ciphers: [AESGCM]
-    /// One chunk's worth per task: where a reused chunk is decrypted to check its tag (a buffer
-    /// allocated per chunk was mapped, faulted in and unmapped again for every chunk over 128 KiB).
-    private let scratches: UnsafeMutableRawBufferPointer
+    /// One chunk's worth per task, allocated on the task's first reused chunk: where a reused
+    /// chunk is decrypted to check its tag (a buffer allocated per chunk was mapped, faulted in
+    /// and unmapped again for every chunk over 128 KiB).
+    private var scratches: [UnsafeMutableRawBufferPointer?]
     private let scratchSize: Int
     private var deflaters: [RawDeflate.FastCompressor?]
     private var zstds: [Zstd.Compressor?]
@@ -281,7 +282,7 @@ final class ChunkBuffers {
         sealedDigests = .allocate(byteCount: 32 * most, alignment: 16)
         ciphers = (0..<max(1, ContainerPackReader.cores * 4)).map { _ in AESGCM() }
         scratchSize = chunking.max
-        scratches = .allocate(byteCount: ciphers.count * scratchSize, alignment: 64)
+        scratches = Array(repeating: nil, count: ciphers.count)
         deflaters = Array(repeating: nil, count: ciphers.count)
         zstds = Array(repeating: nil, count: ciphers.count)
         self.level = level
@@ -301,7 +302,12 @@ final class ChunkBuffers {
 
     /// Concurrent task `task`'s scratch buffer (the largest chunk).
     func scratch(_ task: Int) -> UnsafeMutableRawBufferPointer {
-        UnsafeMutableRawBufferPointer(rebasing: scratches[task * scratchSize..<(task + 1) * scratchSize])
+        lock.lock()
+        defer { lock.unlock() }
+        if let s = scratches[task] { return s }
+        let s = UnsafeMutableRawBufferPointer.allocate(byteCount: scratchSize, alignment: 64)
+        scratches[task] = s
+        return s
     }
 
     /// `plain` compressed with `codec` into `output` by task `task`'s compressor, or nil when
@@ -373,7 +379,7 @@ final class ChunkBuffers {
         results.deallocate()
         reused.deallocate()
         sealedDigests.deallocate()
-        scratches.deallocate()
+        for s in scratches { s?.deallocate() }
     }
 }
 
