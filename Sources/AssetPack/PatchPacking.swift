@@ -28,9 +28,11 @@ extension AssetPacks {
     ///   - base: The pack (or ``PackSet``) the patch applies to, open with its credential.
     ///   - output: The patch pack to write.
     ///   - options: As for ``pack(source:to:options:)``; `deletions` is set from the comparison.
-    ///     A container patch with a password and no `container.kdf` takes the KDF of the pack it
-    ///     patches (of a set, its top pack) when that is a container's: the patch is opened with
-    ///     it, so a cost lowered for slow devices stays lowered.
+    ///     A container patch with a password and no `container.kdf` takes the scrypt cost of the
+    ///     pack it patches (of a set, its top pack) when that is a container's, with r = 8, p = 1
+    ///     and a cost in ``ContainerKDF/scryptCosts``: the patch is opened with it, so a cost
+    ///     lowered for slow devices stays lowered. (A patch over an existing output with another
+    ///     cost is then packed afresh, as any change of KDF is.)
     /// - Returns: What was added, changed and deleted, and the pack written.
     /// - Throws: `AssetPackError` from scanning, reading the base, or writing.
     @discardableResult
@@ -60,8 +62,12 @@ extension AssetPacks {
         var options = options
         options.deletions = deleted
         if options.format == .container, options.container.kdf == nil, case .password = options.credential {
+            // Only a cost `pack --scrypt-cost` could have chosen: a KDF a reader was allowed past
+            // the default limits would make the writer refuse the patch.
             let top = (base as? PackSet)?.members.last?.reader ?? base
-            options.container.kdf = top.passwordKDF
+            if case .scrypt(let logN, 8, 1) = top.passwordKDF, ContainerKDF.scryptCosts.contains(Int(logN)) {
+                options.container.kdf = top.passwordKDF
+            }
         }
         let summary = try pack(packed, skipped: skipped, to: output, options: options, watch: watch)
         return PatchSummary(added: added, changed: changed, deleted: deleted, pack: summary)
