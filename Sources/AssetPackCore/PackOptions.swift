@@ -147,7 +147,7 @@ public enum ContainerKDF: Sendable, Hashable {
     /// PBKDF2-HMAC-SHA256 with the given iteration count.
     case pbkdf2SHA256(iterations: UInt32)
 
-    /// The default: scrypt N = 2^15, r = 8, p = 1 (32 MiB, ~70 ms here).
+    /// The default: scrypt N = 2^15, r = 8, p = 1 (32 MiB; 70–170 ms on the 2-core reference machine).
     public static let `default` = ContainerKDF.scrypt(cost: 15)
 
     /// The scrypt costs (log2 N) `assetpack pack --scrypt-cost` and assetpack.json's

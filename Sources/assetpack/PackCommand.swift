@@ -41,7 +41,7 @@ extension AssetPackCommand {
         @Option(
             name: .customLong("scrypt-cost"),
             help: ArgumentHelp(
-                "container with a password only: what each guess at the password costs, as log2 of scrypt's N, 10 to 18 (each step doubles the time and memory of every open; 15, the default for a new pack, takes 32 MiB and tens of milliseconds). Lower it for slow devices. A re-pack keeps the cost of the pack at --output unless given, a patch the cost of the pack it patches; a new cost re-packs everything.",
+                "container with a password only: what each guess at the password costs, as log2 of scrypt's N, 10 to 18 (each step doubles the time and memory of every open; 15, the default for a new pack, takes 32 MiB and about a tenth of a second). Lower it for slow devices. A re-pack keeps the cost of the pack at --output unless given, a patch the cost of the pack it patches; a new cost re-packs everything.",
                 valueName: "LOG2N"))
         var scryptCost: Int?
         @Flag(help: "Include dot-files such as .DS_Store.") var includeHidden = false
@@ -310,7 +310,7 @@ final class ProgressLine: @unchecked Sendable {
 /// "removed" counts against. Read from a descriptor opened before the pack starts, so the old pack
 /// is what is listed even if the new one has replaced it by then: on another thread while the pack
 /// is written (`listNow`), or when first asked for (a container's listing costs one more key
-/// derivation, ~70 ms, which a re-pack that counts "removed" itself never pays).
+/// derivation, 70–170 ms at the default cost, which a re-pack that counts "removed" itself never pays).
 final class PreviousEntries: @unchecked Sendable {
     private let done = DispatchGroup()
     private let lock = NSLock()
