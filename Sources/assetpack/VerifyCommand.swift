@@ -9,7 +9,8 @@ extension AssetPackCommand {
             abstract: "Read and check every entry, printing the time each took.",
             discussion: """
                 Every record is read, streamed with bounded memory, and checked; a path that more than one record \
-                has is itself a failure. The table goes to stdout, the summary and the legend to stderr; \
+                has is itself a failure. Over a set (--over, a release), the records a pack above replaces or \
+                deletes are read and checked too: PACK names each record's pack, and --json marks them "served": false. The table goes to stdout, the summary and the legend to stderr; \
                 --quiet prints neither (failures still go to stderr), --json prints a document instead.
 
                 CHECK says what verified the bytes: sig (with --trust: the bytes are the ones the publisher signed), gcm+crc (container: AES-GCM tag per chunk, then CRC-32), \
@@ -27,6 +28,9 @@ extension AssetPackCommand {
         @OptionGroup var credentials: CredentialOptions
         @OptionGroup var trust: TrustOptions
         @OptionGroup var network: NetworkOptions
+
+        /// The CHECK column: wide enough for its longest value, an error code ("integrity-failure").
+        static let checkWidth = 17
 
         static let legend =
             "CHECK: sig = publisher signature (--trust), gcm = AES-GCM tag per chunk, mac = WinZip AES HMAC-SHA1, crc = CRC-32 (no protection against tampering)"
@@ -46,38 +50,58 @@ extension AssetPackCommand {
                 }
                 if table {
                     print(
-                        ([pad("STATUS", 6), pad("SIZE", 12, right: true), pad("MS", 10, right: true), pad("CHECK", 12)]
-                            + packColumn("PACK") + ["PATH"]).joined(separator: " "))
+                        ([
+                            pad("STATUS", 6), pad("SIZE", 12, right: true), pad("MS", 10, right: true),
+                            pad("CHECK", Self.checkWidth),
+                        ] + packColumn("PACK") + ["PATH"]).joined(separator: " "))
                 }
-                for e in reader.entries {
+                /// Reads and checks record `e` of `source` (the pack named `pack`, or the reader of the
+                /// whole set), adding its row.
+                func verify(_ e: EntryInfo, in source: any PackReader, pack: String?, served: Bool) throws {
                     do {
-                        let timing = try reader.verify(e.path)
-                        let check =
-                            (reader.publisher == nil ? "" : "sig+")
-                            + Self.check(e, timing)
+                        let timing = try source.verify(e.path)
+                        let check = (source.publisher == nil ? "" : "sig+") + Self.check(e, timing)
                         results.append(
                             .init(
                                 path: e.path, size: e.size, status: "ok", check: check, seconds: timing.total,
-                                pack: e.pack))
+                                pack: pack, served: served ? nil : false))
                         if table {
                             print(
                                 ([
                                     pad("ok", 6), pad(String(e.size), 12, right: true),
-                                    pad(String(format: "%.3f", timing.total * 1000), 10, right: true), pad(check, 12),
-                                ] + packColumn(e.pack) + [EntryPath.printable(e.path)]).joined(separator: " "))
+                                    pad(String(format: "%.3f", timing.total * 1000), 10, right: true),
+                                    pad(check, Self.checkWidth),
+                                ] + packColumn(pack) + [EntryPath.printable(e.path)]).joined(separator: " "))
                         }
                     } catch let error as AssetPackError {
                         firstFailure = firstFailure ?? error
                         results.append(
-                            .init(path: e.path, size: e.size, status: "fail", error: error.message, pack: e.pack))
+                            .init(
+                                path: e.path, size: e.size, status: "fail", error: error.message, pack: pack,
+                                served: served ? nil : false))
                         if table {
                             print(
                                 ([
                                     pad("FAIL", 6), pad(String(e.size), 12, right: true), pad("-", 10, right: true),
-                                    pad(error.code.rawValue, 12),
-                                ] + packColumn(e.pack) + [EntryPath.printable(e.path)]).joined(separator: " "))
+                                    pad(error.code.rawValue, Self.checkWidth),
+                                ] + packColumn(pack) + [EntryPath.printable(e.path)]).joined(separator: " "))
                         }
-                        printError(error.naming(e.path).description)
+                        let named = error.naming(e.path)
+                        printError((served || pack == nil ? named : named.naming(pack: pack!)).description)
+                    }
+                }
+                for e in reader.entries { try verify(e, in: reader, pack: e.pack, served: true) }
+                // A set: the records no pack serves, because a pack above replaces or deletes them,
+                // are records too; a damaged one is a damaged pack, whatever the set reads.
+                var notServed = 0
+                if let set = reader as? PackSet {
+                    let servedBy = Dictionary(
+                        reader.entries.map { ($0.path, $0.pack) }, uniquingKeysWith: { a, _ in a })
+                    for member in set.members {
+                        for e in member.reader.entries where servedBy[e.path] ?? nil != member.name {
+                            try verify(e, in: member.reader, pack: member.name, served: false)
+                            notServed += 1
+                        }
                     }
                 }
                 if json {
@@ -89,7 +113,11 @@ extension AssetPackCommand {
                     print(String(decoding: try encoder.encode(document), as: UTF8.self))
                 } else {
                     let ok = results.filter { $0.status == "ok" }.count
-                    quiet.say("\(ok) of \(plural(results.count, "entry", "entries")) verified")
+                    quiet.say(
+                        "\(ok) of \(plural(results.count, "entry", "entries")) verified"
+                            + (notServed == 0
+                                ? "" : " (\(notServed) of them replaced or deleted by a pack above, read all the same)")
+                    )
                     if let release = reader.release { quiet.say("signed release: \(release.summary)") }
                     quiet.say(Self.legend)
                 }
@@ -126,8 +154,11 @@ struct VerifyDocument: Encodable {
         var check: String?
         var seconds: Double?
         var error: String?
-        /// With --over: the pack that served the entry (absent for a single pack).
+        /// With --over: the pack that served the entry, or holds the record (absent for a single pack).
         var pack: String?
+        /// `false` for a record of a set's pack that no pack serves (a pack above replaces or
+        /// deletes its path): read and checked all the same. Absent for the entries served.
+        var served: Bool?
     }
     var format: String
     var entries: [Entry]

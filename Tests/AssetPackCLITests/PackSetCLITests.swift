@@ -77,7 +77,11 @@ import Testing
         #expect(verify.status == 0, "\(verify.stderr)")
         let verified = try JSONSerialization.jsonObject(with: Data(verify.stdout)) as! [String: Any]
         let results = verified["entries"] as! [[String: Any]]
-        #expect(results.count == 4 && results.allSatisfy { $0["status"] as? String == "ok" })
+        #expect(results.allSatisfy { $0["status"] as? String == "ok" })
+        // The 4 entries served, then the base's a.txt (replaced) and b.txt (deleted), read all the same.
+        #expect(results.filter { $0["served"] == nil }.count == 4)
+        #expect(
+            Set(results.filter { $0["served"] as? Bool == false }.map { $0["path"] as! String }) == ["a.txt", "b.txt"])
         #expect(results.first { $0["path"] as? String == "a.txt" }?["pack"] as? String == patch)
         // verify's table: a PACK column as list has, naming the pack each entry was read from.
         let table = try CLI.run(["verify", base, "--over", patch], password: Self.password)
@@ -88,6 +92,38 @@ import Testing
         #expect(lines.contains { $0.hasSuffix(" img/c.png") && $0.contains(base) && !$0.contains(patch) })
         let single = try CLI.run(["verify", base], password: Self.password)
         #expect(single.status == 0 && single.text.split(separator: "\n").first?.contains("PACK") == false)
+    }
+
+    /// `verify` over a set reads every record of every pack, not only those the set serves: a
+    /// damaged base entry that a patch replaces (or deletes) fails the check, naming the base, as
+    /// `verify` of the base alone does. (It passed before: only served entries were read.)
+    @Test(arguments: ["zip", "container"])
+    func verifyOverASetChecksTheRecordsAPatchReplaces(format: String) throws {
+        let dir = TemporaryDirectory()
+        // a.txt fills most of the base, so its middle byte is a.txt's stored bytes.
+        let big = (0..<6000).map { String(format: "%05d", ($0 * 7919) % 99991) }.joined()
+        let base = try Self.pack(["a.txt": big, "keep.txt": "k", "gone.txt": "g"], "base", in: dir, format: format).path
+        let patch = try Self.pack(
+            ["a.txt": "patched", "keep.txt": "k"], "patch", in: dir, format: format, ["--patch-of", base]
+        ).path
+        let sound = try CLI.run(["verify", base, "--over", patch, "--json"], password: Self.password)
+        #expect(sound.status == 0, "\(sound.stderr)")
+        let document = try JSONSerialization.jsonObject(with: Data(sound.stdout)) as! [String: Any]
+        let rows = document["entries"] as! [[String: Any]]
+        // Served: a.txt (patch), keep.txt (base; the patch's equal file is not packed). Not served:
+        // the base's a.txt (replaced) and gone.txt (deleted).
+        let notServed = rows.filter { $0["served"] as? Bool == false }.map { "\($0["pack"] ?? "")|\($0["path"] ?? "")" }
+        #expect(Set(notServed) == ["\(base)|a.txt", "\(base)|gone.txt"], "\(rows)")
+        #expect(rows.allSatisfy { $0["status"] as? String == "ok" })
+
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: base)))
+        bytes[bytes.count / 2] ^= 0x55
+        try Data(bytes).write(to: URL(fileURLWithPath: base))
+        #expect(try CLI.run(["verify", base], password: Self.password).status == 4)
+        let damaged = try CLI.run(["verify", base, "--over", patch], password: Self.password)
+        #expect(damaged.status == 4, "\(damaged.text) \(damaged.stderr)")
+        let failing = damaged.text.split(separator: "\n").filter { $0.hasPrefix("FAIL") }
+        #expect(failing.count == 1 && failing[0].contains(base) && failing[0].hasSuffix(" a.txt"), "\(damaged.text)")
     }
 
     @Test(.tags(.slow)) func aLaterPackAddsADeletedPathBack() throws {
@@ -150,7 +186,10 @@ import Testing
         #expect(run.stderr.contains("signed by key"))
         let verify = try CLI.run(["verify", base, "--over", patch, "--trust", trust], password: Self.password)
         #expect(verify.status == 0, "\(verify.stderr)")
-        #expect(verify.stderr.contains("1 of 1 entry verified"), "\(verify.stderr)")
+        // The patched a.txt, then the base's 4 records the patch replaces or deletes, read all the same.
+        #expect(
+            verify.stderr.contains("5 of 5 entries verified (4 of them replaced or deleted by a pack above"),
+            "\(verify.stderr)")
     }
 
     @Test func aUnicodeConflictBetweenPacksIsRefused() throws {

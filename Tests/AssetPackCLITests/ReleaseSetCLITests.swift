@@ -86,7 +86,10 @@ import Testing
         let verify = try run(["verify", manifest, "--json"] + trust)
         #expect(verify.status == 0, "\(verify.stderr)")
         let verified = try Self.entries(verify)
-        #expect(verified.count == 3 && verified.allSatisfy { $0["status"] as? String == "ok" })
+        #expect(verified.allSatisfy { $0["status"] as? String == "ok" })
+        #expect(verified.filter { $0["served"] == nil }.count == 3, "\(verified)")
+        // The base's records the patch replaces or deletes are read too, and marked.
+        #expect(verified.contains { $0["served"] as? Bool == false && $0["path"] as? String == "b.txt" }, "\(verified)")
         #expect(verified.first { $0["path"] as? String == "d.txt" }?["pack"] as? String == "patch")
 
         // --over on top of a release: a later pack adds the deleted path back.
