@@ -60,6 +60,8 @@ import Testing
         // cat: the override, and the deleted path is not found (exit 3).
         let cat = try CLI.run(["cat", base, "a.txt", "--over", patch], password: Self.password)
         #expect(cat.status == 0 && cat.text == "BASE A")
+        let timed = try CLI.run(["cat", base, "a.txt", "--over", patch, "--timing"], password: Self.password)
+        #expect(timed.stderr.contains("); the open of 2 packs before it: "), "\(timed.stderr)")
         let deleted = try CLI.run(["cat", base, "b.txt", "--over", patch], password: Self.password)
         #expect(deleted.status == 3)
         #expect(try CLI.run(["cat", base, "b.txt"], password: Self.password).text == "base b")
