@@ -121,15 +121,18 @@ public final class PackSet: PackReader {
     }
 
     private func resolved(_ path: String) throws -> (reader: any PackReader, path: String, pack: String) {
-        guard let i = resolve(path) else {
-            // Say which pack deleted it, so "no such entry" of a path the base has is not a puzzle.
-            let n = EntryPath.normalize(path)
-            let by = members.last { $0.reader.deletedPaths.contains { EntryPath.normalize($0) == n } }
-            throw AssetPackError(
-                .entryNotFound, "no such entry" + (by.map { ": deleted by \($0.name)" } ?? ""), path: path)
-        }
+        guard let i = resolve(path) else { throw notFound(path) }
         let member = members[Int(servedBy[i])]
         return (member.reader, entries[i].path, member.name)
+    }
+
+    /// `.entryNotFound` for `path`, saying which pack deleted it when one did, so "no such entry"
+    /// of a path the base has is not a puzzle.
+    package func notFound(_ path: String) -> AssetPackError {
+        let n = EntryPath.normalize(path)
+        let by = members.last { $0.reader.deletedPaths.contains { EntryPath.normalize($0) == n } }
+        return AssetPackError(
+            .entryNotFound, "no such entry" + (by.map { ": deleted by \($0.name)" } ?? ""), path: path)
     }
 
     /// The entry `path` resolves to, naming its pack.

@@ -64,6 +64,7 @@ import Testing
         #expect(timed.stderr.contains("); the open of 2 packs before it: "), "\(timed.stderr)")
         let deleted = try CLI.run(["cat", base, "b.txt", "--over", patch], password: Self.password)
         #expect(deleted.status == 3)
+        #expect(deleted.stderr.contains("b.txt: no such entry: deleted by \(patch)"), "\(deleted.stderr)")
         #expect(try CLI.run(["cat", base, "b.txt"], password: Self.password).text == "base b")
 
         // extract: the set's tree.
