@@ -109,6 +109,22 @@ func reporting(_ body: () throws -> Void) throws {
     }
 }
 
+/// ``reporting(_:)`` for a command that writes a pack to `output`: an I/O error (a full disk, a
+/// failing write) also says what became of `output`, which a failed pack leaves as it was (the
+/// new pack is written beside it, then renamed over it): "(nothing was written to OUT)" or
+/// "(OUT is unchanged)", when a look at `output` before and after agrees.
+func reporting(packingTo output: String, _ body: () throws -> Void) throws {
+    let before = try? FileSystem.lstat(output)
+    try reporting {
+        do { try body() } catch var error as AssetPackError where error.code == .io {
+            if (try? FileSystem.lstat(output)) == before {
+                error.message += before == nil ? " (nothing was written to \(output))" : " (\(output) is unchanged)"
+            }
+            throw error
+        }
+    }
+}
+
 /// The CLI's exit-code contract (shared with `assetpack-pack`: `AssetPackError.Code.toolExitCode`).
 func cliExitCode(for code: AssetPackError.Code) -> Int32 { code.toolExitCode }
 

@@ -155,7 +155,7 @@ extension AssetPackCommand {
 
         func run() throws {
             let format = format  // sniffed once, before the pack replaces what is at --output
-            try reporting {
+            try reporting(packingTo: output) {
                 var options = PackOptions()
                 options.format = format
                 options.zip.encryption = encryption
