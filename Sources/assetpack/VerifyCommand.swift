@@ -16,7 +16,7 @@ extension AssetPackCommand {
                 CHECK says what verified the bytes: sig (with --trust: the bytes are the ones the publisher signed), gcm+crc (container: AES-GCM tag per chunk, then CRC-32), \
                 mac+crc (WinZip AES: HMAC-SHA1, then CRC-32), mac (WinZip AE-2: HMAC-SHA1 only), \
                 crc (ZipCrypto or unencrypted zip: CRC-32 only, which does not stop tampering). \
-                MS is milliseconds. With --over or a release, PACK names the pack each entry was read from.
+                MS is milliseconds.
 
                 Exits non-zero if any entry fails (2 password, 4 integrity, 5 untrusted with --trust).
                 """)
