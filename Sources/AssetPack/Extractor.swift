@@ -91,7 +91,7 @@ public struct Extractor: Sendable {
             try paths.isEmpty
             ? reader.entries
             : paths.map { p in
-                guard let e = reader.entry(p) else { throw AssetPackError(.entryNotFound, "no such entry", path: p) }
+                guard let e = reader.entry(p) else { throw reader.noSuchEntry(p) }
                 return e
             }
         var planned: [(entry: EntryInfo, parts: [String])] = []

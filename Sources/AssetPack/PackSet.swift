@@ -128,7 +128,7 @@ public final class PackSet: PackReader {
 
     /// `.entryNotFound` for `path`, saying which pack deleted it when one did, so "no such entry"
     /// of a path the base has is not a puzzle.
-    package func notFound(_ path: String) -> AssetPackError {
+    fileprivate func notFound(_ path: String) -> AssetPackError {
         let n = EntryPath.normalize(path)
         let by = members.last { $0.reader.deletedPaths.contains { EntryPath.normalize($0) == n } }
         return AssetPackError(
@@ -187,5 +187,13 @@ extension AssetPackError {
         var copy = self
         copy.message = "\(pack): \(message)"
         return copy
+    }
+}
+
+extension PackReader {
+    /// `.entryNotFound` for `path` as this reader explains it: a ``PackSet`` names the pack that
+    /// deleted the path. For code that looks an entry up itself (``entry(_:)``) before reading it.
+    package func noSuchEntry(_ path: String) -> AssetPackError {
+        (self as? PackSet)?.notFound(path) ?? AssetPackError(.entryNotFound, "no such entry", path: path)
     }
 }

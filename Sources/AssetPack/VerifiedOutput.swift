@@ -38,9 +38,7 @@ extension PackReader {
         spoolDirectory: String = ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp",
         memoryLimit: UInt64 = 64 << 20
     ) throws -> EntryTiming {
-        guard let info = entry(path) else {
-            throw (self as? PackSet)?.notFound(path) ?? AssetPackError(.entryNotFound, "no such entry", path: path)
-        }
+        guard let info = entry(path) else { throw noSuchEntry(path) }
         let fd = FileDescriptor(rawValue: fd)  // the caller's: not closed here
         if authenticatesEachPiece(path) {
             return try stream(path) { try FileOutput.writeAll(fd, $0, path: outputName) }

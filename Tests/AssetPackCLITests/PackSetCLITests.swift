@@ -74,6 +74,10 @@ import Testing
         #expect(try String(contentsOfFile: into + "/a.txt", encoding: .utf8) == "BASE A")
         #expect(try String(contentsOfFile: into + "/img/c.png", encoding: .utf8) == "base c")
         #expect(!FileManager.default.fileExists(atPath: into + "/b.txt"))
+        let named = try CLI.run(
+            ["extract", base, "b.txt", "--over", patch, "--into", dir.appending("named").path], password: Self.password)
+        #expect(
+            named.status == 3 && named.stderr.contains("b.txt: no such entry: deleted by \(patch)"), "\(named.stderr)")
 
         // verify: every entry of the set, naming its pack in JSON.
         let verify = try CLI.run(["verify", base, "--over", patch, "--json"], password: Self.password)
