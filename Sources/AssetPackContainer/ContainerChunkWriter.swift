@@ -149,11 +149,12 @@ extension ContainerPackWriter {
         let tasks = cuts.count >= 2 && total >= 256 << 10 ? min(cuts.count, ContainerPackReader.cores * 4) : 1
         let tagSize = ContainerFormat.tagSize
         let nonces = random(12 * cuts.count)
-        if tasks == 1 { hashing.hasher.update(hashing.bytes) }
-        // Iteration 0 hashes (first, since it is the longest), the others seal.
-        try concurrently(tasks == 1 ? 1 : tasks + 1) { iteration in
-            if tasks > 1, iteration == 0 { return hashing.hasher.update(hashing.bytes) }
-            let task = tasks == 1 ? 0 : iteration - 1
+        // In parallel, iteration 0 hashes (first, since it is the longest) and the others seal.
+        let hashApart = tasks > 1
+        if !hashApart { hashing.hasher.update(hashing.bytes) }
+        try concurrently(hashApart ? tasks + 1 : 1) { iteration in
+            if hashApart, iteration == 0 { return hashing.hasher.update(hashing.bytes) }
+            let task = hashApart ? iteration - 1 : iteration
             for j in (cuts.count * task / tasks)..<(cuts.count * (task + 1) / tasks) {
                 let (start, length) = cuts[j]
                 let plain = UnsafeRawBufferPointer(rebasing: buffers.plain[start..<start + length])

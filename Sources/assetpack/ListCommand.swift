@@ -42,28 +42,26 @@ extension AssetPackCommand {
                     print(String(decoding: try encoder.encode(document), as: UTF8.self))
                     return
                 }
-                // A set: which pack serves each entry, in a column as wide as the longest name.
-                let names = opened.names.map(EntryPath.printable)
-                let packWidth = names.isEmpty ? 0 : max(4, names.map(\.count).max()!)
-                let packColumn = { (name: String) in packWidth == 0 ? [] : [pad(name, packWidth)] }
+                // A set: which pack serves each entry.
+                let packColumn = PackColumn(opened.names)
                 print(
                     ([
                         pad("SIZE", 12, right: true), pad("STORED", 12, right: true), pad("METHOD", 8),
                         pad("ENCRYPTION", 10), pad("CRC32", 8),
-                    ] + packColumn("PACK") + ["PATH"]).joined(separator: " "))
+                    ] + packColumn.cell("PACK") + ["PATH"]).joined(separator: " "))
                 for e in entries {
                     let row =
                         [
                             pad(String(e.size), 12, right: true), pad(String(e.storedSize), 12, right: true),
                             pad(e.compression.rawValue, 8), pad(e.encryption.rawValue, 10),
                             pad(e.crc32.map(crcHex) ?? "-", 8),
-                        ] + packColumn(EntryPath.printable(e.pack ?? "")) + [EntryPath.printable(e.path)]
+                        ] + packColumn.cell(e.pack) + [EntryPath.printable(e.path)]
                     print(row.joined(separator: " "))
                 }
                 let total = entries.reduce(UInt64(0)) { $0 + $1.size }
                 quiet.say(
                     "\(plural(entries.count, "entry", "entries")), \(total) bytes, format \(reader.format.rawValue)"
-                        + (names.isEmpty ? "" : ", \(plural(names.count, "pack", "packs"))")
+                        + (opened.names.isEmpty ? "" : ", \(plural(opened.names.count, "pack", "packs"))")
                         + (opened.release.map { "; release \($0.release.summary)" } ?? "")
                         + (reader.release.map { "; signed release: \($0.summary)" } ?? ""))
             }
@@ -120,6 +118,19 @@ struct KDFDocument: Encodable {
             (name, iterations) = ("pbkdf2-sha256", Int(n))
         }
     }
+}
+
+/// The PACK column of `list` and `verify` over a set: which pack each row's entry is in, as wide as
+/// the longest pack name (escaped); no column for a single pack.
+struct PackColumn {
+    private let width: Int
+
+    init(_ names: [String]) {
+        width = names.isEmpty ? 0 : max(4, names.map { EntryPath.printable($0).count }.max()!)
+    }
+
+    /// The cell for the pack `name` (or the header, "PACK"): none for a single pack.
+    func cell(_ name: String?) -> [String] { width == 0 ? [] : [pad(EntryPath.printable(name ?? ""), width)] }
 }
 
 /// A release manifest in `list --json`: its name, version, expiry (absent when it has none) and

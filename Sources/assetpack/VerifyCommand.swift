@@ -42,18 +42,14 @@ extension AssetPackCommand {
                 var results: [VerifyDocument.Entry] = []
                 var firstFailure: AssetPackError?
                 let table = !json && !quiet.quiet
-                // A set: which pack each entry was read from, as `list` shows it.
-                let names = opened.names.map(EntryPath.printable)
-                let packWidth = names.isEmpty ? 0 : max(4, names.map(\.count).max()!)
-                let packColumn = { (name: String?) in
-                    packWidth == 0 ? [] : [pad(EntryPath.printable(name ?? ""), packWidth)]
-                }
+                // A set: which pack each record was read from, as `list` shows it.
+                let packColumn = PackColumn(opened.names)
                 if table {
                     print(
                         ([
                             pad("STATUS", 6), pad("SIZE", 12, right: true), pad("MS", 10, right: true),
                             pad("CHECK", Self.checkWidth),
-                        ] + packColumn("PACK") + ["PATH"]).joined(separator: " "))
+                        ] + packColumn.cell("PACK") + ["PATH"]).joined(separator: " "))
                 }
                 /// Reads and checks record `e` of `source` (the pack named `pack`, or the reader of the
                 /// whole set), adding its row.
@@ -71,7 +67,7 @@ extension AssetPackCommand {
                                     pad("ok", 6), pad(String(e.size), 12, right: true),
                                     pad(String(format: "%.3f", timing.total * 1000), 10, right: true),
                                     pad(check, Self.checkWidth),
-                                ] + packColumn(pack) + [EntryPath.printable(e.path)]).joined(separator: " "))
+                                ] + packColumn.cell(pack) + [EntryPath.printable(e.path)]).joined(separator: " "))
                         }
                     } catch let error as AssetPackError {
                         firstFailure = firstFailure ?? error
@@ -84,7 +80,7 @@ extension AssetPackCommand {
                                 ([
                                     pad("FAIL", 6), pad(String(e.size), 12, right: true), pad("-", 10, right: true),
                                     pad(error.code.rawValue, Self.checkWidth),
-                                ] + packColumn(pack) + [EntryPath.printable(e.path)]).joined(separator: " "))
+                                ] + packColumn.cell(pack) + [EntryPath.printable(e.path)]).joined(separator: " "))
                         }
                         let named = error.naming(e.path)
                         printError((served || pack == nil ? named : named.naming(pack: pack!)).description)
