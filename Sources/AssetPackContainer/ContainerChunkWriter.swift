@@ -36,10 +36,12 @@ struct WrittenEntry {
 
 extension ContainerPackWriter {
     /// Appends one entry's sealed chunks at `pos`; returns its index record and what was reused.
+    /// `inPlace` (a version-6 append to the previous pack's own file): a reused chunk stays where
+    /// it is and the record names its offset; only new chunks are written.
     func writeEntryV4(
         _ file: SourceFile, keyID: [UInt8], key: [UInt8], codec: ChunkCodec, policy: CompressionPolicy,
-        previous: PreviousEntry?, buffers: ChunkBuffers, to fd: FileDescriptor, at pos: inout UInt64,
-        digests: inout [UInt8]?, progress: (UInt64) -> Void
+        previous: PreviousEntry?, inPlace: Bool = false, buffers: ChunkBuffers, to fd: FileDescriptor,
+        at pos: inout UInt64, digests: inout [UInt8]?, progress: (UInt64) -> Void
     ) throws -> WrittenEntry {
         let src = try Self.openSource(file)
         defer { try? src.close() }
@@ -54,6 +56,9 @@ extension ContainerPackWriter {
         var carry = 0  // bytes at the front of `plain` read but not yet cut
         var read: UInt64 = 0
         var crc: UInt32 = 0
+        // In place: the previous chunks this entry already names where they are (a chunk whose
+        // plaintext recurs is named once; its other occurrences are written again, as sealed).
+        var kept = Set<UInt64>()
         while true {
             let want = Int(min(UInt64(buffers.plain.count - carry), size - read))
             let got = try readSome(src, UnsafeMutableRawBufferPointer(rebasing: buffers.plain[carry..<carry + want]))
@@ -90,12 +95,18 @@ extension ContainerPackWriter {
             for (j, cut) in cuts.enumerated() {
                 let slot = buffers.slot(cut.start, j)
                 let length = Int(buffers.results[j].payload & ~ChunkTable.compressedBit) + ContainerFormat.tagSize
-                if w != slot {
-                    memmove(buffers.sealed.baseAddress! + w, buffers.sealed.baseAddress! + slot, length)
+                var record = buffers.results[j]
+                if inPlace, buffers.reused[j], kept.insert(record.offset).inserted {
+                    // Kept where the previous generation has it: nothing to write.
+                } else {
+                    if w != slot {
+                        memmove(buffers.sealed.baseAddress! + w, buffers.sealed.baseAddress! + slot, length)
+                    }
+                    record.offset = pos + UInt64(w)
+                    w += length
                 }
-                w += length
                 crc = CRC32.combine(crc, buffers.crcs[j], secondLength: cut.length)
-                out.record.chunks.append(buffers.results[j])
+                out.record.chunks.append(record)
                 if buffers.reused[j] { out.reusedChunks += 1 }
                 if signing { digests! += buffers.sealedDigests[j * 32..<j * 32 + 32] }
             }
@@ -170,8 +181,9 @@ extension ContainerPackWriter {
                 {
                     let k = previous.entry.firstChunk + old
                     buffers.results[j] = ChunkRecord(
-                        plainLength: UInt32(length), payload: previous.reader.chunks.payload[k],
-                        nonce: previous.reader.chunks.nonce(k), digest: digest)
+                        offset: previous.reader.chunks.offset[k], plainLength: UInt32(length),
+                        payload: previous.reader.chunks.payload[k], nonce: previous.reader.chunks.nonce(k),
+                        digest: digest)
                     buffers.reused[j] = true
                     if signing { buffers.storeSealedDigest(j, UnsafeRawBufferPointer(start: dest, count: copied)) }
                     continue

@@ -7,26 +7,34 @@ package enum ContainerFormat {
     /// The eight bytes every container pack starts with: `"APACK\0\r\n"`.
     public static let magic: [UInt8] = [0x41, 0x50, 0x41, 0x43, 0x4B, 0x00, 0x0D, 0x0A]
     /// The format version this build writes for unsigned packs. It reads `readableVersions`.
-    public static let version: UInt8 = 4
-    /// The version of a publisher-signed pack: version 4 followed by a signature block.
-    package static let signedVersion: UInt8 = 5
+    public static let version: UInt8 = 6
+    /// The version of a publisher-signed pack: version 6 followed by a signature block.
+    package static let signedVersion: UInt8 = 7
     /// Version 1 (round 1: keys and nonces bound to the entry's index position, fixed index
     /// nonce), version 2 (per-entry random key ids, plaintext SHA-256 in the index, random
     /// index nonce), so that unchanged entries can be reused by an incremental re-pack,
     /// version 3 (version 2 with a signature block after the index), version 4 (content-defined
     /// chunks with their own random nonces and digests, a codec per entry: deflate or zstd) and
-    /// version 5 (version 4 with a signature block).
-    static let readableVersions: ClosedRange<UInt8> = 1...5
+    /// version 5 (version 4 with a signature block), version 6 (version 4 made appendable: two
+    /// header slots, each chunk found by its offset, so a re-pack or an update appends what
+    /// changed) and version 7 (version 6 with a signature block).
+    static let readableVersions: ClosedRange<UInt8> = 1...7
     /// The versions followed by a signature block.
-    static let signedVersions: Set<UInt8> = [3, 5]
+    static let signedVersions: Set<UInt8> = [3, 5, 7]
     /// Size of a version-2 entry key id, in bytes.
     static let keyIDSize = 16
     /// Size of the random nonce in front of a version-2 index.
     static let indexNonceSize = 12
     /// Cipher suite 1: AES-256-GCM, HKDF-SHA256 subkeys, HMAC-SHA256 key commitment.
     public static let cipherSuite: UInt8 = 1
-    /// Size of the fixed header, in bytes.
+    /// Size of the fixed header of versions 1 to 5, in bytes.
     public static let headerSize = 104
+    /// Size of one header slot of versions 6 and 7; two of them start the file.
+    package static let slotSize = 128
+    /// Where the data of a version-6 or -7 pack starts: after its two header slots.
+    package static let slotsSize = 2 * slotSize
+    /// Bytes of a slot covered by its commitment (everything before it).
+    static let slotCommittedSize = 88
 
     package static let tagSize = 16
     static let commitmentOffset = 72
@@ -48,8 +56,29 @@ package struct ContainerHeader: Equatable {
     package var indexOffset: UInt64
     package var indexLength: UInt64
     var commitment: [UInt8] = []
+    /// Versions 6 and 7: the slot's generation (the valid slot with the higher one is the pack),
+    /// where this generation's last byte ends (bytes after it are an unfinished append), and
+    /// which of the two slots (0 or 1) it was read from.
+    package var generation: UInt64 = 0
+    package var end: UInt64 = 0
+    package var slot = 0
 
     package var chunkSize: Int { 1 << Int(chunkShift) }
+    /// Whether the pack has two header slots and chunks found by their offsets (versions 6, 7).
+    package var isAppendable: Bool { version >= 6 }
+    /// Where the sealed chunks start: after the header (versions 1–5) or the two slots.
+    package var dataStart: UInt64 { UInt64(isAppendable ? ContainerFormat.slotsSize : ContainerFormat.headerSize) }
+    /// Where the pack ends in a file of `fileSize` bytes: the file's end (versions 1–5), or
+    /// this generation's end (versions 6, 7), after which an unfinished append may have left bytes.
+    /// - Throws: `.integrityFailure` when the file ends first.
+    package func packEnd(fileSize: UInt64) throws -> UInt64 {
+        guard isAppendable else { return fileSize }
+        guard end <= fileSize else { throw AssetPackError(.integrityFailure, "container is truncated") }
+        return end
+    }
+
+    /// The file offset of this header (slot).
+    package var slotOffset: UInt64 { UInt64(slot * ContainerFormat.slotSize) }
     /// Whether a signature block follows the index (versions 3 and 5).
     package var isSigned: Bool { ContainerFormat.signedVersions.contains(version) }
     /// Whether the index has a chunk table (versions 4 and 5): content-defined chunks, each
@@ -68,8 +97,55 @@ package struct ContainerHeader: Equatable {
         w.bytes(salt)
         w.u64(indexOffset)
         w.u64(indexLength)
-        precondition(w.out.count == ContainerFormat.commitmentOffset)
+        if isAppendable {
+            w.u64(generation)
+            w.u64(end)
+        }
+        precondition(w.out.count == (isAppendable ? ContainerFormat.slotCommittedSize : ContainerFormat.commitmentOffset))
         return w.out
+    }
+
+    /// The header as stored: the committed bytes and `commitment`, then (versions 6 and 7) the
+    /// slot's check, the first 8 bytes of the SHA-256 of everything before it.
+    func stored(commitment: [UInt8]) -> [UInt8] {
+        let bytes = committedBytes() + commitment
+        guard isAppendable else { return bytes }
+        return bytes + SHA256Hasher.digest(bytes).prefix(8)
+    }
+
+    /// Reads the header of the container in `source` (its magic already checked): the fixed
+    /// header of versions 1–5, or the valid slot of the higher generation of versions 6 and 7. A
+    /// slot is valid when its magic, version and check are; a torn slot write fails its check.
+    /// - Returns: The header's bytes as stored (the index's associated data) and the header.
+    /// - Throws: `.integrityFailure` (truncated, both slots damaged, two slots of one
+    ///   generation), `.unsupportedFormat`.
+    package static func read(from source: any ByteSource) throws -> (bytes: [UInt8], header: ContainerHeader) {
+        let truncated = AssetPackError(.integrityFailure, "container is truncated")
+        guard source.size >= UInt64(ContainerFormat.headerSize) else { throw truncated }
+        let first = try preadArray(source, count: ContainerFormat.headerSize, at: 0)
+        guard (6...7).contains(first[8]) else { return (first, try first.withUnsafeBytes { try parse($0) }) }
+        guard source.size >= UInt64(ContainerFormat.slotsSize) else { throw truncated }
+        let both = try preadArray(source, count: ContainerFormat.slotsSize, at: 0)
+        var best: (bytes: [UInt8], header: ContainerHeader)?
+        var tie = false
+        for slot in 0..<2 {
+            let bytes = Array(both[slot * ContainerFormat.slotSize..<(slot + 1) * ContainerFormat.slotSize])
+            let body = bytes[0..<ContainerFormat.slotSize - 8]
+            guard bytes[0..<8].elementsEqual(ContainerFormat.magic), (6...7).contains(bytes[8]),
+                SHA256Hasher.digest(Array(body)).prefix(8).elementsEqual(bytes[(ContainerFormat.slotSize - 8)...])
+            else { continue }
+            var header = try bytes.withUnsafeBytes { try parse($0) }
+            header.slot = slot
+            if let b = best, b.header.generation == header.generation { tie = true }
+            if best == nil || header.generation > best!.header.generation { best = (bytes, header) }
+        }
+        guard let best else {
+            throw AssetPackError(.integrityFailure, "container header is corrupt (both header slots are damaged)")
+        }
+        guard !tie else {
+            throw AssetPackError(.integrityFailure, "container header is corrupt (two slots of one generation)")
+        }
+        return best
     }
 
     /// Parses and sanity-checks a header. Nothing here is authenticated yet.
@@ -92,9 +168,12 @@ package struct ContainerHeader: Equatable {
             throw AssetPackError(.integrityFailure, "container header is corrupt (chunk size)")
         }
         let params = [try r.u32(), try r.u32(), try r.u32()]
+        let salt = try r.bytes(32), indexOffset = try r.u64(), indexLength = try r.u64()
+        let generation = version >= 6 ? try r.u64() : 0, end = version >= 6 ? try r.u64() : 0
         return ContainerHeader(
-            version: version, kdf: kdf, chunkShift: shift, params: params, salt: try r.bytes(32),
-            indexOffset: try r.u64(), indexLength: try r.u64(), commitment: try r.bytes(32))
+            version: version, kdf: kdf, chunkShift: shift, params: params, salt: salt,
+            indexOffset: indexOffset, indexLength: indexLength, commitment: try r.bytes(32),
+            generation: generation, end: end)
     }
 
     /// Refuses KDF parameters that are malformed or cost more than `limits` allow,

@@ -105,6 +105,8 @@ package struct ChunkTable: Sendable {
 
 /// One chunk as the version-4 writer records it.
 struct ChunkRecord {
+    /// Versions 6 and 7: the sealed chunk's file offset.
+    var offset: UInt64 = 0
     var plainLength: UInt32
     /// Payload length, bit 31 set when compressed.
     var payload: UInt32
@@ -128,11 +130,12 @@ struct IndexRecordV4 {
 /// The version-4 index (docs/FORMAT.md, "Index, version 4"): `u8 chunking, u32 min, u32 avg,
 /// u32 max, u32 count`, then per entry `u16 pathLength, path, u64 size, u32 crc32, u8 codec,
 /// u8 scale, keyID[16], sha256[32], u32 chunkCount` and per chunk `u32 plainLength, u32 payload (bit 31
-/// compressed), nonce[12], sha256[32]`.
+/// compressed), nonce[12], sha256[32]`. Versions 6 and 7 put each chunk's `u64 offset` in the
+/// file first.
 extension ContainerIndex {
     static let chunkRecordSize = 4 + 4 + 12 + 32
 
-    static func encode(_ records: [IndexRecordV4], chunking: ChunkingParameters) -> [UInt8] {
+    static func encode(_ records: [IndexRecordV4], chunking: ChunkingParameters, offsets: Bool) -> [UInt8] {
         var w = ByteWriter()
         w.u8(ChunkingParameters.fastCDC)
         w.u32(UInt32(chunking.min))
@@ -150,6 +153,7 @@ extension ContainerIndex {
             w.bytes(r.sha256)
             w.u32(UInt32(r.chunks.count))
             for c in r.chunks {
+                if offsets { w.u64(c.offset) }
                 w.u32(c.plainLength)
                 w.u32(c.payload)
                 w.bytes(c.nonce)
@@ -159,10 +163,12 @@ extension ContainerIndex {
         return w.out
     }
 
-    /// Parses and validates a version-4 index: the chunking bounds, every chunk's lengths
-    /// against them and its entry's size and codec, and entries tiling `[headerSize, dataEnd)`.
+    /// Parses and validates a version-4 index (version 6: `offsets`, each chunk's file offset
+    /// in its record): the chunking bounds, every chunk's lengths against them and its entry's
+    /// size and codec, and the chunks in `data`: tiling it in index order (version 4), or each
+    /// inside it and no two overlapping (version 6; bytes no chunk names are an older generation's).
     package static func decodeV4(
-        _ buf: UnsafeRawBufferPointer, chunkShift: UInt8, dataEnd: UInt64, limits: ReadLimits
+        _ buf: UnsafeRawBufferPointer, chunkShift: UInt8, data: Range<UInt64>, offsets: Bool, limits: ReadLimits
     ) throws -> (entries: [ContainerEntry], chunks: ChunkTable, chunking: ChunkingParameters) {
         func corrupt(_ why: String, _ path: String? = nil) -> AssetPackError {
             AssetPackError(.integrityFailure, "container index is corrupt (\(why))", path: path)
@@ -179,14 +185,15 @@ extension ContainerIndex {
             throw AssetPackError(
                 .limitExceeded, "pack declares \(count) entries, more than the limit \(limits.maxEntries)")
         }
-        let perEntry = 2 + 8 + 4 + 1 + 1 + ContainerFormat.keyIDSize + 32 + 4 + chunkRecordSize
+        let recordSize = chunkRecordSize + (offsets ? 8 : 0)
+        let perEntry = 2 + 8 + 4 + 1 + 1 + ContainerFormat.keyIDSize + 32 + 4 + recordSize
         guard count <= r.remaining / perEntry else { throw corrupt("entry count") }
         let tag = UInt64(ContainerFormat.tagSize)
         var out: [ContainerEntry] = []
         out.reserveCapacity(count)
         var table = ChunkTable()
         table.reserve(count)
-        var pos = UInt64(ContainerFormat.headerSize)
+        var pos = data.lowerBound
         var previous = UnsafeRawBufferPointer(start: nil, count: 0)
         for id in 0..<count {
             let path = try ContainerIndex.nextPath(&r, after: &previous, first: id == 0)
@@ -201,7 +208,7 @@ extension ContainerIndex {
             let sha256 = try r.bytes(32)
             guard size <= UInt64(Int.max >> 1) else { throw corrupt("entry size", path) }
             let chunks = Int(try r.u32())
-            guard chunks >= 1, size > 0 || chunks == 1, chunks <= r.remaining / chunkRecordSize else {
+            guard chunks >= 1, size > 0 || chunks == 1, chunks <= r.remaining / recordSize else {
                 throw corrupt("chunk table", path)
             }
             let first = table.count
@@ -210,6 +217,7 @@ extension ContainerIndex {
             var anyCompressed = false
             var largest = 0
             for c in 0..<chunks {
+                let at = offsets ? try r.u64() : pos + stored
                 let length = try r.u32(), payload = try r.u32()
                 let n = payload & ~ChunkTable.compressedBit
                 let compressed = payload & ChunkTable.compressedBit != 0
@@ -228,9 +236,15 @@ extension ContainerIndex {
                 } else {
                     guard n == length else { throw corrupt("chunk length", path) }
                 }
+                if offsets {
+                    // n < 2^31, so this cannot overflow for an offset below the data's end.
+                    guard at >= data.lowerBound, at < data.upperBound, UInt64(n) + tag <= data.upperBound - at else {
+                        throw corrupt("chunk \(c) lies outside the data", path)
+                    }
+                }
                 table.plainStart.append(plain)
                 table.plainLength.append(length)
-                table.offset.append(pos + stored)
+                table.offset.append(at)
                 table.payload.append(payload)
                 table.nonces.append(contentsOf: try r.raw(12))
                 table.digests.append(contentsOf: try r.raw(32))
@@ -241,19 +255,42 @@ extension ContainerIndex {
             }
             guard plain == size else { throw corrupt("chunks do not cover the entry", path) }
             guard anyCompressed == (codec != .none) else { throw corrupt("codec", path) }
-            let (end, o) = pos.addingReportingOverflow(stored)
-            guard !o, end <= dataEnd else { throw corrupt("entry extends past the data", path) }
+            let start = offsets ? table.offset[first] : pos
+            if !offsets {
+                let (end, o) = pos.addingReportingOverflow(stored)
+                guard !o, end <= data.upperBound else { throw corrupt("entry extends past the data", path) }
+                pos = end
+            }
             let info = EntryInfo(
                 path: path, size: size, storedSize: stored, compression: codec.compression,
                 encryption: .aes256GCM, crc32: crc)
             out.append(
                 ContainerEntry(
-                    info: info, id: UInt32(id), keyID: keyID, sha256: sha256, offset: pos, chunkCount: chunks,
+                    info: info, id: UInt32(id), keyID: keyID, sha256: sha256, offset: start, chunkCount: chunks,
                     starts: nil, firstChunk: first, codec: codec, largestChunk: largest))
-            pos = end
         }
         guard r.atEnd else { throw corrupt("trailing bytes") }
-        guard pos == dataEnd else { throw corrupt("entries do not cover the data") }
+        if offsets {
+            try table.checkNoOverlap(tag: tag)
+        } else {
+            guard pos == data.upperBound else { throw corrupt("entries do not cover the data") }
+        }
         return (out, table, chunking)
+    }
+}
+
+extension ChunkTable {
+    /// Versions 6 and 7: no two sealed chunks share a byte (each is read and authenticated
+    /// alone, so an overlap is damage, or a table made to read one chunk's bytes twice).
+    /// - Throws: `.integrityFailure`.
+    func checkNoOverlap(tag: UInt64) throws {
+        let order = offset.indices.sorted { offset[$0] < offset[$1] }
+        var end: UInt64 = 0
+        for k in order {
+            guard offset[k] >= end else {
+                throw AssetPackError(.integrityFailure, "container index is corrupt (two chunks overlap)")
+            }
+            end = offset[k] + UInt64(payloadLength(k)) + tag
+        }
     }
 }

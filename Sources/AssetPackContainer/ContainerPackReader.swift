@@ -231,17 +231,15 @@ public final class ContainerPackReader: PackReader {
         guard fileSize >= UInt64(magic.count), try preadArray(source, count: magic.count, at: 0) == magic else {
             throw AssetPackError(.unsupportedFormat, "not an AssetPack container")
         }
-        guard fileSize >= UInt64(ContainerFormat.headerSize) else {
-            throw AssetPackError(.integrityFailure, "container is truncated")
-        }
-        let headerBytes = try preadArray(source, count: ContainerFormat.headerSize, at: 0)
-        let header = try headerBytes.withUnsafeBytes { try ContainerHeader.parse($0) }
+        let (headerBytes, header) = try ContainerHeader.read(from: source)
         let tag = UInt64(ContainerFormat.tagSize)
         let (end, overflow) = header.indexOffset.addingReportingOverflow(header.indexLength)
         let nonceSize = UInt64(header.version == 1 ? 0 : ContainerFormat.indexNonceSize)
         let isSigned = header.isSigned
-        guard header.indexOffset >= UInt64(ContainerFormat.headerSize), header.indexLength >= nonceSize + 4 + tag,
-            !overflow, end <= fileSize, isSigned || end == fileSize
+        // Where this pack ends: the file's end, or (versions 6, 7) its generation's.
+        let packEnd = try header.packEnd(fileSize: fileSize)
+        guard header.indexOffset >= header.dataStart, header.indexLength >= nonceSize + 4 + tag,
+            !overflow, end <= packEnd, isSigned || end == packEnd
         else {
             throw AssetPackError(.integrityFailure, "container is truncated or has trailing data")
         }
@@ -249,7 +247,7 @@ public final class ContainerPackReader: PackReader {
             throw AssetPackError(
                 .limitExceeded, "index of \(header.indexLength) bytes exceeds the limit \(limits.maxIndexSize)")
         }
-        let trailer = try trailerLength(header, fileSize: fileSize)
+        let trailer = try trailerLength(header, fileSize: packEnd)
         // The signature block after the index is bounded too (before a server is asked for it).
         guard UInt64(trailer) <= limits.maxIndexSize else {
             throw AssetPackError(
@@ -257,7 +255,7 @@ public final class ContainerPackReader: PackReader {
                 "the container's index and signature (from offset \(header.indexOffset)) exceed the index limit")
         }
         // The index and signature block, kept for the reader's life (fetched at once from a server).
-        try source.retain(header.indexOffset..<fileSize)
+        try source.retain(header.indexOffset..<packEnd)
         var sealed = try preadArray(source, count: Int(header.indexLength), at: header.indexOffset)
         let block =
             trusted.isEmpty
@@ -293,7 +291,8 @@ public final class ContainerPackReader: PackReader {
         if header.hasChunkTable {
             let v4 = try plain.withUnsafeBytes {
                 try ContainerIndex.decodeV4(
-                    $0, chunkShift: header.chunkShift, dataEnd: header.indexOffset, limits: limits)
+                    $0, chunkShift: header.chunkShift, data: header.dataStart..<header.indexOffset,
+                    offsets: header.isAppendable, limits: limits)
             }
             return (header, keys, v4.entries, (v4.chunks, v4.chunking), block)
         }
@@ -392,7 +391,7 @@ public final class ContainerPackReader: PackReader {
         defer { crcs.deallocate() }
         let phase = Stopwatch()
         let out = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<n])
-        let cpu = try source.access(entrySpan(e), largestRead: largestRead(e)) {
+        let cpu = try source.access(entrySpans(e), largestRead: largestRead(e)) {
             try decode(e, key, 0..<e.chunkCount, into: out, base: 0, crcs: crcs.baseAddress)
         }
         let wall = phase.elapsed
@@ -436,7 +435,7 @@ public final class ContainerPackReader: PackReader {
         defer { crcs.deallocate() }
         var crc: UInt32 = 0
         var first = 0
-        try source.access(entrySpan(e), largestRead: largestRead(e)) {
+        try source.access(entrySpans(e), largestRead: largestRead(e)) {
             while first < e.chunkCount {
                 let last = min(first + group, e.chunkCount)
                 let base = plainStart(e, first)
@@ -479,7 +478,7 @@ public final class ContainerPackReader: PackReader {
         let key = keys.entryKey(e)
         let first = chunk(of: e, containing: offset)
         let last = chunk(of: e, containing: offset + UInt64(buffer.count) - 1)
-        _ = try source.access(storedChunks(e, first...last), largestRead: largestRead(e)) {
+        _ = try source.access(storedRuns(e, first...last), largestRead: largestRead(e)) {
             try decode(e, key, first..<last + 1, into: buffer, base: offset, crcs: nil)
         }
     }
@@ -497,9 +496,33 @@ public final class ContainerPackReader: PackReader {
         return (e.offset + UInt64(c) * slot, plainLength(e, c) + ContainerFormat.tagSize)
     }
 
+    /// The bytes of chunks `chunks` of `e` as stored: one span, since they are contiguous
+    /// before version 6.
     func storedChunks(_ e: ContainerEntry, _ chunks: ClosedRange<Int>) -> Range<UInt64> {
         let first = storedChunk(e, chunks.lowerBound), last = storedChunk(e, chunks.upperBound)
         return first.offset..<last.offset + UInt64(last.length)
+    }
+
+    /// The bytes of chunks `chunks` of `e` as stored, in chunk order: one span per run of chunks
+    /// that follow each other in the file (version 6: an appended generation's new chunks lie
+    /// after the ones it kept).
+    func storedRuns(_ e: ContainerEntry, _ chunks: ClosedRange<Int>) -> [Range<UInt64>] {
+        guard header.isAppendable else { return [storedChunks(e, chunks)] }
+        var runs: [Range<UInt64>] = []
+        for c in chunks {
+            let (offset, length) = storedChunk(e, c)
+            if let last = runs.last, last.upperBound == offset {
+                runs[runs.count - 1] = last.lowerBound..<offset + UInt64(length)
+            } else {
+                runs.append(offset..<offset + UInt64(length))
+            }
+        }
+        return runs
+    }
+
+    /// Every stored byte of `e` (its sealed chunks, tags included), in runs as ``storedRuns(_:_:)``.
+    func entrySpans(_ e: ContainerEntry) -> [Range<UInt64>] {
+        e.chunkCount == 0 ? [] : storedRuns(e, 0...(e.chunkCount - 1))
     }
 
     /// The entry's sealed chunks in the pack, or `nil` when there is no such entry.

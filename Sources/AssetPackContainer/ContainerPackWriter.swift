@@ -98,6 +98,10 @@ package struct ContainerPackWriter: PackWriter {
             ? (previous?.zstdDictionary ?? PackDictionary.train(sorted, policy: options.compression)) : nil
         let entryCodec: ChunkCodec = dictionary == nil ? codec : .zstdDictionary
 
+        // Version 6: a re-pack appends what changed after the previous generation and switches
+        // header slots, unless more than half of the previous data region is dead (then it
+        // rewrites the pack whole, compacting it) or the previous pack is older than version 6.
+        let appending = previous.flatMap { Self.appendable($0, output: output) }
         var report = PackWriteReport()
         // The summary's "removed", from the pack already open here: the CLI need not open it again
         // (one more key derivation) to count it.
@@ -115,10 +119,10 @@ package struct ContainerPackWriter: PackWriter {
                 }
                 entries.insert(d, at: at)
             }
-            try AtomicFile.write(output) { fd in
+            let fill = { (fd: FileDescriptor) throws -> [UInt8] in
                 let buffers = ChunkBuffers(chunking: chunking, level: options.level, dictionary: dictionary)
                 defer { buffers.free() }
-                var pos = UInt64(ContainerFormat.headerSize)
+                var pos = appending?.end ?? header.dataStart
                 var records: [IndexRecordV4] = []
                 records.reserveCapacity(entries.count)
                 var i = 0  // files done (the dictionary entry is the pack's own, not counted)
@@ -139,8 +143,8 @@ package struct ContainerPackWriter: PackWriter {
                     let keyID = old?.entry.keyID ?? random(ContainerFormat.keyIDSize)
                     let written = try writeEntryV4(
                         file, keyID: keyID, key: keys.entryKeyV4(keyID: keyID), codec: ownRecord ? .none : entryCodec,
-                        policy: options.compression, previous: old, buffers: buffers, to: fd, at: &pos,
-                        digests: &chunkDigests, progress: isDictionary ? { _ in } : partial)
+                        policy: options.compression, previous: old, inPlace: appending != nil, buffers: buffers,
+                        to: fd, at: &pos, digests: &chunkDigests, progress: isDictionary ? { _ in } : partial)
                     records.append(written.record)
                     report.bytesWritten += written.bytesWritten
                     if isDictionary { continue }
@@ -169,41 +173,59 @@ package struct ContainerPackWriter: PackWriter {
                 if let previous, try Self.holds(previous, exactly: records, options: options, output: output) {
                     throw Unchanged()
                 }
-                let index = ContainerIndex.encode(records, chunking: chunking)
+                let index = ContainerIndex.encode(records, chunking: chunking, offsets: true)
                 let nonce = random(ContainerFormat.indexNonceSize)
                 header.indexOffset = pos
                 header.indexLength = UInt64(nonce.count + index.count + ContainerFormat.tagSize)
-                let committed = header.committedBytes()
-                let headerBytes = committed + keys.commitment(committed)
+                var end = pos + header.indexLength
+                var blockSize = 0
+                var release: PackRelease?
+                if options.signingKey != nil, let chunkDigests {
+                    // The signed size is the pack's: the index's end and the block's size.
+                    var wanted = try options.release(for: output)
+                    blockSize = PackSignature.size(items: chunkDigests.count / 32, release: wanted)
+                    if !wanted.isLegacy { wanted.size = end + UInt64(blockSize) }
+                    release = wanted
+                }
+                // The next generation, in the slot the previous one is not in.
+                header.generation = (appending?.generation ?? 0) + 1
+                header.slot = appending.map { 1 - $0.slot } ?? 0
+                header.end = end + UInt64(blockSize)
+                let headerBytes = header.stored(commitment: keys.commitment(header.committedBytes()))
                 let sealedIndex = AESGCM().seal(
                     index, nonce: nonce, key: keys.indexKey(version: header.version), authenticating: headerBytes)
                 let indexRegion = nonce + sealedIndex
                 try pwriteAll(fd, indexRegion, at: pos)
-                try pwriteAll(fd, headerBytes, at: 0)
                 report.bytesWritten += UInt64(indexRegion.count + headerBytes.count)
-                var end = pos + header.indexLength
-                if let key = options.signingKey, let chunkDigests {
-                    // The signed size is the whole file's: the index's end and the block's size.
-                    var release = try options.release(for: output)
-                    if !release.isLegacy {
-                        release.size =
-                            end + UInt64(PackSignature.size(items: chunkDigests.count / 32, release: release))
-                    }
+                if let key = options.signingKey, let chunkDigests, let release {
                     let block = PackSignature(
                         kind: .container, publisher: key.publicKey,
                         headDigest: SHA256Hasher.digest(headerBytes + indexRegion),
-                        dataDigest: try SHA256Hasher.digest(
-                            of: fd, UInt64(ContainerFormat.headerSize)..<pos, path: output),
+                        dataDigest: try SHA256Hasher.digest(of: fd, header.dataStart..<pos, path: output),
                         items: chunkDigests, release: release
                     ).signed(with: key)
-                    precondition(release.size.map { $0 == end + UInt64(block.count) } ?? true)
+                    precondition(block.count == blockSize)
                     try pwriteAll(fd, block, at: end)
                     end += UInt64(block.count)
                     report.bytesWritten += UInt64(block.count)
                 }
-                // A reused entry that failed its tag check may have left bytes past the end.
+                // A reused entry that failed its tag check, or an unfinished append before this
+                // one, may have left bytes past the end.
                 do { try fd.truncate(to: end) } catch let e as Errno {
                     throw e.io("cannot size the pack")
+                }
+                return headerBytes
+            }
+            if let appending {
+                try Self.append(to: output, after: appending.end, slot: header.slot, fill)
+                report.appended = true
+            } else {
+                try AtomicFile.write(output) { fd in
+                    let headerBytes = try fill(fd)
+                    report.bytesWritten += UInt64(ContainerFormat.slotSize)
+                    // A new pack's second slot stays empty (no magic: not a header) until its
+                    // first append.
+                    try pwriteAll(fd, headerBytes + [UInt8](repeating: 0, count: ContainerFormat.slotSize), at: 0)
                 }
             }
         }
@@ -226,19 +248,22 @@ package struct ContainerPackWriter: PackWriter {
     /// Thrown inside the atomic write when the pack would only differ by its index nonce.
     private struct Unchanged: Error {}
 
-    /// Whether `previous` holds exactly `records` (every chunk copied, in the same order, with
-    /// the same nonces) and would be signed the same way: the same key and release, or unsigned.
+    /// Whether `previous` holds exactly `records` (every chunk kept, in the same order, with the
+    /// same nonces and offsets) and would be signed the same way: the same key and release, or
+    /// unsigned. A pack older than version 6 is rewritten as version 6.
     private static func holds(
         _ previous: ContainerPackReader, exactly records: [IndexRecordV4], options: PackOptions, output: String
     ) throws -> Bool {
-        guard previous.records.count == records.count else { return false }
+        guard previous.records.count == records.count, previous.header.isAppendable else { return false }
         for (old, new) in zip(previous.records, records) {
             guard old.info.path == new.path, old.keyID == new.keyID, old.sha256 == new.sha256,
                 old.codec == new.codec, old.chunkCount == new.chunks.count
             else { return false }
             for (c, chunk) in new.chunks.enumerated() {
                 let k = old.firstChunk + c
-                guard previous.chunks.payload[k] == chunk.payload, previous.chunks.nonce(k) == chunk.nonce else {
+                guard previous.chunks.payload[k] == chunk.payload, previous.chunks.nonce(k) == chunk.nonce,
+                    previous.chunks.offset[k] == chunk.offset
+                else {
                     return false
                 }
             }
@@ -249,6 +274,46 @@ package struct ContainerPackWriter: PackWriter {
         let wanted = try options.release(for: output)
         return block.release.name == wanted.name && block.release.version == wanted.version
             && block.release.expires == wanted.expires && !block.release.isLegacy
+    }
+
+    /// Where and how a re-pack may append to `previous`, the pack at `output`: a version-6 or -7
+    /// pack whose data region is at least half live (the chunks its index names); else `nil`
+    /// (a rewrite, which also compacts).
+    private static func appendable(_ previous: ContainerPackReader, output: String) -> ContainerHeader? {
+        let header = previous.header
+        guard header.isAppendable else { return nil }
+        let live = previous.chunks.payload.reduce(UInt64(0)) {
+            $0 + UInt64($1 & ~ChunkTable.compressedBit) + UInt64(ContainerFormat.tagSize)
+        }
+        let data = header.indexOffset - header.dataStart
+        return data - min(live, data) > live ? nil : header
+    }
+
+    /// Appends a generation to the pack at `output` in place: truncates what an unfinished
+    /// append left after `previousEnd`, lets `fill` write the new chunks, index and signature
+    /// from there (returning the new header slot's bytes), syncs, writes the slot into `slot`
+    /// (the one the previous generation is not in), and syncs again. Until the slot is written
+    /// the file is the previous pack (readers ignore bytes past its end), and nothing a reader
+    /// of the previous generation reads is written.
+    private static func append(
+        to output: String, after previousEnd: UInt64, slot: Int, _ fill: (FileDescriptor) throws -> [UInt8]
+    ) throws {
+        let fd: FileDescriptor
+        do { fd = try .open(output, .readWrite) } catch { throw error.io("cannot open \(output)") }
+        defer { try? fd.close() }
+        do {
+            let headerBytes = try fill(fd)
+            do { try fd.fsync() } catch { throw error.io("cannot sync \(output)") }
+            // A slot written in part fails its check (its last 8 bytes), so the previous one stays.
+            try pwriteAll(fd, headerBytes, at: UInt64(slot * ContainerFormat.slotSize))
+        } catch {
+            // Leave the file as it was: the previous generation, and nothing after it.
+            try? fd.truncate(to: previousEnd)
+            throw error
+        }
+        // The new generation is whole on the disk before its slot names it; a failure here leaves
+        // one generation or the other, each whole, so nothing is cut.
+        do { try fd.fsync() } catch { throw error.io("cannot sync \(output)") }
     }
 
     /// The header fields of `kdf`.

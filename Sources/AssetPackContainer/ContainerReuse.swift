@@ -118,14 +118,15 @@ extension ContainerPackReader {
         let header = try header(of: source).header
         guard header.isSigned else { return nil }
         let (end, overflow) = header.indexOffset.addingReportingOverflow(header.indexLength)
-        guard !overflow, end <= source.size else { throw AssetPackError(.integrityFailure, "container is truncated") }
-        let length = try trailerLength(header, fileSize: source.size)
+        let packEnd = try header.packEnd(fileSize: source.size)
+        guard !overflow, end <= packEnd else { throw AssetPackError(.integrityFailure, "container is truncated") }
+        let length = try trailerLength(header, fileSize: packEnd)
         guard UInt64(length) <= limits.maxIndexSize, header.indexLength <= limits.maxIndexSize else {
             throw AssetPackError(
                 .limitExceeded,
                 "the container's index and signature (from offset \(header.indexOffset)) exceed the index limit")
         }
-        try source.retain(header.indexOffset..<source.size)
+        try source.retain(header.indexOffset..<packEnd)
         let trailer = try preadArray(source, count: length, at: end)
         return try trailer.withUnsafeBytes { raw in
             let publisher = try PackSignature.parse(raw, kind: .container, trusted: []).publisher

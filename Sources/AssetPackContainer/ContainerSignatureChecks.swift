@@ -6,12 +6,16 @@ import AssetPackFormat
 // signed header and index, and the data region as one stream (docs/FORMAT.md, "Signed containers").
 
 extension ContainerPackReader {
-    /// The length of a signed pack's signature block: everything after the index, at most
-    /// what a block for as many chunks as the data region can hold (each is at least its tag).
-    static func trailerLength(_ header: ContainerHeader, fileSize: UInt64) throws -> Int {
+    /// The length of a signed pack's signature block: everything after the index to `packEnd`
+    /// (``ContainerHeader/packEnd(fileSize:)``), at most what a block for as many chunks as the
+    /// data region can hold (each is at least its tag).
+    static func trailerLength(_ header: ContainerHeader, fileSize packEnd: UInt64) throws -> Int {
+        let fileSize = packEnd
         let end = header.indexOffset + header.indexLength
-        guard end <= fileSize else { throw AssetPackError(.integrityFailure, "container is truncated") }
-        let maxChunks = (header.indexOffset - UInt64(ContainerFormat.headerSize)) / UInt64(ContainerFormat.tagSize)
+        guard end <= fileSize, header.indexOffset >= header.dataStart else {
+            throw AssetPackError(.integrityFailure, "container is truncated")
+        }
+        let maxChunks = (header.indexOffset - header.dataStart) / UInt64(ContainerFormat.tagSize)
         guard fileSize - end <= UInt64(PackSignature.maximumSize(items: Int(min(maxChunks, UInt64(Int32.max))))) else {
             throw AssetPackError(.integrityFailure, "container's signature block is longer than its chunks allow")
         }
@@ -30,9 +34,10 @@ extension ContainerPackReader {
             throw AssetPackError(.untrusted, "the pack is not signed, and trusted keys were given")
         }
         let end = header.indexOffset + header.indexLength
-        let trailer = try preadArray(source, count: try trailerLength(header, fileSize: source.size), at: end)
+        let packEnd = try header.packEnd(fileSize: source.size)
+        let trailer = try preadArray(source, count: try trailerLength(header, fileSize: packEnd), at: end)
         let block = try trailer.withUnsafeBytes { try PackSignature.parse($0, kind: .container, trusted: trusted) }
-        try block.checkSize(source.size)
+        try block.checkSize(packEnd)
         let hasher = SHA256Hasher()
         hasher.update(headerBytes)
         hasher.update(sealedIndex)
@@ -42,13 +47,9 @@ extension ContainerPackReader {
         return block
     }
 
-    /// The header of the container in `source`, which is at least a header long.
+    /// The header of the container in `source` (of versions 6 and 7, the current slot).
     static func header(of source: any ByteSource) throws -> (bytes: [UInt8], header: ContainerHeader) {
-        guard source.size >= UInt64(ContainerFormat.headerSize) else {
-            throw AssetPackError(.integrityFailure, "container is truncated")
-        }
-        let bytes = try preadArray(source, count: ContainerFormat.headerSize, at: 0)
-        return (bytes, try bytes.withUnsafeBytes { try ContainerHeader.parse($0) })
+        try ContainerHeader.read(from: source)
     }
 
     /// Whether the container in `source` is a signed one (version 3 or 5; the signature is not checked).
@@ -64,7 +65,7 @@ extension ContainerPackReader {
     package static func verifiedBlock(_ source: any ByteSource, trusted: [PublisherKey]) throws -> PackSignature {
         let (headerBytes, header) = try header(of: source)
         let (end, overflow) = header.indexOffset.addingReportingOverflow(header.indexLength)
-        guard header.indexOffset >= UInt64(ContainerFormat.headerSize), !overflow, end <= source.size,
+        guard header.indexOffset >= header.dataStart, !overflow, end <= (try header.packEnd(fileSize: source.size)),
             header.indexLength <= ReadLimits.default.maxIndexSize
         else {
             throw AssetPackError(.integrityFailure, "container is truncated or damaged")
@@ -72,7 +73,7 @@ extension ContainerPackReader {
         let sealed = try preadArray(source, count: Int(header.indexLength), at: header.indexOffset)
         let block = try checkSignature(
             source, header: header, headerBytes: headerBytes, sealedIndex: sealed, trusted: trusted)
-        let data = UInt64(ContainerFormat.headerSize)..<header.indexOffset
+        let data = header.dataStart..<header.indexOffset
         guard try SHA256Hasher.digest(of: source, data) == block.dataDigest else {
             throw AssetPackError(.untrusted, "the pack's chunks are not the ones its publisher signed")
         }

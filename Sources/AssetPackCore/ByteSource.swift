@@ -24,11 +24,18 @@ package protocol ByteSource: AnyObject, Sendable {
     /// local file does nothing.
     func retain(_ span: Range<UInt64>) throws
 
-    /// Runs `body`, which reads the stored bytes `span` of one entry front to back, in reads of
-    /// at most `largestRead` bytes. A remote source fetches the span while `body` runs (each
-    /// read waits for its own bytes, so decoding overlaps the download); a local file just
-    /// runs `body`.
-    func access<T>(_ span: Range<UInt64>, largestRead: Int, _ body: () throws -> T) throws -> T
+    /// Runs `body`, which reads the stored bytes `spans` of one entry (each front to back, in
+    /// reads of at most `largestRead` bytes). A remote source fetches the spans while `body`
+    /// runs (each read waits for its own bytes, so decoding overlaps the download); a local file
+    /// just runs `body`.
+    func access<T>(_ spans: [Range<UInt64>], largestRead: Int, _ body: () throws -> T) throws -> T
+}
+
+extension ByteSource {
+    /// ``access(_:largestRead:_:)`` of one span.
+    package func access<T>(_ span: Range<UInt64>, largestRead: Int, _ body: () throws -> T) throws -> T {
+        try access([span], largestRead: largestRead, body)
+    }
 }
 
 extension ByteSource {
@@ -103,7 +110,7 @@ package final class FileByteSource: ByteSource {
 
     package func retain(_ span: Range<UInt64>) throws {}
 
-    package func access<T>(_ span: Range<UInt64>, largestRead: Int, _ body: () throws -> T) throws -> T {
+    package func access<T>(_ spans: [Range<UInt64>], largestRead: Int, _ body: () throws -> T) throws -> T {
         try body()
     }
 }

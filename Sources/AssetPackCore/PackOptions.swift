@@ -181,6 +181,9 @@ package struct PackWriteReport: Sendable, Equatable {
     /// Entries of the pack that was at the output that this one no longer has, when the writer
     /// opened that pack to reuse it (`nil`: it did not).
     package var removed: Int?
+    /// Container: the re-pack appended a generation to the pack in place (version 6) rather
+    /// than writing a new file.
+    package var appended = false
 
     package init(reused: Int = 0, packed: Int = 0, reusedBytes: UInt64 = 0) {
         self.reused = reused

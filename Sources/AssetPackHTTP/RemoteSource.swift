@@ -31,10 +31,11 @@ extension RemoteMirror: ByteSource {
 
     /// An entry's read: its span is fetched in the background (streamed through memory when
     /// large) while `body` decodes what has arrived.
-    package func access<T>(_ span: Range<UInt64>, largestRead: Int, _ body: () throws -> T) throws -> T {
-        guard !span.isEmpty else { return try body() }
+    package func access<T>(_ spans: [Range<UInt64>], largestRead: Int, _ body: () throws -> T) throws -> T {
+        let spans = spans.filter { !$0.isEmpty }
+        guard !spans.isEmpty else { return try body() }
         do {
-            return try using([span], prefetching: true, largestRead: largestRead, body)
+            return try using(spans, prefetching: true, largestRead: largestRead, body)
         } catch let error as AssetPackError {
             throw naming(error)
         }
@@ -68,8 +69,8 @@ package final class RemoteSource: ByteSource {
 
     package func retain(_ span: Range<UInt64>) throws { try mirror.retain(span) }
 
-    package func access<T>(_ span: Range<UInt64>, largestRead: Int, _ body: () throws -> T) throws -> T {
-        try mirror.access(span, largestRead: largestRead, body)
+    package func access<T>(_ spans: [Range<UInt64>], largestRead: Int, _ body: () throws -> T) throws -> T {
+        try mirror.access(spans, largestRead: largestRead, body)
     }
 }
 

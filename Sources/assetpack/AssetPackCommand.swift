@@ -114,10 +114,18 @@ func reporting(_ body: () throws -> Void) throws {
 /// new pack is written beside it, then renamed over it): "(nothing was written to OUT)" or
 /// "(OUT is unchanged)", when a look at `output` before and after agrees.
 func reporting(packingTo output: String, _ body: () throws -> Void) throws {
-    let before = try? FileSystem.lstat(output)
+    // The same file at the same size: a failed atomic write never touched it, and a failed
+    // container append (docs/FORMAT.md, version 6) cut it back to the previous generation, which
+    // changes its modification time and nothing a reader reads.
+    func look() -> FileStatus? {
+        guard var status = try? FileSystem.lstat(output) else { return nil }
+        status.modificationTime = 0
+        return status
+    }
+    let before = look()
     try reporting {
         do { try body() } catch var error as AssetPackError where error.code == .io {
-            if (try? FileSystem.lstat(output)) == before {
+            if look() == before {
                 error.message += before == nil ? " (nothing was written to \(output))" : " (\(output) is unchanged)"
             }
             throw error

@@ -26,19 +26,37 @@ import Testing
     }
 
     /// The data region the records' chunks fill (payloads and tags).
-    static func dataEnd(_ records: [IndexRecordV4]) -> UInt64 {
-        UInt64(ContainerFormat.headerSize)
-            + records.flatMap(\.chunks).reduce(0) { $0 + UInt64($1.payload & ~ChunkTable.compressedBit) + 16 }
+    static func dataEnd(_ records: [IndexRecordV4], start: UInt64 = UInt64(ContainerFormat.headerSize)) -> UInt64 {
+        start + records.flatMap(\.chunks).reduce(0) { $0 + UInt64($1.payload & ~ChunkTable.compressedBit) + 16 }
     }
 
+    /// `records` with each chunk's offset set where a version-6 writer of one generation puts it:
+    /// back to back from the end of the two header slots.
+    static func placed(_ records: [IndexRecordV4]) -> [IndexRecordV4] {
+        var at = UInt64(ContainerFormat.slotsSize)
+        return records.map { r in
+            var r = r
+            for c in r.chunks.indices {
+                r.chunks[c].offset = at
+                at += UInt64(r.chunks[c].payload & ~ChunkTable.compressedBit) + 16
+            }
+            return r
+        }
+    }
+
+    /// Decodes `records` as a version-4 index (`offsets` false: the chunks tile the data) or a
+    /// version-6 one (each chunk's offset as the records give it; `placed` when all are 0).
     static func decode(
         _ records: [IndexRecordV4], chunking: ChunkingParameters = chunking, shift: UInt8 = shift,
-        dataEnd: UInt64? = nil
+        dataEnd: UInt64? = nil, offsets: Bool = false
     ) throws -> [ContainerEntry] {
-        let bytes = ContainerIndex.encode(records, chunking: chunking)
+        let records = offsets && records.allSatisfy({ $0.chunks.allSatisfy { $0.offset == 0 } }) ? placed(records) : records
+        let start = UInt64(offsets ? ContainerFormat.slotsSize : ContainerFormat.headerSize)
+        let bytes = ContainerIndex.encode(records, chunking: chunking, offsets: offsets)
         return try bytes.withUnsafeBytes {
             try ContainerIndex.decodeV4(
-                $0, chunkShift: shift, dataEnd: dataEnd ?? Self.dataEnd(records), limits: .default)
+                $0, chunkShift: shift, data: start..<(dataEnd ?? Self.dataEnd(records, start: start)), offsets: offsets,
+                limits: .default)
         }.entries
     }
 
@@ -50,10 +68,13 @@ import Testing
             Self.record("c", size: 16384 + 1, [Self.chunk(16384), Self.chunk(1)]),
             Self.record("d", size: 2048 + 16384 + 7, scale: 1, [Self.chunk(2048), Self.chunk(16384), Self.chunk(7)]),
         ]
-        let entries = try Self.decode(records)
-        #expect(entries.map(\.info.path) == ["a", "b", "c", "d"])
-        #expect(entries[1].info.compression == .zstd && entries[1].info.storedSize == 100 + 16 + 20 + 16)
-        #expect(entries.map(\.firstChunk) == [0, 1, 3, 5])
+        for offsets in [false, true] {
+            let entries = try Self.decode(records, offsets: offsets)
+            #expect(entries.map(\.info.path) == ["a", "b", "c", "d"])
+            #expect(entries[1].info.compression == .zstd && entries[1].info.storedSize == 100 + 16 + 20 + 16)
+            #expect(entries.map(\.firstChunk) == [0, 1, 3, 5])
+            #expect(entries.map(\.offset) == (offsets ? [256, 272, 424, 16841] : [104, 120, 272, 16689]))
+        }
     }
 
     @Test func chunkTablesThatLieAreRefused() {
@@ -84,7 +105,9 @@ import Testing
             ("a codec but no compressed chunk", [Self.record("a", size: 1024, codec: .deflate, [Self.chunk(1024)])]),
         ]
         for (why, records) in cases {
-            expectError(.integrityFailure, Comment(rawValue: why)) { _ = try Self.decode(records) }
+            for offsets in [false, true] {
+                expectError(.integrityFailure, Comment(rawValue: why)) { _ = try Self.decode(records, offsets: offsets) }
+            }
         }
     }
 
@@ -111,37 +134,74 @@ import Testing
         expectError(.integrityFailure, "avg not a power of two") {
             _ = try Self.decode(records, chunking: ChunkingParameters(min: 1024, avg: 5000, max: 16384))
         }
-        var bytes = ContainerIndex.encode(records, chunking: Self.chunking)
+        var bytes = ContainerIndex.encode(records, chunking: Self.chunking, offsets: false)
         let codecAt = 1 + 12 + 4 + 2 + 1 + 8 + 4  // method, bounds, count, path length, "a", size, CRC
         bytes[codecAt] = 9
         expectError(.unsupportedFormat, "codec 9") {
             _ = try bytes.withUnsafeBytes {
                 try ContainerIndex.decodeV4(
-                    $0, chunkShift: Self.shift, dataEnd: Self.dataEnd(records), limits: .default)
+                    $0, chunkShift: Self.shift, data: 104..<Self.dataEnd(records), offsets: false, limits: .default)
             }
         }
-        bytes = ContainerIndex.encode(records, chunking: Self.chunking)
+        bytes = ContainerIndex.encode(records, chunking: Self.chunking, offsets: false)
         bytes[0] = 2
         expectError(.unsupportedFormat, "chunking method 2") {
             _ = try bytes.withUnsafeBytes {
                 try ContainerIndex.decodeV4(
-                    $0, chunkShift: Self.shift, dataEnd: Self.dataEnd(records), limits: .default)
+                    $0, chunkShift: Self.shift, data: 104..<Self.dataEnd(records), offsets: false, limits: .default)
             }
         }
     }
 
     @Test func everyTruncationIsRefused() {
-        let records = [
+        let records = Self.placed([
             Self.record(
                 "b", size: 1024 + 20, codec: .zstd, [Self.chunk(1024, payload: 100, compressed: true), Self.chunk(20)])
-        ]
-        let bytes = ContainerIndex.encode(records, chunking: Self.chunking)
-        for n in 0..<bytes.count {
-            #expect(throws: AssetPackError.self) {
-                try Array(bytes[0..<n]).withUnsafeBytes {
-                    _ = try ContainerIndex.decodeV4(
-                        $0, chunkShift: Self.shift, dataEnd: Self.dataEnd(records), limits: .default)
+        ])
+        for offsets in [false, true] {
+            let bytes = ContainerIndex.encode(records, chunking: Self.chunking, offsets: offsets)
+            let start = UInt64(offsets ? ContainerFormat.slotsSize : ContainerFormat.headerSize)
+            for n in 0..<bytes.count {
+                #expect(throws: AssetPackError.self) {
+                    try Array(bytes[0..<n]).withUnsafeBytes {
+                        _ = try ContainerIndex.decodeV4(
+                            $0, chunkShift: Self.shift, data: start..<Self.dataEnd(records, start: start),
+                            offsets: offsets, limits: .default)
+                    }
                 }
+            }
+        }
+    }
+
+    /// Version 6: chunks are found by their offsets, in any order and with gaps (an appended
+    /// generation's new chunks after the ones it kept; an older generation's dead bytes), but each
+    /// inside the data region and no two sharing a byte.
+    @Test func version6ChunksMayMoveButNeverOverlapOrLeaveTheData() throws {
+        let two = [Self.record("a", size: 2048, [Self.chunk(1024), Self.chunk(1024)])]
+        func at(_ first: UInt64, _ second: UInt64) -> [IndexRecordV4] {
+            var r = two
+            r[0].chunks[0].offset = first
+            r[0].chunks[1].offset = second
+            return r
+        }
+        let end: UInt64 = 256 + 4 * 1040
+        // The second chunk before the first, a gap, dead bytes at the end: all fine.
+        let moved = try Self.decode(at(256 + 3 * 1040, 256), dataEnd: end, offsets: true)
+        #expect(moved[0].offset == 256 + 3 * 1040 && moved[0].info.storedSize == 2 * 1040)
+        _ = try Self.decode(at(256 + 1040, 256 + 2 * 1040 + 5), dataEnd: end, offsets: true)
+        let cases: [(String, UInt64, UInt64)] = [
+            ("the same chunk twice", 256, 256),
+            ("overlapping by one byte", 256, 256 + 1039),
+            ("overlapping the other way", 256 + 1039, 256),
+            ("before the data", 255, 256 + 1040),
+            ("in the header slots", 0, 256 + 1040),
+            ("running into the index", 256, end - 1039),
+            ("at the index", 256, end),
+            ("past the file", 256, UInt64.max - 100),
+        ]
+        for (why, first, second) in cases {
+            expectError(.integrityFailure, Comment(rawValue: why)) {
+                _ = try Self.decode(at(first, second), dataEnd: end, offsets: true)
             }
         }
     }

@@ -1,4 +1,5 @@
 import AssetPackCore
+import AssetPackCrypto
 import Foundation
 import Testing
 
@@ -21,6 +22,17 @@ func noise(_ count: Int, seed: UInt64) -> [UInt8] {
         withUnsafeBytes(of: z) { out.append(contentsOf: $0) }
     }
     return Array(out.prefix(count))
+}
+
+/// Recomputes the check of each version-6/7 header slot that starts with the magic, as
+/// anyone who edits a slot can (the check finds torn writes, not attackers: the commitment and
+/// the index's tag do that).
+func resealSlots(_ b: inout [UInt8]) {
+    let size = ContainerFormat.slotSize
+    for slot in 0..<2 where b.count >= (slot + 1) * size && b[slot * size..<slot * size + 8].elementsEqual(ContainerFormat.magic) {
+        let body = Array(b[slot * size..<(slot + 1) * size - 8])
+        b.replaceSubrange((slot + 1) * size - 8..<(slot + 1) * size, with: SHA256Hasher.digest(body).prefix(8))
+    }
 }
 
 /// Compressible text of `count` bytes.

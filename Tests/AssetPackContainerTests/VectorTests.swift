@@ -22,11 +22,14 @@ import Testing
         var salt: String
         var entries: [Entry]
         var intermediate: [String: String]?
-        /// Format version; absent means 1. Version 1–3 files are frozen (this build writes
-        /// versions 4 and 5): they are decoded, not regenerated.
+        /// Format version; absent means 1. Version 1–5 files are frozen (this build writes
+        /// versions 6 and 7): they are decoded, not regenerated.
         var version: Int?
-        /// Versions 4 and 5: the codec compressed chunks use (`zstd` or `deflate`).
+        /// Versions 4 to 7: the codec compressed chunks use (`zstd` or `deflate`).
         var codec: String?
+        /// Versions 6 and 7: the entries of a first generation, which a re-pack of `entries`
+        /// then appended to (absent: one generation).
+        var previousEntries: [Entry]?
         /// Version 3: the publisher's Ed25519 seed (hex) the file is signed with, and the
         /// public key a trusting reader pins (hex, RFC 8032).
         var signingSeed: String?
@@ -47,12 +50,12 @@ import Testing
     static let signingSeed = (0..<32).map { UInt8(0x40 + $0) }
     static let signingKey = try! signingSeed.withUnsafeBytes { try PublisherSigningKey(seed: $0) }
 
-    static func signed(_ file: String) -> Bool { file.hasPrefix("v3") || file.hasPrefix("v5") }
+    static func signed(_ file: String) -> Bool { ["v3", "v5", "v7"].contains(file.prefix(2)) }
 
     static func specs() -> [(Vector, ContainerKDF?)] {
         func v(
             _ file: String, key: Bool, kdf: ContainerKDF?, kdfName: String, compression: String,
-            _ files: [(String, [UInt8])]
+            _ files: [(String, [UInt8])], previous: [(String, [UInt8])]? = nil
         ) -> (Vector, ContainerKDF?) {
             (
                 Vector(
@@ -60,8 +63,9 @@ import Testing
                     chunkSize: 4096,
                     compression: compression, salt: hex(salt), entries: files.map { Entry(path: $0.0, hex: hex($0.1)) },
                     version: Int(file.dropFirst().prefix(1)).flatMap { $0 == 1 ? nil : $0 },
-                    codec: file.hasPrefix("v4") || file.hasPrefix("v5")
+                    codec: ["v4", "v5", "v6", "v7"].contains(file.prefix(2))
                         ? (file.contains("deflate") ? "deflate" : "zstd") : nil,
+                    previousEntries: previous?.map { Entry(path: $0.0, hex: hex($0.1)) },
                     signingSeed: signed(file) ? hex(signingSeed) : nil,
                     publicKey: signed(file) ? hex(Self.signingKey.publicKey.rawRepresentation) : nil,
                     signatureBlock: file.hasSuffix("-block2.apack") ? 2 : nil,
@@ -144,6 +148,44 @@ import Testing
             v(
                 "v4-key-zstd-dictionary.apack", key: true, kdf: nil, kdfName: "none", compression: "auto",
                 (0..<24).map { (String(format: "cfg/unit%02d.cfg", $0), configFile($0, lines: 60)) }),
+            // Versions 6 and 7: the same contents, then two generations of one pack.
+            v(
+                "v6-tiny-key.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
+                [("a.txt", Array("abc".utf8))]),
+            v(
+                "v6-key-store.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
+                [("hello.txt", hello), ("empty", []), ("dir/\u{FC}.bin", noise(5000, seed: 7))]),
+            v(
+                "v6-key-zstd.apack", key: true, kdf: nil, kdfName: "none", compression: "deflate",
+                [
+                    ("text.txt", text(10000)), ("mixed.bin", text(4096) + noise(4096, seed: 42)),
+                    ("noise.bin", noise(300, seed: 43)),
+                ]),
+            v(
+                "v6-key-deflate.apack", key: true, kdf: nil, kdfName: "none", compression: "deflate",
+                [
+                    ("text.txt", text(10000)), ("mixed.bin", text(4096) + noise(4096, seed: 42)),
+                    ("noise.bin", noise(300, seed: 43)),
+                ]),
+            v(
+                "v6-scrypt.apack", key: false, kdf: .scrypt(logN: 10, r: 8, p: 1), kdfName: "scrypt N=2^10 r=8 p=1",
+                compression: "store", [("hello.txt", hello)]),
+            v(
+                "v7-tiny-key-signed-block2.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
+                [("a.txt", Array("abc".utf8))]),
+            v(
+                "v6-key-zstd-dictionary.apack", key: true, kdf: nil, kdfName: "none", compression: "auto",
+                (0..<24).map { (String(format: "cfg/unit%02d.cfg", $0), configFile($0, lines: 60)) }),
+            // Generation 1 holds a.txt and big.bin; generation 2 changes one byte in big.bin's
+            // middle, keeps its other chunks where they are, and drops a.txt.
+            v(
+                "v6-key-store-appended.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
+                [("big.bin", edited(noise(40000, seed: 11)))],
+                previous: [("a.txt", Array("abc".utf8)), ("big.bin", noise(40000, seed: 11))]),
+            v(
+                "v7-key-store-appended-signed-block2.apack", key: true, kdf: nil, kdfName: "none",
+                compression: "store", [("big.bin", edited(noise(40000, seed: 11)))],
+                previous: [("a.txt", Array("abc".utf8)), ("big.bin", noise(40000, seed: 11))]),
         ]
     }
 
@@ -164,9 +206,31 @@ import Testing
         v.key.map { .key(unhex($0)) } ?? .password(v.password!)
     }
 
-    /// Writes the vector `v` to `path` deterministically (fixed salt).
+    /// `bytes` with its middle byte flipped.
+    static func edited(_ bytes: [UInt8]) -> [UInt8] {
+        var b = bytes
+        b[b.count / 2] ^= 0xFF
+        return b
+    }
+
+    /// Writes the vector `v` to `path` deterministically (fixed salt): its previous generation,
+    /// if it has one, then its entries (appended to it).
     static func make(_ v: Vector, kdf: ContainerKDF?, at path: String, scratch: Scratch) throws {
-        let src = scratch.url.appendingPathComponent("src-\(v.file)")
+        let random = pinnedRandom()
+        if let previous = v.previousEntries {
+            var first = v
+            first.entries = previous
+            first.previousEntries = nil
+            try make(first, kdf: kdf, at: path, scratch: scratch, random: random, fresh: true)
+        }
+        try make(v, kdf: kdf, at: path, scratch: scratch, random: random, fresh: v.previousEntries == nil)
+    }
+
+    private static func make(
+        _ v: Vector, kdf: ContainerKDF?, at path: String, scratch: Scratch, random: @escaping (Int) -> [UInt8],
+        fresh: Bool
+    ) throws {
+        let src = scratch.url.appendingPathComponent("src-\(v.file)-\(fresh)")
         try FileManager.default.createDirectory(at: src, withIntermediateDirectories: true)
         let files = try v.entries.enumerated().map { i, e in
             let url = src.appendingPathComponent("\(i)")
@@ -175,14 +239,14 @@ import Testing
         }
         var writer = ContainerPackWriter()
         writer.fixedSalt = unhex(v.salt)
-        writer.random = pinnedRandom()
+        writer.random = random
         var options = PackOptions()
         options.credential = credential(v)
         options.container.chunkSize = v.chunkSize
         options.container.kdf = kdf ?? .default
         options.compression = CompressionPolicy(rawValue: v.compression)!
         options.container.codec = v.codec.flatMap(ContainerCodec.init(rawValue:)) ?? .zstd
-        options.fresh = true  // the committed file at `path` must not be reused
+        options.fresh = fresh  // the committed file at `path` must not be reused
         if v.signingSeed != nil {
             options.signingKey = signingKey
             options.legacySignature = (v.signatureBlock ?? 1) == 1
@@ -196,7 +260,7 @@ import Testing
     static func intermediates(_ v: Vector) throws -> [String: String] {
         let path = Bundle.module.url(forResource: "Vectors", withExtension: nil)!.appendingPathComponent(v.file).path
         let b = bytes(of: path)
-        let header = try b.withUnsafeBytes { try ContainerHeader.parse(UnsafeRawBufferPointer(rebasing: $0[0..<104])) }
+        let header = try ContainerHeader.read(from: FileByteSource(path: path)).header
         let keys = ContainerKeys(master: try ContainerKeys.master(credential(v), header: header), salt: header.salt)
         let random = pinnedRandom()
         let keyID = random(16)
@@ -219,9 +283,10 @@ import Testing
                                 sha256: SHA256Hasher.digest(abc),
                                 chunks: [
                                     ChunkRecord(
-                                        plainLength: 3, payload: 3, nonce: nonce, digest: SHA256Hasher.digest(abc))
+                                        offset: header.dataStart, plainLength: 3, payload: 3, nonce: nonce,
+                                        digest: SHA256Hasher.digest(abc))
                                 ])
-                        ], chunking: ChunkingParameters(average: v.chunkSize))),
+                        ], chunking: ChunkingParameters(average: v.chunkSize), offsets: header.isAppendable)),
                 "pack": hex(b),
             ]
         }
@@ -249,15 +314,15 @@ import Testing
         if ProcessInfo.processInfo.environment["APACK_WRITE_VECTORS"] == "1" {
             var vectors: [Vector] = []
             for (v, kdf) in specs {
-                if (v.version ?? 1) >= 4 {
+                if (v.version ?? 1) >= 6 {
                     try Self.make(v, kdf: kdf, at: sourceDir.appendingPathComponent(v.file).path, scratch: scratch)
                 }
                 vectors.append(v)
             }
             let doc = Document(
-                format: "AssetPack container v1 to v5 (docs/FORMAT.md)",
+                format: "AssetPack container v1 to v7 (docs/FORMAT.md)",
                 note:
-                    "Each .apack opens with the given key (hex) or password and holds exactly these entries. Version 4 and 5 files: writing the entries with the given salt, KDF, average chunk size, compression policy and codec, and key ids, chunk nonces and the index nonce taken from the bytes C0 C1 C2 … in the order the writer draws them (per entry its key id, then per batch of chunks their nonces; the index nonce last), and, for version 5, signing with signingSeed (signature block 2, the release releaseName, releaseVersion and releaseExpires in unix seconds), reproduces the file byte for byte; a reader trusting publicKey accepts version 3 and 5 files. Version 1 to 3 files are frozen (written by earlier builds; version 3 files have a signature block of version signatureBlock, absent meaning 1).",
+                    "Each .apack opens with the given key (hex) or password and holds exactly these entries. Version 6 and 7 files: writing the entries with the given salt, KDF, average chunk size, compression policy and codec, and key ids, chunk nonces and the index nonce taken from the bytes C0 C1 C2 … in the order the writer draws them (per entry its key id, then per batch of chunks their nonces; the index nonce last), and, for version 7, signing with signingSeed (signature block 2, the release releaseName, releaseVersion and releaseExpires in unix seconds), reproduces the file byte for byte; with previousEntries, a pack of those is written first and a re-pack of entries appends to it, the bytes C0 C1 … running on across both writes. A reader trusting publicKey accepts version 3, 5 and 7 files. Version 1 to 5 files are frozen (written by earlier builds; version 3 files have a signature block of version signatureBlock, absent meaning 1; version 4 and 5 files regenerated by the writer of rounds 4 and 5 as the note above says for versions 6 and 7, less the chunk offsets and header slots).",
                 vectors: vectors)
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -273,7 +338,7 @@ import Testing
             let trusted = try v.publicKey.map { [try PublisherKey(rawRepresentation: unhex($0))] } ?? []
             let reader = try ContainerPackReader(path: path, credential: Self.credential(v), trustedKeys: trusted)
             #expect(reader.publisher == trusted.first, "\(v.file)")
-            if v.version == 3 || v.version == 5 {
+            if [3, 5, 7].contains(v.version) {
                 // A block-1 file states no release; a block-2 file the one it was signed with.
                 let expected =
                     v.signatureBlock == 2
@@ -293,7 +358,7 @@ import Testing
             if v.file.contains("dictionary") {
                 #expect(reader.records.filter { $0.codec == .zstdDictionary }.count == v.entries.count)
             }
-            guard (v.version ?? 1) >= 4 else { continue }
+            guard (v.version ?? 1) >= 6 else { continue }
             let again = scratch.url.appendingPathComponent(v.file).path
             try Self.make(v, kdf: specs.first { $0.0.file == v.file }!.1, at: again, scratch: scratch)
             let regenerated = bytes(of: again), committed = bytes(of: path)
@@ -304,9 +369,9 @@ import Testing
                 "\(v.file) does not regenerate byte for byte (\(regenerated.count) vs \(committed.count) bytes, first difference at \(firstDifference.map(String.init) ?? "the end"))"
             )
         }
-        #expect(Set(doc.vectors.map { $0.version ?? 1 }) == [1, 2, 3, 4, 5])
+        #expect(Set(doc.vectors.map { $0.version ?? 1 }) == [1, 2, 3, 4, 5, 6, 7])
         #expect(Set(doc.vectors.filter { $0.version == 3 }.map { $0.signatureBlock ?? 1 }) == [1, 2])
-        for v in doc.vectors where v.version == 3 || v.version == 5 {
+        for v in doc.vectors where [3, 5, 7].contains(v.version) {
             // Another publisher's key is refused.
             let other = try PublisherKey(rawRepresentation: Array(unhex(v.publicKey!).reversed()))
             let error = #expect(throws: AssetPackError.self) {
