@@ -165,8 +165,13 @@ extension PrivateInstaller {
     /// - Returns: The block, to record; `nil` without trusted keys.
     /// - Throws: `.untrusted` (expired, rollback, or no signature), `.io`.
     package func checkStagedRelease(_ path: String) throws -> PackSignature? {
+        try checkStagedRelease(FileByteSource(path: path))
+    }
+
+    /// ``checkStagedRelease(_:)`` of the pack `source` holds (an update in place, before it is written).
+    package func checkStagedRelease(_ source: any ByteSource) throws -> PackSignature? {
         guard !trustedKeys.isEmpty else { return nil }
-        guard let block = try Self.signatureBlock(at: path) else {
+        guard let block = try AssetPacks.driver(of: source).signatureBlock(source, limits: .default) else {
             throw AssetPackError(.untrusted, "the pack is not signed, and trusted keys were given")
         }
         try checkRelease(block)

@@ -46,4 +46,22 @@ package struct ContainerFormatDriver: PackFormatDriver {
         guard let credential else { return nil }
         return try ContainerPackReader(source: source, credential: credential, limits: limits).storedIdentities
     }
+
+    /// A version-6 or -7 `remote` of a later generation than `installed`, with the same keys
+    /// (suite, KDF, chunk size, salt), whose data region extends past the installed pack's end:
+    /// if it is the installed pack with generations appended, its bytes up to that end but the
+    /// header slots are the installed ones. The slot the installed generation is not in is
+    /// written first, so a crash between the two writes leaves two whole generations.
+    package func appendPlan(installed: any ByteSource, remote: any ByteSource) throws -> AppendPlan? {
+        guard try recognizes(installed), try recognizes(remote) else { return nil }
+        let old = try ContainerHeader.read(from: installed).header
+        let new = try ContainerHeader.read(from: remote).header
+        guard old.isAppendable, new.isAppendable, new.generation > old.generation,
+            new.kdf == old.kdf, new.params == old.params, new.salt == old.salt, new.chunkShift == old.chunkShift,
+            old.end <= installed.size, new.indexOffset >= old.end, new.end == remote.size
+        else { return nil }
+        let slot = { (i: Int) in UInt64(i * ContainerFormat.slotSize)..<UInt64((i + 1) * ContainerFormat.slotSize) }
+        return AppendPlan(
+            kept: old.dataStart..<old.end, tail: old.end..<remote.size, head: [slot(1 - old.slot), slot(old.slot)])
+    }
 }

@@ -114,3 +114,44 @@ package final class FileByteSource: ByteSource {
         try body()
     }
 }
+
+/// A pack made of spans of other sources, each at its own offset (an installed pack with a
+/// download's new header and tail over it: what an update in place will make, read before any
+/// of it is written). Spans must tile `0..<size`.
+package final class SplicedByteSource: ByteSource {
+    package let size: UInt64
+    package let name: String
+    private let parts: [(span: Range<UInt64>, source: any ByteSource)]
+
+    /// - Precondition: `parts`, in order, tile `0..<size`.
+    package init(_ parts: [(span: Range<UInt64>, source: any ByteSource)], size: UInt64, name: String) {
+        self.parts = parts.filter { !$0.span.isEmpty }.sorted { $0.span.lowerBound < $1.span.lowerBound }
+        var at: UInt64 = 0
+        for part in self.parts {
+            precondition(part.span.lowerBound == at, "spliced spans must tile the pack")
+            at = part.span.upperBound
+        }
+        precondition(at == size, "spliced spans must tile the pack")
+        self.size = size
+        self.name = name
+    }
+
+    package func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int {
+        var done = 0
+        while done < buffer.count, offset + UInt64(done) < size {
+            let at = offset + UInt64(done)
+            guard let part = parts.first(where: { $0.span.contains(at) }) else { break }
+            let n = Int(min(UInt64(buffer.count - done), part.span.upperBound - at))
+            let piece = UnsafeMutableRawBufferPointer(rebasing: buffer[done..<done + n])
+            try part.source.readExactly(into: piece, at: at)
+            done += n
+        }
+        return done
+    }
+
+    package func retain(_ span: Range<UInt64>) throws {}
+
+    package func access<T>(_ spans: [Range<UInt64>], largestRead: Int, _ body: () throws -> T) throws -> T {
+        try body()
+    }
+}

@@ -53,6 +53,31 @@ package protocol PackFormatDriver: Sendable {
     /// The spans, besides its first and last 64 KiB, that tell this pack from any other pack
     /// of the same size (a zip's central directory); read by the installer's fingerprint.
     func identifyingSpans(_ source: any ByteSource) -> [Range<UInt64>]
+
+    /// How `installed` becomes `remote` by appending, when the format says `remote` may be
+    /// `installed` with later generations appended (a version-6 container); else `nil`. Only
+    /// the structure of each is read, and nothing is trusted: the installer verifies the
+    /// result, and installs it whole when it is not `remote`.
+    func appendPlan(installed: any ByteSource, remote: any ByteSource) throws -> AppendPlan?
+}
+
+/// How an installed pack becomes a newer version of itself in place (docs/REMOTE.md,
+/// "Updates in place"): its bytes `kept` stay; the remote's `tail` is appended after them; then
+/// each of the remote's `head` spans is written over the installed one's, in order, each synced
+/// before the next. At every step the installed file is a whole pack of one version or the other.
+package struct AppendPlan: Sendable, Equatable {
+    /// Bytes the two versions share: not downloaded, not written.
+    package var kept: Range<UInt64>
+    /// The remote's bytes after `kept`, to its end.
+    package var tail: Range<UInt64>
+    /// The remote's header bytes to write over the installed pack's, in this order.
+    package var head: [Range<UInt64>]
+
+    package init(kept: Range<UInt64>, tail: Range<UInt64>, head: [Range<UInt64>]) {
+        self.kept = kept
+        self.tail = tail
+        self.head = head
+    }
 }
 
 /// Stored bytes of a pack that an identity names: equal identities under equal `keys` mean
@@ -75,4 +100,6 @@ extension PackFormatDriver {
     { nil }
 
     package func identifyingSpans(_ source: any ByteSource) -> [Range<UInt64>] { [] }
+
+    package func appendPlan(installed: any ByteSource, remote: any ByteSource) throws -> AppendPlan? { nil }
 }

@@ -139,10 +139,18 @@ package struct RemoteDownload {
     /// each, and after a failure what arrived before it.
     package mutating func fetchRest(progress: (@Sendable (UInt64, UInt64) -> Void)?) throws {
         guard let mirror else { return }
-        let total = mirror.size
-        let done = ProgressCounter(mirror.held.total)
+        try fetch([0..<mirror.size], progress: progress)
+    }
+
+    /// ``fetchRest(progress:)`` of `spans` only (an update in place: the new header and tail).
+    /// Progress counts against the bytes of `spans`.
+    package mutating func fetch(_ spans: [Range<UInt64>], progress: (@Sendable (UInt64, UInt64) -> Void)?) throws {
+        guard let mirror else { return }
+        let spans = spans.map { $0.clamped(to: 0..<mirror.size) }  // disjoint
+        let missing = spans.flatMap { mirror.held.missing(in: $0) }
+        let total = spans.reduce(UInt64(0)) { $0 + UInt64($1.count) }
+        let done = ProgressCounter(total - missing.reduce(UInt64(0)) { $0 + UInt64($1.count) })
         progress?(done.value, total)
-        let missing = mirror.held.missing(in: 0..<total)
         var batch: [Range<UInt64>] = []
         var batchBytes: UInt64 = 0
         func flush() throws {

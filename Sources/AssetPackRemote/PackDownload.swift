@@ -116,6 +116,33 @@ struct PackDownload {
         try download.copy(theirs.entries.map { (key: $0.identity, span: $0.span) }, from: byIdentity, of: installed)
     }
 
+    /// The update of the installed pack at `path` in place, when its format allows one
+    /// (``PackFormatDriver/appendPlan(installed:remote:)``): the remote's new header and tail
+    /// are downloaded into the staging file, and the pack they make with the installed bytes
+    /// they keep is verified as a whole download is, before anything of the installed file is
+    /// written. `nil` when the format has no plan, or the result is not the remote pack (the
+    /// installed one is not an earlier generation of it): a whole install follows, which
+    /// reuses what was fetched.
+    /// - Returns: The plan, the spliced pack and what its verification found (SHA-256, key).
+    /// - Throws: `.remote`, `.io`, `CancellationError`.
+    mutating func prepareUpdateInPlace(
+        installed path: String, trustedKeys: [PublisherKey], credential: PackCredential?,
+        progress: (@Sendable (UInt64, UInt64) -> Void)?
+    ) throws -> (plan: AppendPlan, pack: SplicedByteSource, checked: (String, PublisherKey?))? {
+        guard let driver, let mirror = download.mirror, let installed = try? FileByteSource(path: path),
+            let plan = try? driver.appendPlan(installed: installed, remote: mirror)
+        else { return nil }
+        try download.fetch(plan.head + [plan.tail], progress: progress)
+        let pack = SplicedByteSource(
+            plan.head.map { ($0, mirror as any ByteSource) } + [(plan.kept, installed), (plan.tail, mirror)],
+            size: mirror.size, name: url)
+        do {
+            return (plan, pack, try verify(pack, trustedKeys: trustedKeys, credential: credential))
+        } catch let error as AssetPackError where [.integrityFailure, .untrusted].contains(error.code) {
+            return nil
+        }
+    }
+
     /// Checks the assembled file: the server's `.sha256`, when there is one; a signed pack's
     /// signature on every byte (against `trustedKeys`, or its own key: the assembled bytes must
     /// be the ones the block describes); an unsigned pack's every entry, read back with
@@ -123,8 +150,15 @@ struct PackDownload {
     /// - Returns: Its SHA-256 (hex) and the key that signed it.
     func verify(trustedKeys: [PublisherKey], credential: PackCredential?) throws -> (String, PublisherKey?) {
         guard download.isComplete else { throw AssetPackError(.integrityFailure, "the download is incomplete") }
-        let staging = download.stagingPath
-        let digest = try PrivateInstaller.sha256(of: staging)
+        return try verify(FileByteSource(path: download.stagingPath), trustedKeys: trustedKeys, credential: credential)
+    }
+
+    /// ``verify(trustedKeys:credential:)`` of the pack `source` holds: the staging file, or what
+    /// an update in place will make of the installed pack (``SplicedByteSource``).
+    func verify(_ source: any ByteSource, trustedKeys: [PublisherKey], credential: PackCredential?) throws -> (
+        String, PublisherKey?
+    ) {
+        let digest = try SHA256Hasher.digest(of: source, 0..<source.size).map { String(format: "%02x", $0) }.joined()
         if let sidecar {
             let published = sidecar.split(whereSeparator: \.isWhitespace).first.map { $0.lowercased() }
             guard published == digest else {
@@ -138,10 +172,11 @@ struct PackDownload {
         if let block = signatureBlock {
             // Without trusted keys not a trust decision: proves the assembled bytes are the ones
             // the block describes.
-            publisher = try AssetPacks.verifySignature(
-                at: staging, trustedKeys: trustedKeys.isEmpty ? [block.publisher] : trustedKeys)
+            publisher = try AssetPacks.verifiedBlock(
+                source, trustedKeys: trustedKeys.isEmpty ? [block.publisher] : trustedKeys
+            ).publisher
         } else if let credential {
-            try readBack(credential: credential)
+            try readBack(source, credential: credential)
         }
         return (digest, trustedKeys.isEmpty ? nil : publisher)
     }
@@ -149,9 +184,9 @@ struct PackDownload {
     /// Reads every entry of the unsigned download with its credential: each container chunk's
     /// tag and each zip entry's MAC and CRC-32 are checked, so a file assembled from two
     /// versions (a pack replaced on the server under the same validators) is refused.
-    private func readBack(credential: PackCredential) throws {
+    private func readBack(_ source: any ByteSource, credential: PackCredential) throws {
         do {
-            let reader = try AssetPacks.open(download.stagingPath, credential: credential)
+            let reader = try AssetPacks.open(source, credential: credential)
             for entry in reader.entries {
                 try Cancellation.current?.check()
                 try reader.stream(entry.path) { _ in }

@@ -1,5 +1,6 @@
 import AssetPack
 import AssetPackCore
+import AssetPackFormat
 import AssetPackHTTP
 import Foundation
 
@@ -16,6 +17,12 @@ extension PrivateInstaller {
         public var resumed: UInt64
         /// HTTP requests made.
         public var requests: Int
+        /// Bytes written to the disk for the pack: the staging file, and the installed pack when
+        /// it was updated in place (``updatedInPlace``).
+        public var written: UInt64 = 0
+        /// Whether the installed pack was updated in place: the remote's new header and tail
+        /// appended to it (a version-6 container of a later generation), nothing else rewritten.
+        public var updatedInPlace = false
     }
 
     /// Downloads the pack at `url` into the directory under `name` (default: the URL's last
@@ -156,6 +163,26 @@ extension PrivateInstaller {
             // Trusting keys: the signature block's release (expiry, rollback), before the bulk
             // download; its key and signed size were checked with the structure.
             if !trustedKeys.isEmpty, let block = download.signatureBlock { try checkRelease(block) }
+            if release == nil, let previous,
+                let update = try download.prepareUpdateInPlace(
+                    installed: previous, trustedKeys: trustedKeys, credential: credential, progress: progress)
+            {
+                let release = try checkStagedRelease(update.pack)
+                try Cancellation.current?.check()
+                try release.map(recordRelease)
+                let written = try Self.update(previous, inPlace: update.plan, from: update.pack)
+                download.download.discard()
+                let (digest, publisher) = update.checked
+                try InstallRecord(
+                    sha256: digest, size: version.size, sourceSize: version.size, sourceModified: 0,
+                    sourceFingerprint: fingerprint, publisher: publisher?.text
+                ).save(manifestURL)
+                var result = summary(
+                    Installation(path: destination, copied: true, sha256: digest, publisher: publisher), download)
+                result.written = 2 * written  // the staging file held them first
+                result.updatedInPlace = true
+                return result
+            }
             try download.assemble(previous: previous, credential: credential, limits: limits, progress: progress)
             do {
                 checked = try download.verify(trustedKeys: trustedKeys, credential: credential)
@@ -186,6 +213,51 @@ extension PrivateInstaller {
             sha256: digest, size: version.size, sourceSize: version.size, sourceModified: 0,
             sourceFingerprint: fingerprint, publisher: publisher?.text
         ).save(manifestURL)
-        return summary(Installation(path: destination, copied: true, sha256: digest, publisher: publisher), download)
+        var result = summary(
+            Installation(path: destination, copied: true, sha256: digest, publisher: publisher), download)
+        result.written = version.size - download.resumed
+        return result
+    }
+
+    /// Updates the installed pack at `path` in place as `plan` says, with the bytes `pack` (the
+    /// verified result) holds: the tail appended and synced, then each header span written and
+    /// synced in turn. Until the first header span is written the file is the installed pack
+    /// (readers ignore bytes after its end), and a failure before then cuts it back to that.
+    /// - Returns: The bytes written.
+    /// - Throws: `.io`.
+    static func update(_ path: String, inPlace plan: AppendPlan, from pack: any ByteSource) throws -> UInt64 {
+        let fd: FileDescriptor
+        do { fd = try .open(path, .readWrite) } catch { throw error.io("cannot open \(path)") }
+        defer { try? fd.close() }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
+        defer { buffer.deallocate() }
+        func copy(_ span: Range<UInt64>) throws {
+            var at = span.lowerBound
+            while at < span.upperBound {
+                let piece = UnsafeMutableRawBufferPointer(
+                    rebasing: buffer[0..<Int(min(UInt64(buffer.count), span.upperBound - at))])
+                try pack.readExactly(into: piece, at: at)
+                do { try fd.pwriteAll(UnsafeRawBufferPointer(piece), at: at) } catch {
+                    throw error.io("cannot write \(path)")
+                }
+                at += UInt64(piece.count)
+            }
+        }
+        func sync() throws {
+            do { try fd.fsync() } catch { throw error.io("cannot sync \(path)") }
+        }
+        do {
+            try copy(plan.tail)
+            do { try fd.truncate(to: plan.tail.upperBound) } catch let e as Errno { throw e.io("cannot size \(path)") }
+            try sync()
+        } catch {
+            try? fd.truncate(to: plan.kept.upperBound)
+            throw error
+        }
+        for span in plan.head {
+            try copy(span)
+            try sync()
+        }
+        return UInt64(plan.tail.count) + plan.head.reduce(0) { $0 + UInt64($1.count) }
     }
 }

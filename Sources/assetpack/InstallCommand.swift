@@ -87,9 +87,13 @@ extension AssetPackCommand {
             if !result.installation.copied {
                 quiet.say("assetpack: already installed and current (\(plural(result.requests, "request")))")
             } else {
+                let reuse =
+                    result.updatedInPlace
+                    ? "updated the installed pack in place" : "reused \(result.reused) bytes from the installed pack"
                 quiet.say(
-                    "assetpack: downloaded \(result.downloaded) bytes in \(plural(result.requests, "request")), reused \(result.reused) bytes from the installed pack"
-                        + (result.resumed > 0 ? ", resumed \(result.resumed) bytes downloaded before" : ""))
+                    "assetpack: downloaded \(result.downloaded) bytes in \(plural(result.requests, "request")), \(reuse)"
+                        + (result.resumed > 0 ? ", resumed \(result.resumed) bytes downloaded before" : "")
+                        + "; \(result.written) bytes written")
             }
             if let publisher = result.installation.publisher {
                 quiet.say("assetpack: signed by trusted key \(publisher.fingerprint)")
