@@ -187,8 +187,9 @@ package struct ContainerPackWriter: PackWriter {
                     if !wanted.isLegacy { wanted.size = end + UInt64(blockSize) }
                     release = wanted
                 }
-                // The next generation, in the slot the previous one is not in.
-                header.generation = (appending?.generation ?? 0) + 1
+                // The next generation (a rewrite counts on from the version-6 pack it compacts),
+                // in the slot the previous one is not in.
+                header.generation = (previous.map { $0.header.isAppendable ? $0.header.generation : 0 } ?? 0) + 1
                 header.slot = appending.map { 1 - $0.slot } ?? 0
                 header.end = end + UInt64(blockSize)
                 let headerBytes = header.stored(commitment: keys.commitment(header.committedBytes()))
@@ -217,7 +218,7 @@ package struct ContainerPackWriter: PackWriter {
                 return headerBytes
             }
             if let appending {
-                try Self.append(to: output, after: appending.end, slot: header.slot, fill)
+                try Self.append(to: output, after: appending.end, slot: 1 - appending.slot, fill)
                 report.appended = true
             } else {
                 try AtomicFile.write(output) { fd in

@@ -11,7 +11,8 @@ extension PrivateInstaller {
         public var installation: Installation
         /// Body bytes downloaded by this call (retries included).
         public var downloaded: UInt64
-        /// Bytes copied from the previously installed pack instead of downloaded.
+        /// Bytes copied from the previously installed pack instead of downloaded (updated in
+        /// place: the installed bytes kept where they are).
         public var reused: UInt64
         /// Bytes an earlier, interrupted install had already downloaded.
         public var resumed: UInt64
@@ -180,6 +181,7 @@ extension PrivateInstaller {
                 var result = summary(
                     Installation(path: destination, copied: true, sha256: digest, publisher: publisher), download)
                 result.written = 2 * written  // the staging file held them first
+                result.reused = UInt64(update.plan.kept.count)
                 result.updatedInPlace = true
                 return result
             }

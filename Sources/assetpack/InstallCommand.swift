@@ -89,7 +89,8 @@ extension AssetPackCommand {
             } else {
                 let reuse =
                     result.updatedInPlace
-                    ? "updated the installed pack in place" : "reused \(result.reused) bytes from the installed pack"
+                    ? "reused \(result.reused) bytes of the installed pack in place (appended the rest)"
+                    : "reused \(result.reused) bytes from the installed pack"
                 quiet.say(
                     "assetpack: downloaded \(result.downloaded) bytes in \(plural(result.requests, "request")), \(reuse)"
                         + (result.resumed > 0 ? ", resumed \(result.resumed) bytes downloaded before" : "")

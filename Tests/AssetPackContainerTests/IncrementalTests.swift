@@ -31,7 +31,7 @@ import Testing
         func pack(
             credential: PackCredential = testKey, fresh: Bool = false, chunkSize: Int = 4096,
             kdf: ContainerKDF? = .forTests, compression: CompressionPolicy = .auto, codec: ContainerCodec = .zstd,
-            level: CompressionLevel = .default, extra: [SourceFile] = []
+            level: CompressionLevel = .default, extra: [SourceFile] = [], signingKey: PublisherSigningKey? = nil
         ) throws -> PackWriteReport {
             var options = PackOptions.forTests
             options.format = .container
@@ -42,6 +42,7 @@ import Testing
             options.compression = compression
             options.container.codec = codec
             options.level = level
+            options.signingKey = signingKey
             let files = try SourceTree.scan(root: root, includeHidden: false)
             return try ContainerPackWriter().write(files + extra, to: output, options: options)
         }

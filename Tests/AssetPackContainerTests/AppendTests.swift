@@ -1,0 +1,228 @@
+import AssetPackCore
+import AssetPackCrypto
+import AssetPackFormat
+import Foundation
+import Testing
+
+@testable import AssetPackContainer
+
+/// Version 6: a re-pack of a version-6 pack appends a generation in place (the changed chunks,
+/// an index, a header slot), and whatever happens to it half way, the file is a whole pack of
+/// one generation or the other (docs/FORMAT.md, "Version 6").
+@Suite struct AppendTests {
+    typealias Tree = IncrementalTests.Tree
+
+    /// A tree with one 200 KiB file of noise (about 50 chunks of 4 KiB average) and a small one.
+    static func tree() throws -> Tree {
+        try Tree(["big.bin": noise(200_000, seed: 3), "small.txt": Array("small".utf8)])
+    }
+
+    static func header(_ path: String) throws -> ContainerHeader {
+        try ContainerHeader.read(from: FileByteSource(path: path)).header
+    }
+
+    /// Flips the byte at `offset` of `path`'s file `tree`.
+    static func edit(_ tree: Tree, at offset: Int) throws {
+        var big = [UInt8](try Data(contentsOf: tree.root.appendingPathComponent("big.bin")))
+        big[offset] ^= 0xFF
+        try tree.set("big.bin", big)
+    }
+
+    @Test func aRepackAppendsOnlyWhatChangedAndLeavesEveryEarlierByte() throws {
+        let tree = try Self.tree()
+        let first = try tree.pack()
+        #expect(!first.appended)
+        let before = tree.bytes
+        let h1 = try Self.header(tree.output)
+        #expect(h1.version == 6 && h1.generation == 1 && h1.slot == 0 && h1.end == UInt64(before.count))
+        #expect(before[128..<256].allSatisfy { $0 == 0 }, "a new pack's second slot is empty")
+
+        try Self.edit(tree, at: 100_000)
+        let second = try tree.pack()
+        let after = tree.bytes
+        let h2 = try Self.header(tree.output)
+        #expect(second.appended && second.reusedChunks >= second.chunks - 3)
+        #expect(h2.generation == 2 && h2.slot == 1 && h2.salt == h1.salt)
+        // Nothing before the previous end was written but the new slot; the file grew by the rest.
+        #expect(after[0..<128] == before[0..<128])
+        #expect(after[256..<before.count] == before[256...])
+        #expect(UInt64(after.count) == h2.end && after.count == before.count + Int(second.bytesWritten) - 128)
+        #expect(second.bytesWritten < 40_000, "\(second.bytesWritten) bytes written for one changed chunk")
+        try tree.expectReadsBack()
+
+        // A third generation goes back into slot 0.
+        try Self.edit(tree, at: 10_000)
+        try tree.pack()
+        let h3 = try Self.header(tree.output)
+        #expect(h3.generation == 3 && h3.slot == 0)
+        try tree.expectReadsBack()
+    }
+
+    /// The chunks an append keeps are named where they are: an entry's chunks lie in runs, and a
+    /// reader finds each by its offset (whole reads, streams, ranges across runs).
+    @Test func entriesWhoseChunksLieInSeveralRunsReadWhole() throws {
+        let tree = try Self.tree()
+        try tree.pack()
+        try Self.edit(tree, at: 50_000)
+        try Self.edit(tree, at: 150_000)
+        try tree.pack()
+        let reader = try tree.reader()
+        let e = try #require(reader.records.first { $0.info.path == "big.bin" })
+        let runs = reader.entrySpans(e)
+        #expect(runs.count >= 4, "\(runs)")
+        #expect(runs.contains { $0.lowerBound >= reader.header.indexOffset - 20_000 })
+        let big = [UInt8](try Data(contentsOf: tree.root.appendingPathComponent("big.bin")))
+        #expect(try reader.read("big.bin") == big)
+        var streamed: [UInt8] = []
+        try reader.stream("big.bin") { streamed += $0 }
+        #expect(streamed == big)
+        #expect(try reader.readRange("big.bin", offset: 40_000, count: 120_000) == Array(big[40_000..<160_000]))
+    }
+
+    /// A chunk whose plaintext occurs twice in the new version is kept once and written again for
+    /// its second occurrence: two index records never name one stored chunk (that is refused).
+    @Test func aRepeatedChunkIsNamedOnce() throws {
+        let block = noise(30_000, seed: 8)
+        let tree = try Tree(["r.bin": block + noise(30_000, seed: 9)])
+        try tree.pack()
+        try tree.set("r.bin", block + block)
+        let report = try tree.pack()
+        #expect(report.appended)
+        try tree.expectReadsBack()
+    }
+
+    /// The crash windows of an append: after its chunks and index, before its slot (the previous
+    /// generation reads, the bytes after it are ignored, and the next re-pack writes over them);
+    /// and a slot written in part (it fails its check, and the previous slot is the pack).
+    @Test func anAppendCutShortLeavesThePreviousGeneration() throws {
+        let tree = try Self.tree()
+        try tree.pack()
+        let previous = tree.bytes
+        let original = [UInt8](try Data(contentsOf: tree.root.appendingPathComponent("big.bin")))
+        try Self.edit(tree, at: 100_000)
+        try tree.pack()
+        let appended = tree.bytes
+
+        // Cut before the slot: the new slot is still empty.
+        var noSlot = appended
+        noSlot.replaceSubrange(128..<256, with: previous[128..<256])
+        try Data(noSlot).write(to: URL(fileURLWithPath: tree.output))
+        #expect(try Self.header(tree.output).generation == 1)
+        #expect(try tree.reader().read("big.bin") == original)
+        // Torn: all of the slot but its last byte.
+        var torn = appended
+        torn[255] = previous[255]
+        try Data(torn).write(to: URL(fileURLWithPath: tree.output))
+        #expect(try Self.header(tree.output).generation == 1)
+        #expect(try tree.reader().read("big.bin") == original)
+
+        // The next re-pack appends to generation 1 again, over the unfinished bytes.
+        let again = try tree.pack()
+        let regenerated = try Self.header(tree.output)
+        #expect(again.appended && regenerated.generation == 2)
+        #expect(tree.bytes.count == previous.count + Int(again.bytesWritten) - 128)
+        try tree.expectReadsBack()
+    }
+
+    @Test func slotsThatCannotBothBeTheHeaderAreRefused() throws {
+        let tree = try Self.tree()
+        try tree.pack()
+        try Self.edit(tree, at: 100_000)
+        try tree.pack()
+        let good = tree.bytes
+        // Both slots damaged.
+        var both = good
+        both[60] ^= 1
+        both[128 + 60] ^= 1
+        try Data(both).write(to: URL(fileURLWithPath: tree.output))
+        expectError(.integrityFailure) { _ = try tree.reader() }
+        // Two slots of one generation (resealed, as anyone can).
+        var tie = good
+        tie.replaceSubrange(0..<128, with: good[128..<256])
+        try Data(tie).write(to: URL(fileURLWithPath: tree.output))
+        expectError(.integrityFailure) { _ = try tree.reader() }
+        // A slot whose end is past the file.
+        var short = good
+        short.removeLast()
+        try Data(short).write(to: URL(fileURLWithPath: tree.output))
+        expectError(.integrityFailure) { _ = try tree.reader() }
+        // The older slot made newer (resealed): its commitment covers the generation.
+        var rolled = good
+        rolled.replaceSubrange(72..<80, with: [9, 0, 0, 0, 0, 0, 0, 0])
+        resealSlots(&rolled)
+        try Data(rolled).write(to: URL(fileURLWithPath: tree.output))
+        expectError(.wrongPassword) { _ = try tree.reader() }
+    }
+
+    /// A reader opened before an append reads its own generation throughout: an append writes
+    /// nothing that generation's chunks, index or slot occupy.
+    @Test func aReaderOpenBeforeAnAppendKeepsReading() throws {
+        let tree = try Self.tree()
+        try tree.pack()
+        let original = [UInt8](try Data(contentsOf: tree.root.appendingPathComponent("big.bin")))
+        let early = try tree.reader()
+        for offset in stride(from: 1_000, to: 200_000, by: 40_000) {
+            try Self.edit(tree, at: offset)
+            #expect(try tree.pack().appended)
+            #expect(try early.read("big.bin") == original)
+        }
+        try tree.expectReadsBack()
+    }
+
+    /// Once more than half of the data region is dead (chunks no index names), a re-pack writes
+    /// the pack afresh: smaller, with the same keys, counting generations on.
+    @Test func aMostlyDeadPackIsCompacted() throws {
+        let tree = try Self.tree()
+        try tree.pack()
+        var generations: [(appended: Bool, size: Int)] = []
+        for round in 0..<4 {
+            try tree.set("big.bin", noise(200_000, seed: 100 + UInt64(round)))  // every chunk changes
+            let report = try tree.pack()
+            generations.append((report.appended, tree.bytes.count))
+            try tree.expectReadsBack()
+        }
+        // Round 0 leaves half dead (it may append); by round 1 more than half is, so it compacts.
+        #expect(generations.map(\.appended) == [true, false, true, false], "\(generations)")
+        #expect(generations[1].size < generations[0].size * 2 / 3)
+        let h = try Self.header(tree.output)
+        #expect(h.generation == 5 && h.slot == 0)
+    }
+
+    @Test func aSignedPackAppendsAndVerifies() throws {
+        let key = PublisherSigningKey.generate()
+        let tree = try Self.tree()
+        try tree.pack(signingKey: key)
+        try Self.edit(tree, at: 100_000)
+        let report = try tree.pack(signingKey: key)
+        #expect(report.appended && report.bytesWritten < 50_000)
+        let source = try FileByteSource(path: tree.output)
+        let block = try ContainerPackReader.verifiedBlock(source, trusted: [key.publicKey])
+        #expect(block.release.size == UInt64(tree.bytes.count))
+        let reader = try ContainerPackReader(path: tree.output, credential: testKey, trustedKeys: [key.publicKey])
+        #expect(reader.header.version == 7)
+        #expect(try reader.read("big.bin") == [UInt8](try Data(contentsOf: tree.root.appendingPathComponent("big.bin"))))
+        // Every byte before the index is the publisher's, live or dead: the whole-pack check
+        // (an installer's, without the password) refuses a change to any of them.
+        var damaged = tree.bytes
+        damaged[300] ^= 1
+        try Data(damaged).write(to: URL(fileURLWithPath: tree.output))
+        #expect(throws: AssetPackError.self) {
+            _ = try ContainerPackReader.verifiedBlock(FileByteSource(path: tree.output), trusted: [key.publicKey])
+        }
+    }
+
+    /// A pack older than version 6 at the output is rewritten as version 6 (its chunks copied),
+    /// after which re-packs append.
+    @Test func aVersion4PackIsRewrittenThenAppended() throws {
+        let vector = try #require(Bundle.module.url(forResource: "Vectors", withExtension: nil))
+            .appendingPathComponent("v4-key-store.apack")
+        let tree = try Tree(["hello.txt": Array("Hello, AssetPack!\n\n".utf8), "empty": []])
+        try FileManager.default.copyItem(atPath: vector.path, toPath: tree.output)
+        let first = try tree.pack()
+        #expect(!first.appended && first.reused == 2)
+        #expect(try Self.header(tree.output).version == 6)
+        try tree.set("more.txt", Array("more".utf8))
+        #expect(try tree.pack().appended)
+        try tree.expectReadsBack()
+    }
+}
