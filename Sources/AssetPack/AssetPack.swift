@@ -141,6 +141,11 @@ public enum AssetPacks {
         /// Container: the size of the zstd dictionary the pack's small files are compressed with
         /// (0 when it has none; docs/FORMAT.md, "The pack's dictionary").
         public var dictionaryBytes = 0
+        /// Container: whether the pack was appended to the one at the output (its unchanged chunks
+        /// kept where they were), and how many bytes of earlier versions the file still holds
+        /// (docs/INCREMENTAL.md, "Appending"; ``PackOptions/compact`` drops them).
+        public var appended = false
+        public var earlierBytes: UInt64 = 0
         /// Entries of the pack that was at the output that this pack no longer has, when the writer
         /// read that pack to reuse its entries (a container re-pack with the same credential and
         /// settings); `nil` when it did not (zip, `fresh`, other settings, no pack there).
@@ -186,7 +191,8 @@ public enum AssetPacks {
         return PackSummary(
             files: files, packSize: size, seconds: watch.elapsed, skipped: skipped, reused: report.reused,
             packed: report.packed, chunks: report.chunks, reusedChunks: report.reusedChunks,
-            bytesWritten: report.bytesWritten, dictionaryBytes: report.dictionaryBytes, removed: report.removed)
+            bytesWritten: report.bytesWritten, dictionaryBytes: report.dictionaryBytes, appended: report.appended,
+            earlierBytes: report.earlierBytes, removed: report.removed)
     }
 }
 

@@ -99,9 +99,10 @@ package struct ContainerPackWriter: PackWriter {
         let entryCodec: ChunkCodec = dictionary == nil ? codec : .zstdDictionary
 
         // Version 6: a re-pack appends what changed after the previous generation and switches
-        // header slots, unless more than half of the previous data region is dead (then it
-        // rewrites the pack whole, compacting it) or the previous pack is older than version 6.
-        let appending = previous.flatMap { Self.appendable($0, output: output) }
+        // header slots, unless more than half of the previous data region is dead or
+        // `options.compact` (then it rewrites the pack whole, compacting it), or the previous
+        // pack is older than version 6.
+        let appending = options.compact ? nil : previous.flatMap { Self.appendable($0, output: output) }
         var report = PackWriteReport()
         // The summary's "removed", from the pack already open here: the CLI need not open it again
         // (one more key derivation) to count it.
@@ -173,6 +174,10 @@ package struct ContainerPackWriter: PackWriter {
                 if let previous, try Self.holds(previous, exactly: records, options: options, output: output) {
                     throw Unchanged()
                 }
+                let live = records.reduce(UInt64(0)) { sum, r in
+                    r.chunks.reduce(sum) { $0 + UInt64($1.payload & ~ChunkTable.compressedBit) + UInt64(ContainerFormat.tagSize) }
+                }
+                report.earlierBytes = pos - header.dataStart - live
                 let index = ContainerIndex.encode(records, chunking: chunking, offsets: true)
                 let nonce = random(ContainerFormat.indexNonceSize)
                 header.indexOffset = pos

@@ -54,6 +54,11 @@ public struct PackOptions: Sendable {
     /// Always compress and encrypt every entry, even when `output` already holds a pack that
     /// opens with the same credential. By default unchanged entries of such a pack are reused.
     public var fresh = false
+    /// Container: rewrite the pack at `output` whole (keeping its keys, so that installed copies
+    /// still reuse its chunks) instead of appending what changed to it, which leaves the earlier
+    /// versions' chunks in the file (docs/INCREMENTAL.md, "Appending"). A re-pack also rewrites
+    /// on its own once more than half of the file is earlier versions'.
+    public var compact = false
     /// Zip-only settings.
     public var zip = ZipPackOptions()
     /// Container-only settings.
@@ -184,6 +189,9 @@ package struct PackWriteReport: Sendable, Equatable {
     /// Container: the re-pack appended a generation to the pack in place (version 6) rather
     /// than writing a new file.
     package var appended = false
+    /// Container: bytes of the pack's data that its index does not name (earlier generations'
+    /// chunks, indexes and signatures, kept by appending re-packs; 0 for a pack written whole).
+    package var earlierBytes: UInt64 = 0
 
     package init(reused: Int = 0, packed: Int = 0, reusedBytes: UInt64 = 0) {
         self.reused = reused

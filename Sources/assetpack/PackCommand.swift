@@ -50,6 +50,11 @@ extension AssetPackCommand {
                 "Compress and encrypt every entry, even those an existing pack at --output (same credential) already holds unchanged."
         )
         var fresh = false
+        @Flag(
+            help:
+                "container: rewrite the pack at --output whole, keeping its keys, instead of appending what changed to it. An appending re-pack writes only the changed chunks, but earlier versions' chunks stay in the file (readable with the password) until a re-pack rewrites it: by itself once they are over half of it, or now with --compact."
+        )
+        var compact = false
         @Option(
             name: .customLong("sign-key"),
             help: ArgumentHelp(
@@ -166,6 +171,7 @@ extension AssetPackCommand {
                 options.container.codec = codec
                 if let scryptCost { options.container.kdf = .scrypt(cost: scryptCost) }
                 options.fresh = fresh
+                options.compact = compact
                 options.signingKey = try signKey.map { try PublisherSigningKey.load(from: URL(fileURLWithPath: $0)) }
                 options.releaseName = packName
                 options.releaseVersion = packVersion ?? 0
@@ -217,12 +223,15 @@ extension AssetPackCommand {
     }
 }
 
-/// A container's chunk reuse and dictionary, for the summary: "; 3 of 40 chunks reused, 123 bytes
-/// written, a 5568-byte zstd dictionary".
+/// A container's chunk reuse, appending and dictionary, for the summary: "; 3 of 40 chunks reused,
+/// 123 bytes written, appended: the file keeps 456 bytes of earlier versions (--compact drops
+/// them), a 5568-byte zstd dictionary".
 private func chunkNote(_ summary: AssetPacks.PackSummary) -> String {
     guard summary.chunks > 0 else { return "" }
     return
         "; \(summary.reusedChunks) of \(plural(summary.chunks, "chunk", "chunks")) reused, \(summary.bytesWritten) bytes written"
+        + (summary.appended
+            ? ", appended: the file keeps \(summary.earlierBytes) bytes of earlier versions (--compact drops them)" : "")
         + (summary.dictionaryBytes > 0 ? ", a \(summary.dictionaryBytes)-byte zstd dictionary" : "")
 }
 

@@ -70,7 +70,7 @@ import Testing
         try Data(big).write(to: source.appendingPathComponent("big.bin"))
         let second = try Self.pack(source, output, .container, ["--chunk-kib", "4"])
         let line = Self.summary(second)
-        let numbers = line.firstMatch(of: /; ([0-9]+) of ([0-9]+) chunks reused, ([0-9]+) bytes written\)/)
+        let numbers = line.firstMatch(of: /; ([0-9]+) of ([0-9]+) chunks reused, ([0-9]+) bytes written[,)]/)
         let (reused, chunks, written) = try #require(numbers.map { (Int($0.1)!, Int($0.2)!, Int($0.3)!) }, "\(line)")
         #expect(chunks > 100 && chunks - reused >= 1 && chunks - reused <= 2, "\(line)")
         let size = try FileManager.default.attributesOfItem(atPath: output.path)[.size] as! Int
@@ -81,6 +81,15 @@ import Testing
         #expect(line.hasSuffix(": 1 reused, 1 packed, 0 removed"), "\(line)")
         let cat = try CLI.run(["cat", output.path, "big.bin"], password: Self.password)
         #expect(cat.status == 0 && cat.stdout == big)
+        // The summary says the earlier version's chunk stays in the file, and --compact drops it.
+        let kept = try #require(line.firstMatch(of: /appended: the file keeps ([0-9]+) bytes of earlier versions/), "\(line)")
+        #expect(Int(kept.1)! > 1024 && Int(kept.1)! < written, "\(line)")
+        let compact = try Self.pack(source, output, .container, ["--chunk-kib", "4", "--compact"])
+        #expect(compact.status == 0 && !Self.summary(compact).contains("appended"), "\(compact.stderr)")
+        let compacted = try FileManager.default.attributesOfItem(atPath: output.path)[.size] as! Int
+        #expect(compacted == size - Int(kept.1)!, "\(firstSize) → \(size) → \(compacted)")
+        let again = try CLI.run(["cat", output.path, "big.bin"], password: Self.password)
+        #expect(again.status == 0 && again.stdout == big)
     }
 
     /// `--codec` picks the container's codec (zstd by default), and is refused for a zip.
