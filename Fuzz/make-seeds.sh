@@ -13,5 +13,9 @@ done
 cp "$out"/FuzzZip/*.zip "$out/FuzzZipStructure/"
 head -c 32 /dev/zero | tr '\0' '\007' > "$src.key"
 "$bin" pack "$src" -o "$out/FuzzContainer/key.apack" --format container --key-file "$src.key" --chunk-kib 4 >/dev/null
-cp "$out/FuzzContainer/key.apack" "$out/FuzzContainerIndex/"
+# A second generation appended to a copy (version 6: both header slots, chunks out of order).
+cp "$out/FuzzContainer/key.apack" "$out/FuzzContainer/key-appended.apack"
+printf 'changed' > "$src/a.txt"; head -c 700 /dev/urandom >> "$src/r.bin"
+"$bin" pack "$src" -o "$out/FuzzContainer/key-appended.apack" --format container --key-file "$src.key" --chunk-kib 4 >/dev/null
+cp "$out/FuzzContainer/key.apack" "$out/FuzzContainer/key-appended.apack" "$out/FuzzContainerIndex/"
 rm -f "$src.key"

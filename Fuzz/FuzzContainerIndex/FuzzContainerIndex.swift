@@ -1,5 +1,6 @@
-// libFuzzer target: the container's header and index parsers (versions 1–3 and 4) on arbitrary bytes, past the
-// cryptography (as if the key were known and the index had authenticated). Built by `make fuzz`.
+// libFuzzer target: the container's header and index parsers (versions 1–3, 4 and 6: the header
+// slots and the chunk offsets) on arbitrary bytes, past the cryptography (as if the key were known
+// and the index had authenticated). Built by `make fuzz`.
 import AssetPackContainer
 import AssetPackCore
 import FuzzSupport
@@ -14,30 +15,35 @@ import FuzzSupport
     @_cdecl("LLVMFuzzerTestOneInput")
     public func fuzzContainerIndex(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         let bytes = UnsafeRawBufferPointer(start: data, count: size)
-        let headerSize = ContainerFormat.headerSize
-        if size >= headerSize,
-            let header = try? ContainerHeader.parse(UnsafeRawBufferPointer(rebasing: bytes[0..<headerSize]))
-        {
+        // The header (versions 6, 7: the choice between two slots), then the index after it.
+        if let (_, header) = try? ContainerHeader.read(from: MemoryByteSource(Array(bytes))) {
             _ = try? header.checkKDF(limits)
-            let index = UnsafeRawBufferPointer(rebasing: bytes[headerSize...])
+            let start = Int(header.dataStart)
+            let index = UnsafeRawBufferPointer(rebasing: bytes[min(start, size)...])
             if header.hasChunkTable {
                 _ = try? ContainerIndex.decodeV4(
-                    index, chunkShift: header.chunkShift, dataEnd: header.indexOffset, limits: limits)
+                    index, chunkShift: header.chunkShift,
+                    data: header.dataStart..<max(header.dataStart, header.indexOffset),
+                    offsets: header.isAppendable, limits: limits)
             } else {
                 _ = try? ContainerIndex.decode(
                     index, version: header.version, chunkShift: header.chunkShift, dataEnd: header.indexOffset,
                     limits: limits)
             }
         }
+        let headerSize = UInt64(ContainerFormat.headerSize)
         // The index alone, against a few plausible geometries.
         for shift: UInt8 in [12, 16] {
-            _ = try? ContainerIndex.decode(
-                bytes, chunkShift: shift, dataEnd: UInt64(headerSize) + UInt64(size) * 4, limits: limits)
+            _ = try? ContainerIndex.decode(bytes, chunkShift: shift, dataEnd: headerSize + UInt64(size) * 4, limits: limits)
         }
-        // Version 4 (content-defined chunks), with the writer's default bounds and the tests' small ones.
+        // Versions 4 and 6 (content-defined chunks; 6: each chunk's offset), with the writer's
+        // default bounds and the tests' small ones.
         for shift: UInt8 in [14, 18] {
-            _ = try? ContainerIndex.decodeV4(
-                bytes, chunkShift: shift, dataEnd: UInt64(headerSize) + UInt64(size) * 4, limits: limits)
+            for offsets in [false, true] {
+                let start = offsets ? UInt64(ContainerFormat.slotsSize) : headerSize
+                _ = try? ContainerIndex.decodeV4(
+                    bytes, chunkShift: shift, data: start..<start + UInt64(size) * 4, offsets: offsets, limits: limits)
+            }
         }
         return 0
     }

@@ -307,13 +307,20 @@ package struct ContainerPackWriter: PackWriter {
         let fd: FileDescriptor
         do { fd = try .open(output, .readWrite) } catch { throw error.io("cannot open \(output)") }
         defer { try? fd.close() }
+        // An interrupt (Ctrl-C) before the slot is written cuts the file back, too.
+        TemporaryFiles.registerAppend(output, size: previousEnd)
         do {
             let headerBytes = try fill(fd)
             do { try fd.fsync() } catch { throw error.io("cannot sync \(output)") }
             // A slot written in part fails its check (its last 8 bytes), so the previous one stays.
-            try pwriteAll(fd, headerBytes, at: UInt64(slot * ContainerFormat.slotSize))
+            let committed = try TemporaryFiles.commitAppend(output) {
+                try pwriteAll(fd, headerBytes, at: UInt64(slot * ContainerFormat.slotSize))
+            }
+            // Cut back by an interrupt: the process is about to die of it.
+            guard committed else { throw AssetPackError(.io, "interrupted: \(output) was not changed") }
         } catch {
             // Leave the file as it was: the previous generation, and nothing after it.
+            TemporaryFiles.forgetAppend(output)
             try? fd.truncate(to: previousEnd)
             throw error
         }

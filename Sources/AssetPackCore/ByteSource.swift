@@ -155,3 +155,28 @@ package final class SplicedByteSource: ByteSource {
         try body()
     }
 }
+
+/// A pack held in memory (fuzz targets, tests).
+package final class MemoryByteSource: ByteSource {
+    package let bytes: [UInt8]
+    package let name: String
+    package var size: UInt64 { UInt64(bytes.count) }
+
+    package init(_ bytes: [UInt8], name: String = "memory") {
+        self.bytes = bytes
+        self.name = name
+    }
+
+    package func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int {
+        guard offset < size else { return 0 }
+        let n = min(buffer.count, bytes.count - Int(offset))
+        bytes.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[Int(offset)..<Int(offset) + n])) }
+        return n
+    }
+
+    package func retain(_ span: Range<UInt64>) throws {}
+
+    package func access<T>(_ spans: [Range<UInt64>], largestRead: Int, _ body: () throws -> T) throws -> T {
+        try body()
+    }
+}

@@ -16,11 +16,20 @@ package enum TemporaryFiles {
     private final class Registry: @unchecked Sendable {
         private let lock = NSLock()
         private var paths: Set<String> = []
+        /// Files being appended to in place, and the size each had before.
+        var appends: [String: UInt64] = [:]
 
         func update<R>(_ body: (inout Set<String>) -> R) -> R {
             lock.lock()
             defer { lock.unlock() }
             return body(&paths)
+        }
+
+        /// Runs `body` under the lock, with the appends.
+        func updateAppends<R>(_ body: (inout [String: UInt64]) throws -> R) rethrows -> R {
+            lock.lock()
+            defer { lock.unlock() }
+            return try body(&appends)
         }
     }
 
@@ -36,7 +45,8 @@ package enum TemporaryFiles {
         _ = registry.update { $0.remove(path) }
     }
 
-    /// Removes every tracked file or directory (recursively); returns how many were tracked.
+    /// Removes every tracked file or directory (recursively), and cuts every file being
+    /// appended to back to the size it had; returns how many were tracked.
     @discardableResult
     package static func removeAll() -> Int {
         let all = registry.update { set -> Set<String> in
@@ -44,7 +54,41 @@ package enum TemporaryFiles {
             return set
         }
         for path in all { try? FileManager.default.removeItem(atPath: path) }
-        return all.count
+        let appends = registry.updateAppends { appends -> Int in
+            defer { appends.removeAll() }
+            for (path, size) in appends {
+                if let fd = try? FileDescriptor.open(path, .writeOnly) {
+                    try? fd.truncate(to: size)
+                    try? fd.close()
+                }
+            }
+            return appends.count
+        }
+        return all.count + appends
+    }
+
+    /// Starts tracking an append to the file at `path`, which is `size` bytes long: an interrupt
+    /// before ``commitAppend(_:_:)`` cuts it back to that (a container's re-pack in place).
+    package static func registerAppend(_ path: String, size: UInt64) {
+        registry.updateAppends { $0[path] = size }
+    }
+
+    /// Runs `commit` (what makes the appended bytes part of the file: a container's header slot)
+    /// and stops tracking the append, unless an interrupt already cut it back; the two exclude
+    /// each other, so an interrupt never cuts a committed append.
+    /// - Returns: Whether `commit` ran.
+    @discardableResult
+    package static func commitAppend(_ path: String, _ commit: () throws -> Void) throws -> Bool {
+        try registry.updateAppends { appends in
+            guard appends.removeValue(forKey: path) != nil else { return false }
+            try commit()
+            return true
+        }
+    }
+
+    /// Stops tracking an append that failed (and was cut back by its writer).
+    package static func forgetAppend(_ path: String) {
+        _ = registry.updateAppends { $0.removeValue(forKey: path) }
     }
 }
 

@@ -177,6 +177,31 @@ import Testing
             "\(run.stderr.debugDescription)")
     }
 
+    /// SIGINT while a re-pack appends to the container at the output in place (no temporary
+    /// file): the append is cut back, so the pack stays byte for byte, and the process dies of
+    /// the signal saying so.
+    @Test(.tags(.slow)) func interruptedAppendLeavesThePreviousPack() throws {
+        let dir = TemporaryDirectory()
+        let source = try dir.write(["small.txt": textBytes(100)], under: "src")
+        let output = dir.appending("out.pack")
+        #expect(try Self.pack(source, output, .container).status == 0)
+        let before = try Data(contentsOf: output)
+        for i in 0..<12 {
+            try Data(testBytes(8 << 20, seed: UInt64(100 + i))).write(to: source.appendingPathComponent("r\(i).bin"))
+        }
+        let run = try CLI.interruptWhileWriting(
+            ["pack", source.path, "--output", output.path, "--format", "container"],
+            password: Self.password, in: dir.url, signal: SIGINT, growing: output)
+        #expect(run.sawTemporary, "the pack finished before it could be interrupted")
+        #expect(run.diedOfSignal)
+        #expect(run.left == ["out.pack", "src"], "left behind: \(run.left)")
+        #expect(try Data(contentsOf: output) == before)
+        #expect(
+            run.stderr.hasSuffix(
+                "assetpack: interrupted: \(output.path) was not changed (the previous pack is kept)\n"),
+            "\(run.stderr.debugDescription)")
+    }
+
     /// Ctrl-C on a terminal: the progress bar is cleared before the line that says what became of
     /// the output, and no bar is drawn after it. A first pack interrupted leaves no pack, and says so.
     @Test(

@@ -141,12 +141,15 @@ extension CLI {
     }
 
     /// Runs `assetpack ARGS` with the password in `$ASSETPACK_PASSWORD`, waits until a temporary
-    /// file appears in `folder` (and, with `terminal`, until the progress bar was drawn), sends
+    /// file appears in `folder` (or, given `growing`, until that file grew: a container re-pack
+    /// appending in place; and, with `terminal`, until the progress bar was drawn), sends
     /// `signal`, and reports what the process and folder show. With `terminal`, stderr is a
     /// pseudo-terminal, so the command draws its progress bar there.
     public static func interruptWhileWriting(
-        _ arguments: [String], password: String, in folder: URL, signal: Int32, terminal: Bool = false
+        _ arguments: [String], password: String, in folder: URL, signal: Int32, terminal: Bool = false,
+        growing: URL? = nil
     ) throws -> Interrupted {
+        let initialSize = growing.flatMap { try? FileManager.default.attributesOfItem(atPath: $0.path)[.size] as? Int }
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments
@@ -187,6 +190,12 @@ extension CLI {
         while Date() < deadline, process.isRunning {
             let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
             if names.contains(where: { $0.hasPrefix(".assetpack-tmp-") }) { sawTemporary = true }
+            if let growing, let initialSize,
+                let size = try? FileManager.default.attributesOfItem(atPath: growing.path)[.size] as? Int,
+                size > initialSize
+            {
+                sawTemporary = true
+            }
             if sawTemporary && (!terminal || output.text.contains("\r[")) { break }
             usleep(2000)
         }
