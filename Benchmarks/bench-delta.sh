@@ -18,8 +18,18 @@ export ASSETPACK_PASSWORD=bench-only
 start_nginx "$work"
 bytes() { awk '{b+=$4} END {printf "%d", b}' "$log"; }
 requests() { awk 'END {printf "%d", NR}' "$log"; }
-# The sealed index's length (header bytes 64..72), which an update always downloads.
-index_size() { python3 -c "import struct,sys; d=open(sys.argv[1],'rb').read(72); print(struct.unpack('<Q', d[64:72])[0])" "$1"; }
+# The sealed index's length, which an update always downloads: header bytes 64..72, of the header
+# slot with the higher generation (bytes 72..80) in a version-6 or -7 pack (docs/FORMAT.md).
+index_size() {
+  python3 - "$1" <<'EOF'
+import struct, sys
+d = open(sys.argv[1], "rb").read(256)
+slots = [d[i:i + 128] for i in (0, 128)] if d[8] in (6, 7) else [d[:104]]
+slots = [s for s in slots if s[:8] == b"APACK\0\r\n"]
+best = max(slots, key=lambda s: struct.unpack("<Q", s[72:80])[0] if s[8] in (6, 7) else 0)
+print(struct.unpack("<Q", best[64:72])[0])
+EOF
+}
 # seconds COMMAND...: wall seconds of one run (the command's stderr kept in $work/last.err).
 seconds() {
   python3 - "$@" <<'EOF'
@@ -80,15 +90,15 @@ run() {  # run MODE TREE ENTRY: MODE signed|unsigned
     # would give it. An unchanged re-pack leaves the file alone (0 bytes written): not touched.
     grep -q " 0 bytes written" "$work/repack.err" || touch -d "+$((RANDOM % 50 + 10)) seconds" "$pack"
     : >"$log"
-    local before; before=$(stat -c %i "$home/$mode.apack")
     "$bin" install "$base/$mode.apack" --into "$home" "${trust[@]}" "${cred[@]}" 2>"$work/install.err" >/dev/null
     cmp -s "$pack" "$home/$mode.apack" || { echo "installed pack differs from the remote one" >&2; exit 1; }
     local sealed written
     sealed=$(sed -n 's/.*; \([0-9]*\) of \([0-9]*\) chunks\{0,1\} reused.*/\2 \1/p' <<<"$summary" | awk '{print $1 - $2}')
     written=$(sed -n 's/.* \([0-9]*\) bytes written.*/\1/p' <<<"$summary")
-    # The installer writes a new file and renames it over the old one, or leaves a current one alone.
-    local size=0
-    [ "$(stat -c %i "$home/$mode.apack")" = "$before" ] || size=$(stat -c %s "$pack")
+    # What the installer says it wrote (an update in place: the tail, into its staging file and
+    # the installed pack; otherwise the new file it renamed over the old one), or 0 when current.
+    local size
+    size=$(sed -n 's/.*; \([0-9]*\) bytes written.*/\1/p' "$work/install.err")
     echo "| $mode $(basename "$tree") | $label | $repack | $full | $(python3 -c "print('%.2f' % ($repack / $full))") | ${sealed:-?} | ${written:-?} | $(bytes) | $(requests) | $(index_size "$pack") | $size |" >>"$table"
   done
 }
@@ -117,8 +127,8 @@ for mode in signed; do
   repack=$(seconds "$bin" pack "$work/tree" --format container --output "$pack" --sign-key "$work/publisher.key" 2>"$work/repack.err")
   touch -d "+30 seconds" "$pack"
   : >"$log"
-  "$bin" install "$base/corpus.apack" --into "$home" --trust "$work/publisher.pub" 2>/dev/null >/dev/null
-  echo "| signed corpus | one 4 KiB file and 1 byte of the 64 MiB entry | $repack | | | | $(sed -n 's/.* \([0-9]*\) bytes written.*/\1/p' "$work/repack.err") | $(bytes) | $(requests) | $(index_size "$pack") | |" >>"$table"
+  "$bin" install "$base/corpus.apack" --into "$home" --trust "$work/publisher.pub" 2>"$work/install.err" >/dev/null
+  echo "| signed corpus | one 4 KiB file and 1 byte of the 64 MiB entry | $repack | | | | $(sed -n 's/.* \([0-9]*\) bytes written.*/\1/p' "$work/repack.err") | $(bytes) | $(requests) | $(index_size "$pack") | $(sed -n 's/.*; \([0-9]*\) bytes written.*/\1/p' "$work/install.err") |" >>"$table"
 done
 
 cat "$table"
