@@ -319,9 +319,12 @@ package struct ContainerPackWriter: PackWriter {
             // Cut back by an interrupt: the process is about to die of it.
             guard committed else { throw AssetPackError(.io, "interrupted: \(output) was not changed") }
         } catch {
-            // Leave the file as it was: the previous generation, and nothing after it.
+            // Leave the file as it was: the previous generation, and nothing after it. Not touched
+            // when nothing was appended (Linux's ftruncate sets the modification time even to the
+            // same size, and a server's ETag is made of it: a re-pack with nothing changed must
+            // leave it).
             TemporaryFiles.forgetAppend(output)
-            try? fd.truncate(to: previousEnd)
+            if (try? fd.status().size) != previousEnd { try? fd.truncate(to: previousEnd) }
             throw error
         }
         // The new generation is whole on the disk before its slot names it; a failure here leaves

@@ -58,7 +58,7 @@ package enum TemporaryFiles {
             defer { appends.removeAll() }
             for (path, size) in appends {
                 if let fd = try? FileDescriptor.open(path, .writeOnly) {
-                    try? fd.truncate(to: size)
+                    if (try? fd.status().size) != size { try? fd.truncate(to: size) }
                     try? fd.close()
                 }
             }

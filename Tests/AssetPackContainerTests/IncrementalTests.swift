@@ -80,6 +80,9 @@ import Testing
         #expect(full.reused == 0 && full.packed == 5 && full.reusedChunks == 0)
         let first = tree.bytes, firstHeader = try tree.reader().header
         let inode = try FileSystem.stat(tree.output).inode
+        // Its modification time too: a server's ETag (nginx's) is made of it.
+        Thread.sleep(forTimeInterval: 0.01)
+        let modified = try FileSystem.stat(tree.output).modificationTime
         let again = try tree.pack()
         #expect(again.reused == 5 && again.packed == 0 && again.reusedChunks == again.chunks)
         // The five entries' sizes: 10,000 + 9,000 + 0 + 75,000 + 8 (a literal sum here took the
@@ -93,6 +96,7 @@ import Testing
         #expect(second == first)
         #expect(again.bytesWritten == 0)
         #expect(try FileSystem.stat(tree.output).inode == inode)
+        #expect(try FileSystem.stat(tree.output).modificationTime == modified)
         try tree.expectReadsBack()
         // One entry changed: the others' chunks are copied as they were, the salt (hence every
         // key) is kept, and the index is resealed under a fresh nonce.
