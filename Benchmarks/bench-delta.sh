@@ -99,6 +99,7 @@ run() {  # run MODE TREE ENTRY: MODE signed|unsigned
     # the installed pack; otherwise the new file it renamed over the old one), or 0 when current.
     local size
     size=$(sed -n 's/.*; \([0-9]*\) bytes written.*/\1/p' "$work/install.err")
+    size=${size:-0}
     echo "| $mode $(basename "$tree") | $label | $repack | $full | $(python3 -c "print('%.2f' % ($repack / $full))") | ${sealed:-?} | ${written:-?} | $(bytes) | $(requests) | $(index_size "$pack") | $size |" >>"$table"
   done
 }
