@@ -32,11 +32,13 @@ package struct RemoteDownload {
 
     /// Opens the staging file for `version`, with what an earlier download of the same
     /// version left in it, after checking that the file system holding `room` has space for
-    /// the rest (before the file is created or grows).
+    /// the rest (before the file is created or grows), or for `roomNeeded` bytes when that is
+    /// less (an update in place; ``checkRoomForRest(in:)`` then checks again before a whole
+    /// download).
     /// - Throws: `.io`, naming both sizes when there is no room.
     package init(
         client: HTTPRangeClient, version: HTTPRangeClient.Version, staging: String, options: RemoteMirror.Options,
-        room: String
+        room: String, roomNeeded: UInt64? = nil
     ) throws {
         self.client = client
         self.version = version
@@ -58,7 +60,7 @@ package struct RemoteDownload {
             try? FileSystem.unlink(statePath)
         }
         do {
-            try Self.checkRoom(needed: version.size - present.total, in: room)
+            try Self.checkRoom(needed: min(roomNeeded ?? .max, version.size - present.total), in: room)
         } catch {
             discard()
             throw error
@@ -101,6 +103,14 @@ package struct RemoteDownload {
                 .io,
                 "not enough space in \(directory): the pack needs \(needed) more bytes, \(available) are free")
         }
+    }
+
+    /// Checks that the file system holding `room` has space for what the staging file still
+    /// lacks, before a whole download fills it.
+    /// - Throws: `.io`, naming both sizes.
+    package func checkRoomForRest(in room: String) throws {
+        guard let mirror else { return }
+        try Self.checkRoom(needed: mirror.size - mirror.held.total, in: room)
     }
 
     /// Copies each wanted span (keyed by what identifies its bytes) whose key names a span of

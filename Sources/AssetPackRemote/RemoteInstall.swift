@@ -150,6 +150,10 @@ extension PrivateInstaller {
         var download = PackDownload(RemoteDownload(), url: url.absoluteString)
         // A whole-file download holds every byte: nothing to reuse.
         let previous = whole ? nil : release.map { $0.previous } ?? (installed == nil ? nil : destination.path)
+        // An update in place writes the remote's bytes after the installed pack's end twice (the
+        // staging file, then the installed pack): the room it needs, checked before the first
+        // byte. A whole download is checked again, for all of it, before it starts.
+        let inPlaceRoom = release == nil && !whole ? installed.map { 2 * (version.size - min($0.size, version.size)) + 4096 } : nil
         var checked: (String, PublisherKey?)
         do {
             download.download =
@@ -158,7 +162,8 @@ extension PrivateInstaller {
                     client: client, version: version, staging: staging, options: options, limit: limits.maxPackSize,
                     room: directory.path, progress: progress)
                 : RemoteDownload(
-                    client: client, version: version, staging: staging, options: options, room: directory.path)
+                    client: client, version: version, staging: staging, options: options, room: directory.path,
+                    roomNeeded: inPlaceRoom)
             try download.checkBeforeDownload(
                 trustedKeys: trustedKeys, credential: credential, limits: limits, client: client)
             // Trusting keys: the signature block's release (expiry, rollback), before the bulk
@@ -185,6 +190,7 @@ extension PrivateInstaller {
                 result.updatedInPlace = true
                 return result
             }
+            if inPlaceRoom != nil { try download.download.checkRoomForRest(in: directory.path) }
             try download.assemble(previous: previous, credential: credential, limits: limits, progress: progress)
             do {
                 checked = try download.verify(trustedKeys: trustedKeys, credential: credential)

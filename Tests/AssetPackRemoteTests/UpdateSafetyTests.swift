@@ -104,6 +104,32 @@ import Testing
         #expect(leftovers(into).isEmpty, "\(leftovers(into))")
     }
 
+    /// An update in place needs room for what it appends, not for the whole pack again: a
+    /// device whose disk holds the installed pack and little more still takes the update.
+    @Test(.enabled(if: SmallFileSystem.isAvailable, "needs root to mount a small tmpfs"))
+    func anUpdateInPlaceNeedsRoomOnlyForWhatItAppends() throws {
+        var big = testBytes(2_500_000, seed: 21)
+        let out = try pack(["big.bin": big], to: "p")
+        let server = try FaultyHTTPServer(root: dir.appending("www"))
+        let disk = try SmallFileSystem(megabytes: 4)
+        let installer = PrivateInstaller(directory: disk.url.appendingPathComponent("private"))
+        try installer.installRemote(server.url("p"), credential: .password("pw"), options: Self.options)
+        big[1_000_000] ^= 0xFF
+        try pack(["big.bin": big], to: "p")  // appended to the served pack
+        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(60)], ofItemAtPath: out.path)
+        // 1.5 MB free: not enough for a second copy of the 2.5 MB pack.
+        let update = try installer.installRemote(server.url("p"), credential: .password("pw"), options: Self.options)
+        #expect(update.updatedInPlace && update.written < 1 << 20, "\(update)")
+        #expect(
+            try Data(contentsOf: disk.url.appendingPathComponent("private/p")) == Data(contentsOf: out))
+        // A whole download still needs room for all of it, checked before it starts.
+        try pack(["big.bin": testBytes(2_500_000, seed: 22)], to: "other")
+        expectError(.io, containing: "not enough space") {
+            try installer.installRemote(server.url("other"), as: "p", credential: .password("pw"), options: Self.options)
+        }
+        #expect(leftovers(disk.url.appendingPathComponent("private")).filter { !$0.hasPrefix(".p.install") } == ["p"])
+    }
+
     // MARK: - Slow retrieval
 
     @Test func aDrippingServerFailsWithinTheRateWindow() throws {
