@@ -34,7 +34,8 @@ import FuzzSupport
         let headerSize = UInt64(ContainerFormat.headerSize)
         // The index alone, against a few plausible geometries.
         for shift: UInt8 in [12, 16] {
-            _ = try? ContainerIndex.decode(bytes, chunkShift: shift, dataEnd: headerSize + UInt64(size) * 4, limits: limits)
+            _ = try? ContainerIndex.decode(
+                bytes, chunkShift: shift, dataEnd: headerSize + UInt64(size) * 4, limits: limits)
         }
         // Versions 4 and 6 (content-defined chunks; 6: each chunk's offset), with the writer's
         // default bounds and the tests' small ones.

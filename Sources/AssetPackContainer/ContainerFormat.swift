@@ -101,7 +101,8 @@ package struct ContainerHeader: Equatable {
             w.u64(generation)
             w.u64(end)
         }
-        precondition(w.out.count == (isAppendable ? ContainerFormat.slotCommittedSize : ContainerFormat.commitmentOffset))
+        precondition(
+            w.out.count == (isAppendable ? ContainerFormat.slotCommittedSize : ContainerFormat.commitmentOffset))
         return w.out
     }
 

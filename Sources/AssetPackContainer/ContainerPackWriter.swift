@@ -175,7 +175,9 @@ package struct ContainerPackWriter: PackWriter {
                     throw Unchanged()
                 }
                 let live = records.reduce(UInt64(0)) { sum, r in
-                    r.chunks.reduce(sum) { $0 + UInt64($1.payload & ~ChunkTable.compressedBit) + UInt64(ContainerFormat.tagSize) }
+                    r.chunks.reduce(sum) {
+                        $0 + UInt64($1.payload & ~ChunkTable.compressedBit) + UInt64(ContainerFormat.tagSize)
+                    }
                 }
                 report.earlierBytes = pos - header.dataStart - live
                 let index = ContainerIndex.encode(records, chunking: chunking, offsets: true)

@@ -170,7 +170,9 @@ package final class MemoryByteSource: ByteSource {
     package func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int {
         guard offset < size else { return 0 }
         let n = min(buffer.count, bytes.count - Int(offset))
-        bytes.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[Int(offset)..<Int(offset) + n])) }
+        bytes.withUnsafeBytes {
+            buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[Int(offset)..<Int(offset) + n]))
+        }
         return n
     }
 

@@ -153,7 +153,8 @@ extension PrivateInstaller {
         // An update in place writes the remote's bytes after the installed pack's end twice (the
         // staging file, then the installed pack): the room it needs, checked before the first
         // byte. A whole download is checked again, for all of it, before it starts.
-        let inPlaceRoom = release == nil && !whole ? installed.map { 2 * (version.size - min($0.size, version.size)) + 4096 } : nil
+        let inPlaceRoom =
+            release == nil && !whole ? installed.map { 2 * (version.size - min($0.size, version.size)) + 4096 } : nil
         var checked: (String, PublisherKey?)
         do {
             download.download =

@@ -231,7 +231,8 @@ private func chunkNote(_ summary: AssetPacks.PackSummary) -> String {
     return
         "; \(summary.reusedChunks) of \(plural(summary.chunks, "chunk", "chunks")) reused, \(summary.bytesWritten) bytes written"
         + (summary.appended
-            ? ", appended: the file keeps \(summary.earlierBytes) bytes of earlier versions (--compact drops them)" : "")
+            ? ", appended: the file keeps \(summary.earlierBytes) bytes of earlier versions (--compact drops them)"
+            : "")
         + (summary.dictionaryBytes > 0 ? ", a \(summary.dictionaryBytes)-byte zstd dictionary" : "")
 }
 

@@ -82,7 +82,8 @@ import Testing
         let cat = try CLI.run(["cat", output.path, "big.bin"], password: Self.password)
         #expect(cat.status == 0 && cat.stdout == big)
         // The summary says the earlier version's chunk stays in the file, and --compact drops it.
-        let kept = try #require(line.firstMatch(of: /appended: the file keeps ([0-9]+) bytes of earlier versions/), "\(line)")
+        let kept = try #require(
+            line.firstMatch(of: /appended: the file keeps ([0-9]+) bytes of earlier versions/), "\(line)")
         #expect(Int(kept.1)! > 1024 && Int(kept.1)! < written, "\(line)")
         let compact = try Self.pack(source, output, .container, ["--chunk-kib", "4", "--compact"])
         #expect(compact.status == 0 && !Self.summary(compact).contains("appended"), "\(compact.stderr)")

@@ -78,7 +78,9 @@ import Testing
         #expect(downloaded < 400_000 && written < 2 * downloaded + 1024, "\(update.stderr)")
         #expect(reused > size * 8 / 10, "\(update.stderr)")
         #expect(try FileSystem.stat(s.home + "/p.apack").inode == inode, "the installed file was replaced")
-        #expect(FileManager.default.contents(atPath: s.home + "/p.apack") == FileManager.default.contents(atPath: s.out.path))
+        #expect(
+            FileManager.default.contents(atPath: s.home + "/p.apack")
+                == FileManager.default.contents(atPath: s.out.path))
         #expect(try CLI.run(["verify", s.home + "/p.apack", "--quiet"] + trust, password: Self.password).status == 0)
         let cat = try CLI.run(["cat", s.home + "/p.apack", "big.bin"], password: Self.password)
         let big = [UInt8](try Data(contentsOf: s.src.appendingPathComponent("big.bin")))
@@ -102,7 +104,9 @@ import Testing
         #expect(try s.pack([]).status == 0)
         let update = try CLI.run(["install", s.url, "--into", s.home], password: Self.password)
         #expect(update.status == 0 && update.stderr.contains("in place"), "\(update.stderr)")
-        #expect(FileManager.default.contents(atPath: s.home + "/p.apack") == FileManager.default.contents(atPath: s.out.path))
+        #expect(
+            FileManager.default.contents(atPath: s.home + "/p.apack")
+                == FileManager.default.contents(atPath: s.out.path))
         let (downloaded, _, _) = try #require(Self.numbers(update.stderr), "\(update.stderr)")
         #expect(downloaded < 600_000, "\(update.stderr)")
     }
@@ -121,7 +125,9 @@ import Testing
         let update = try CLI.run(["install", s.url, "--into", s.home] + trust)
         #expect(update.status == 0, "\(update.stderr)")
         #expect(!update.stderr.contains("in place"), "\(update.stderr)")
-        #expect(FileManager.default.contents(atPath: s.home + "/p.apack") == FileManager.default.contents(atPath: s.out.path))
+        #expect(
+            FileManager.default.contents(atPath: s.home + "/p.apack")
+                == FileManager.default.contents(atPath: s.out.path))
     }
 
     /// A tail changed on the server (one byte of the new chunk): the signature refuses the spliced

@@ -200,7 +200,8 @@ import Testing
         #expect(block.release.size == UInt64(tree.bytes.count))
         let reader = try ContainerPackReader(path: tree.output, credential: testKey, trustedKeys: [key.publicKey])
         #expect(reader.header.version == 7)
-        #expect(try reader.read("big.bin") == [UInt8](try Data(contentsOf: tree.root.appendingPathComponent("big.bin"))))
+        #expect(
+            try reader.read("big.bin") == [UInt8](try Data(contentsOf: tree.root.appendingPathComponent("big.bin"))))
         // Every byte before the index is the publisher's, live or dead: the whole-pack check
         // (an installer's, without the password) refuses a change to any of them.
         var damaged = tree.bytes

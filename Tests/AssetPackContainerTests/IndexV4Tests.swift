@@ -50,7 +50,8 @@ import Testing
         _ records: [IndexRecordV4], chunking: ChunkingParameters = chunking, shift: UInt8 = shift,
         dataEnd: UInt64? = nil, offsets: Bool = false
     ) throws -> [ContainerEntry] {
-        let records = offsets && records.allSatisfy({ $0.chunks.allSatisfy { $0.offset == 0 } }) ? placed(records) : records
+        let records =
+            offsets && records.allSatisfy({ $0.chunks.allSatisfy { $0.offset == 0 } }) ? placed(records) : records
         let start = UInt64(offsets ? ContainerFormat.slotsSize : ContainerFormat.headerSize)
         let bytes = ContainerIndex.encode(records, chunking: chunking, offsets: offsets)
         return try bytes.withUnsafeBytes {
@@ -106,7 +107,9 @@ import Testing
         ]
         for (why, records) in cases {
             for offsets in [false, true] {
-                expectError(.integrityFailure, Comment(rawValue: why)) { _ = try Self.decode(records, offsets: offsets) }
+                expectError(.integrityFailure, Comment(rawValue: why)) {
+                    _ = try Self.decode(records, offsets: offsets)
+                }
             }
         }
     }

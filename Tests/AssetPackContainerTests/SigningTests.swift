@@ -188,7 +188,8 @@ import Testing
         }
         // The second slot of a pack of one generation is empty: a flip there leaves it no header
         // (and the pack reads its files, as `outcome` checks).
-        #expect(accepted == Array(ContainerFormat.slotSize..<ContainerFormat.slotsSize), "flips accepted at \(accepted)")
+        #expect(
+            accepted == Array(ContainerFormat.slotSize..<ContainerFormat.slotsSize), "flips accepted at \(accepted)")
         #expect(Set(codes.keys).isSubset(of: [.untrusted, .integrityFailure]), "\(codes)")
         #expect(codes[.untrusted, default: 0] > original.count / 2, "\(codes)")
     }

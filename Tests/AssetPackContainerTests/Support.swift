@@ -29,7 +29,8 @@ func noise(_ count: Int, seed: UInt64) -> [UInt8] {
 /// the index's tag do that).
 func resealSlots(_ b: inout [UInt8]) {
     let size = ContainerFormat.slotSize
-    for slot in 0..<2 where b.count >= (slot + 1) * size && b[slot * size..<slot * size + 8].elementsEqual(ContainerFormat.magic) {
+    for slot in 0..<2
+    where b.count >= (slot + 1) * size && b[slot * size..<slot * size + 8].elementsEqual(ContainerFormat.magic) {
         let body = Array(b[slot * size..<(slot + 1) * size - 8])
         b.replaceSubrange((slot + 1) * size - 8..<(slot + 1) * size, with: SHA256Hasher.digest(body).prefix(8))
     }

@@ -116,7 +116,8 @@ import Testing
         try installer.installRemote(server.url("p"), credential: .password("pw"), options: Self.options)
         big[1_000_000] ^= 0xFF
         try pack(["big.bin": big], to: "p")  // appended to the served pack
-        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(60)], ofItemAtPath: out.path)
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date().addingTimeInterval(60)], ofItemAtPath: out.path)
         // 1.5 MB free: not enough for a second copy of the 2.5 MB pack.
         let update = try installer.installRemote(server.url("p"), credential: .password("pw"), options: Self.options)
         #expect(update.updatedInPlace && update.written < 1 << 20, "\(update)")
@@ -125,7 +126,8 @@ import Testing
         // A whole download still needs room for all of it, checked before it starts.
         try pack(["big.bin": testBytes(2_500_000, seed: 22)], to: "other")
         expectError(.io, containing: "not enough space") {
-            try installer.installRemote(server.url("other"), as: "p", credential: .password("pw"), options: Self.options)
+            try installer.installRemote(
+                server.url("other"), as: "p", credential: .password("pw"), options: Self.options)
         }
         #expect(leftovers(disk.url.appendingPathComponent("private")).filter { !$0.hasPrefix(".p.install") } == ["p"])
     }
