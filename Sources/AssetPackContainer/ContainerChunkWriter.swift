@@ -12,16 +12,25 @@ import Foundation
 struct PreviousEntry {
     let reader: ContainerPackReader
     let entry: ContainerEntry
-    /// Plaintext digest → the chunk (index within the entry) holding it.
-    let byDigest: [[UInt8]: Int]
+    /// Plaintext digest → the chunks (indexes within the entry) holding it, in entry order: the
+    /// k-th occurrence of a digest in the new entry reuses the k-th one here, so an unchanged
+    /// entry whose plaintext repeats (padding, silence, tiles) keeps every chunk where it was.
+    let byDigest: [[UInt8]: [Int]]
 
     init(reader: ContainerPackReader, entry: ContainerEntry) {
         self.reader = reader
         self.entry = entry
-        var map: [[UInt8]: Int] = [:]
+        var map: [[UInt8]: [Int]] = [:]
         map.reserveCapacity(entry.chunkCount)
-        for c in 0..<entry.chunkCount { map[reader.chunks.digest(entry.firstChunk + c)] = c }
+        for c in 0..<entry.chunkCount { map[reader.chunks.digest(entry.firstChunk + c), default: []].append(c) }
         byDigest = map
+    }
+
+    /// The chunk of the previous entry the `rank`-th occurrence (0-based) of `digest` reuses: its
+    /// own, or, when the new entry has more occurrences than the old one, the first (copied again).
+    func chunk(for digest: [UInt8], rank: Int) -> Int? {
+        guard let chunks = byDigest[digest] else { return nil }
+        return rank < chunks.count ? chunks[rank] : chunks[0]
     }
 }
 
@@ -59,6 +68,8 @@ extension ContainerPackWriter {
         // In place: the previous chunks this entry already names where they are (a chunk whose
         // plaintext recurs is named once; its other occurrences are written again, as sealed).
         var kept = Set<UInt64>()
+        // How often each plaintext digest occurred so far in this entry (ranks for reuse).
+        var occurrences: [[UInt8]: Int] = [:]
         while true {
             let want = Int(min(UInt64(buffers.plain.count - carry), size - read))
             let got = try readSome(src, UnsafeMutableRawBufferPointer(rebasing: buffers.plain[carry..<carry + want]))
@@ -88,7 +99,7 @@ extension ContainerPackWriter {
             if size == 0 { cuts = [(0, 0)] }
             try sealBatch(
                 cuts, compress: compress == true ? codec : .none, codec: codec, key: key, policy: policy,
-                previous: previous, buffers: buffers, signing: signing,
+                previous: previous, occurrences: &occurrences, buffers: buffers, signing: signing,
                 hashing: (hasher, UnsafeRawBufferPointer(rebasing: buffers.plain[carry..<available])))
             // In file order: compact the sealed chunks, record them, append them.
             var w = 0
@@ -141,38 +152,61 @@ extension ContainerPackWriter {
         return out
     }
 
-    /// Digests, CRCs, then per chunk: a copy of the previous pack's sealed chunk with the same
+    /// Digests and CRCs, then per chunk: a copy of the previous pack's sealed chunk with the same
     /// plaintext digest (tag checked), or the chunk compressed (when `compress` is a codec and it
-    /// pays) and sealed under a fresh random nonce. Chunks are shared among the cores.
+    /// pays) and sealed under a fresh random nonce. Chunks are shared among the cores, in two
+    /// passes: the digests first, then (after each chunk's occurrence rank is counted, in order,
+    /// in `occurrences`) the copies and seals.
     ///
     /// A compressed chunk is copied only from an entry of the same `codec` (the one this entry
     /// records): a zstd frame in an entry that says deflate would not decode.
     ///
     /// `hashing`: the whole entry's hasher and the bytes of this batch it has not seen yet, fed to
-    /// it as one more concurrent task (it was a serial pass of its own before the chunks: 45 ms of
-    /// a 64 MiB entry's ~0.4 s, on one core while the other waited).
+    /// it as one more concurrent task beside the digests (it was a serial pass of its own before
+    /// the chunks: 45 ms of a 64 MiB entry's ~0.4 s, on one core while the other waited).
     private func sealBatch(
         _ cuts: [(start: Int, length: Int)], compress: ChunkCodec, codec: ChunkCodec, key: [UInt8],
-        policy: CompressionPolicy, previous: PreviousEntry?, buffers: ChunkBuffers, signing: Bool,
-        hashing: (hasher: SHA256Hasher, bytes: UnsafeRawBufferPointer)
+        policy: CompressionPolicy, previous: PreviousEntry?, occurrences: inout [[UInt8]: Int],
+        buffers: ChunkBuffers, signing: Bool, hashing: (hasher: SHA256Hasher, bytes: UnsafeRawBufferPointer)
     ) throws {
         let total = cuts.reduce(0) { $0 + $1.length }
         let tasks = cuts.count >= 2 && total >= 256 << 10 ? min(cuts.count, ContainerPackReader.cores * 4) : 1
         let tagSize = ContainerFormat.tagSize
         let nonces = random(12 * cuts.count)
-        // In parallel, iteration 0 hashes (first, since it is the longest) and the others seal.
+        func share(_ task: Int) -> Range<Int> { (cuts.count * task / tasks)..<(cuts.count * (task + 1) / tasks) }
+        // Pass 1, in parallel: iteration 0 hashes the entry (first, since it is the longest), the
+        // others take each chunk's digest and CRC.
         let hashApart = tasks > 1
         if !hashApart { hashing.hasher.update(hashing.bytes) }
-        try concurrently(hashApart ? tasks + 1 : 1) { iteration in
-            if hashApart, iteration == 0 { return hashing.hasher.update(hashing.bytes) }
-            let task = hashApart ? iteration - 1 : iteration
-            for j in (cuts.count * task / tasks)..<(cuts.count * (task + 1) / tasks) {
+        var digests = [[UInt8]](repeating: [], count: cuts.count)
+        try digests.withUnsafeMutableBufferPointer { out in
+            try concurrently(hashApart ? tasks + 1 : 1) { iteration in
+                if hashApart, iteration == 0 { return hashing.hasher.update(hashing.bytes) }
+                for j in share(hashApart ? iteration - 1 : iteration) {
+                    let plain = UnsafeRawBufferPointer(
+                        rebasing: buffers.plain[cuts[j].start..<cuts[j].start + cuts[j].length])
+                    out[j] = SHA256Hasher.digest(plain)
+                    buffers.crcs[j] = CRC32.checksum(plain)
+                }
+            }
+        }
+        // In order: the previous chunk each occurrence of a digest reuses.
+        var reuse = [Int?](repeating: nil, count: cuts.count)
+        if let previous {
+            for j in cuts.indices {
+                let rank = occurrences[digests[j], default: 0]
+                occurrences[digests[j]] = rank + 1
+                reuse[j] = previous.chunk(for: digests[j], rank: rank)
+            }
+        }
+        // Pass 2, in parallel: copy or seal.
+        try concurrently(tasks) { task in
+            for j in share(task) {
                 let (start, length) = cuts[j]
                 let plain = UnsafeRawBufferPointer(rebasing: buffers.plain[start..<start + length])
-                let digest = SHA256Hasher.digest(plain)
-                buffers.crcs[j] = CRC32.checksum(plain)
+                let digest = digests[j]
                 let dest = buffers.sealed.baseAddress! + buffers.slot(start, j)
-                if let previous, let old = previous.byDigest[digest],
+                if let previous, let old = reuse[j],
                     previous.reader.plainLength(previous.entry, old) == length,
                     previous.entry.codec == codec || !previous.reader.isCompressed(previous.entry, old),
                     let copied = try previous.reader.copySealedChunk(
