@@ -49,19 +49,25 @@ package struct ContainerFormatDriver: PackFormatDriver {
 
     /// A version-6 or -7 `remote` of a later generation than `installed`, with the same keys
     /// (suite, KDF, chunk size, salt), whose data region extends past the installed pack's end:
-    /// if it is the installed pack with generations appended, its bytes up to that end but the
-    /// header slots are the installed ones. The slot the installed generation is not in is
-    /// written first, so a crash between the two writes leaves two whole generations.
+    /// if it is the installed pack with generations appended, its bytes from the data's start to
+    /// that end are the installed ones. Its current header slot goes into the installed pack's
+    /// other slot (a slot's position is not part of the pack: the reader takes the higher
+    /// generation), so only a slot the result's verification covers is written, and a crash
+    /// before it is whole leaves the installed generation. Both headers' bounds are checked here,
+    /// as a reader checks them: nothing is trusted.
     package func appendPlan(installed: any ByteSource, remote: any ByteSource) throws -> AppendPlan? {
         guard try recognizes(installed), try recognizes(remote) else { return nil }
         let old = try ContainerHeader.read(from: installed).header
         let new = try ContainerHeader.read(from: remote).header
+        let (newIndexEnd, overflow) = new.indexOffset.addingReportingOverflow(new.indexLength)
         guard old.isAppendable, new.isAppendable, new.generation > old.generation,
             new.kdf == old.kdf, new.params == old.params, new.salt == old.salt, new.chunkShift == old.chunkShift,
-            old.end <= installed.size, new.indexOffset >= old.end, new.end == remote.size
+            old.dataStart <= old.end, old.end <= installed.size, new.indexOffset >= old.end, !overflow,
+            newIndexEnd <= new.end, new.end == remote.size, remote.size > old.end
         else { return nil }
-        let slot = { (i: Int) in UInt64(i * ContainerFormat.slotSize)..<UInt64((i + 1) * ContainerFormat.slotSize) }
+        let slot = UInt64(ContainerFormat.slotSize)
         return AppendPlan(
-            kept: old.dataStart..<old.end, tail: old.end..<remote.size, head: [slot(1 - old.slot), slot(old.slot)])
+            kept: old.dataStart..<old.end, tail: old.end..<remote.size,
+            head: new.slotOffset..<new.slotOffset + slot, headAt: UInt64(1 - old.slot) * slot)
     }
 }

@@ -115,16 +115,16 @@ package final class FileByteSource: ByteSource {
     }
 }
 
-/// A pack made of spans of other sources, each at its own offset (an installed pack with a
-/// download's new header and tail over it: what an update in place will make, read before any
-/// of it is written). Spans must tile `0..<size`.
+/// A pack made of spans of other sources (an installed pack with a download's new header and
+/// tail over it: what an update in place will make, read before any of it is written). Each part
+/// is `span` of this pack, read from `source` at `from`; the spans must tile `0..<size`.
 package final class SplicedByteSource: ByteSource {
     package let size: UInt64
     package let name: String
-    private let parts: [(span: Range<UInt64>, source: any ByteSource)]
+    private let parts: [(span: Range<UInt64>, source: any ByteSource, from: UInt64)]
 
     /// - Precondition: `parts`, in order, tile `0..<size`.
-    package init(_ parts: [(span: Range<UInt64>, source: any ByteSource)], size: UInt64, name: String) {
+    package init(_ parts: [(span: Range<UInt64>, source: any ByteSource, from: UInt64)], size: UInt64, name: String) {
         self.parts = parts.filter { !$0.span.isEmpty }.sorted { $0.span.lowerBound < $1.span.lowerBound }
         var at: UInt64 = 0
         for part in self.parts {
@@ -143,7 +143,7 @@ package final class SplicedByteSource: ByteSource {
             guard let part = parts.first(where: { $0.span.contains(at) }) else { break }
             let n = Int(min(UInt64(buffer.count - done), part.span.upperBound - at))
             let piece = UnsafeMutableRawBufferPointer(rebasing: buffer[done..<done + n])
-            try part.source.readExactly(into: piece, at: at)
+            try part.source.readExactly(into: piece, at: part.from + (at - part.span.lowerBound))
             done += n
         }
         return done

@@ -62,21 +62,38 @@ package protocol PackFormatDriver: Sendable {
 }
 
 /// How an installed pack becomes a newer version of itself in place (docs/REMOTE.md,
-/// "Updates in place"): its bytes `kept` stay; the remote's `tail` is appended after them; then
-/// each of the remote's `head` spans is written over the installed one's, in order, each synced
-/// before the next. At every step the installed file is a whole pack of one version or the other.
+/// "Installing and updating", step 4): its bytes `kept` stay; the remote's `tail` is appended
+/// after them, and synced; then the remote's `head` (the header the remote's current version is
+/// read by, which the verification of the result covers) is written at `headAt`, where nothing
+/// the installed version needs lies. Every other byte before `kept` stays the installed pack's.
+/// At every step the installed file is a whole pack of one version or the other.
 package struct AppendPlan: Sendable, Equatable {
     /// Bytes the two versions share: not downloaded, not written.
     package var kept: Range<UInt64>
     /// The remote's bytes after `kept`, to its end.
     package var tail: Range<UInt64>
-    /// The remote's header bytes to write over the installed pack's, in this order.
-    package var head: [Range<UInt64>]
+    /// The remote's header bytes that make the result the remote's version.
+    package var head: Range<UInt64>
+    /// Where `head` goes in the installed pack.
+    package var headAt: UInt64
 
-    package init(kept: Range<UInt64>, tail: Range<UInt64>, head: [Range<UInt64>]) {
+    package init(kept: Range<UInt64>, tail: Range<UInt64>, head: Range<UInt64>, headAt: UInt64) {
         self.kept = kept
         self.tail = tail
         self.head = head
+        self.headAt = headAt
+    }
+
+    /// The pack the plan makes of `installed` and `remote`, read before anything is written:
+    /// the installed bytes before `kept` with `head` at `headAt`, `kept`, then `tail`.
+    package func result(installed: any ByteSource, remote: any ByteSource, name: String) -> SplicedByteSource {
+        let at = headAt..<headAt + UInt64(head.count)
+        return SplicedByteSource(
+            [
+                (0..<at.lowerBound, installed, 0), (at, remote, head.lowerBound),
+                (at.upperBound..<kept.lowerBound, installed, at.upperBound), (kept, installed, kept.lowerBound),
+                (tail, remote, tail.lowerBound),
+            ], size: tail.upperBound, name: name)
     }
 }
 

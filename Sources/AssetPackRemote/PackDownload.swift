@@ -132,10 +132,8 @@ struct PackDownload {
         guard let driver, let mirror = download.mirror, let installed = try? FileByteSource(path: path),
             let plan = try? driver.appendPlan(installed: installed, remote: mirror)
         else { return nil }
-        try download.fetch(plan.head + [plan.tail], progress: progress)
-        let pack = SplicedByteSource(
-            plan.head.map { ($0, mirror as any ByteSource) } + [(plan.kept, installed), (plan.tail, mirror)],
-            size: mirror.size, name: url)
+        try download.fetch([plan.head, plan.tail], progress: progress)
+        let pack = plan.result(installed: installed, remote: mirror, name: url)
         do {
             return (plan, pack, try verify(pack, trustedKeys: trustedKeys, credential: credential))
         } catch let error as AssetPackError where [.integrityFailure, .untrusted].contains(error.code) {

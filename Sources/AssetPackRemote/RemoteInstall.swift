@@ -229,9 +229,10 @@ extension PrivateInstaller {
     }
 
     /// Updates the installed pack at `path` in place as `plan` says, with the bytes `pack` (the
-    /// verified result) holds: the tail appended and synced, then each header span written and
-    /// synced in turn. Until the first header span is written the file is the installed pack
-    /// (readers ignore bytes after its end), and a failure before then cuts it back to that.
+    /// verified result) holds: the tail appended and synced, then the new header written and
+    /// synced. Until the header is written the file is the installed pack (readers ignore bytes
+    /// after its end, and a header written in part fails its check), and a failure before then
+    /// cuts it back to that.
     /// - Returns: The bytes written.
     /// - Throws: `.io`.
     static func update(_ path: String, inPlace plan: AppendPlan, from pack: any ByteSource) throws -> UInt64 {
@@ -263,10 +264,8 @@ extension PrivateInstaller {
             try? fd.truncate(to: plan.kept.upperBound)
             throw error
         }
-        for span in plan.head {
-            try copy(span)
-            try sync()
-        }
-        return UInt64(plan.tail.count) + plan.head.reduce(0) { $0 + UInt64($1.count) }
+        try copy(plan.headAt..<plan.headAt + UInt64(plan.head.count))
+        try sync()
+        return UInt64(plan.tail.count + plan.head.count)
     }
 }

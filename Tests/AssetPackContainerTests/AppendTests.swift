@@ -222,6 +222,72 @@ import Testing
         }
     }
 
+    /// The installer's plan for an update in place reads both headers as a reader would: a
+    /// remote slot that lies about its index, end, generation or keys yields no plan (a whole
+    /// install follows), never a crash; a true one puts the remote's current slot where the
+    /// installed pack's other slot was.
+    @Test func anUpdatePlanChecksBothHeaders() throws {
+        let tree = try Self.tree()
+        try tree.pack()
+        let installed = tree.bytes
+        try Self.edit(tree, at: 100_000)
+        try tree.pack()
+        let remote = tree.bytes
+        let driver = ContainerFormatDriver()
+        let plan = try #require(
+            try driver.appendPlan(installed: MemoryByteSource(installed), remote: MemoryByteSource(remote)))
+        #expect(
+            plan.kept == 256..<UInt64(installed.count) && plan.tail == UInt64(installed.count)..<UInt64(remote.count))
+        #expect(plan.head == 128..<256 && plan.headAt == 128)
+        let result = plan.result(
+            installed: MemoryByteSource(installed), remote: MemoryByteSource(remote), name: "result")
+        var bytes = [UInt8](repeating: 0, count: remote.count)
+        _ = try bytes.withUnsafeMutableBytes { try result.read(into: $0, at: 0) }
+        #expect(bytes == remote)
+
+        func lying(_ field: Int, _ value: UInt64) -> [UInt8] {
+            var b = remote
+            withUnsafeBytes(of: value.littleEndian) { b.replaceSubrange(128 + field..<128 + field + 8, with: $0) }
+            resealSlots(&b)
+            return b
+        }
+        let indexOffset = try Self.header(tree.output).indexOffset
+        let cases: [(String, [UInt8])] = [
+            ("end before the index's end", lying(80, indexOffset + 1)),
+            ("end past the file", lying(80, UInt64(remote.count) + 1)),
+            ("end short of the file", lying(80, UInt64(remote.count) - 1)),
+            ("an index inside the installed pack", lying(56, 300)),
+            ("an index length that overflows", lying(64, .max - 10)),
+            ("the installed generation", lying(72, 1)),
+            (
+                "another salt",
+                {
+                    var b = remote; b[128 + 30] ^= 1; resealSlots(&b); return b
+                }()
+            ),
+            ("cut before the installed end", Array(remote[..<(installed.count - 1)])),
+            (
+                "1000 bytes claiming an index at the installed end",
+                {
+                    var b = Array(remote[..<1000])
+                    withUnsafeBytes(of: UInt64(installed.count).littleEndian) { b.replaceSubrange(184..<192, with: $0) }
+                    withUnsafeBytes(of: UInt64(1000).littleEndian) { b.replaceSubrange(208..<216, with: $0) }
+                    resealSlots(&b)
+                    return b
+                }()
+            ),
+        ]
+        for (why, bytes) in cases {
+            // No plan, or an error a reader would give too (the installer takes both as "none").
+            let found = try? driver.appendPlan(installed: MemoryByteSource(installed), remote: MemoryByteSource(bytes))
+            #expect(found.flatMap { $0 } == nil, Comment(rawValue: why))
+        }
+        // Nor an installed pack that lies about its end.
+        var short = installed
+        short.removeLast()
+        #expect(try driver.appendPlan(installed: MemoryByteSource(short), remote: MemoryByteSource(remote)) == nil)
+    }
+
     /// A pack older than version 6 at the output is rewritten as version 6 (its chunks copied),
     /// after which re-packs append.
     @Test func aVersion4PackIsRewrittenThenAppended() throws {
