@@ -225,7 +225,7 @@ package struct ContainerPackWriter: PackWriter {
                 return headerBytes
             }
             if let appending {
-                try Self.append(to: output, after: appending.end, slot: 1 - appending.slot, fill)
+                try Self.append(to: output, after: appending, fill)
                 report.appended = true
             } else {
                 try AtomicFile.write(output) { fd in
@@ -303,12 +303,27 @@ package struct ContainerPackWriter: PackWriter {
     /// (the one the previous generation is not in), and syncs again. Until the slot is written
     /// the file is the previous pack (readers ignore bytes past its end), and nothing a reader
     /// of the previous generation reads is written.
+    ///
+    /// Two re-packs of one pack at once: each holds an exclusive `flock` on the file while it
+    /// appends, and appends only if the file still holds the generation it read (`previous`), so
+    /// the second fails, writing nothing, instead of appending over the first.
     private static func append(
-        to output: String, after previousEnd: UInt64, slot: Int, _ fill: (FileDescriptor) throws -> [UInt8]
+        to output: String, after previous: ContainerHeader, _ fill: (FileDescriptor) throws -> [UInt8]
     ) throws {
+        let previousEnd = previous.end, slot = 1 - previous.slot
         let fd: FileDescriptor
         do { fd = try .open(output, .readWrite) } catch { throw error.io("cannot open \(output)") }
-        defer { try? fd.close() }
+        defer { try? fd.close() }  // and with it the lock
+        do { try fd.lockExclusive() } catch { throw error.io("cannot lock \(output)") }
+        let size: UInt64
+        do { size = try fd.status().size } catch { throw error.io("cannot stat \(output)") }
+        let now = try? ContainerHeader.read(from: FileByteSource(borrowing: fd, name: output, size: size)).header
+        guard let now, now.generation == previous.generation, now.slot == previous.slot, now.end == previousEnd,
+            now.indexOffset == previous.indexOffset
+        else {
+            throw AssetPackError(
+                .io, "\(output) changed while it was being re-packed (another pack of it?); pack it again")
+        }
         // An interrupt (Ctrl-C) before the slot is written cuts the file back, too.
         TemporaryFiles.registerAppend(output, size: previousEnd)
         do {
