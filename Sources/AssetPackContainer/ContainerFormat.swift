@@ -124,9 +124,20 @@ package struct ContainerHeader: Equatable {
         let truncated = AssetPackError(.integrityFailure, "container is truncated")
         guard source.size >= UInt64(ContainerFormat.headerSize) else { throw truncated }
         let first = try preadArray(source, count: ContainerFormat.headerSize, at: 0)
-        guard (6...7).contains(first[8]) else { return (first, try first.withUnsafeBytes { try parse($0) }) }
-        guard source.size >= UInt64(ContainerFormat.slotsSize) else { throw truncated }
-        let both = try preadArray(source, count: ContainerFormat.slotsSize, at: 0)
+        // Slot 0 with a version byte no version 6 or 7 writes may be slot 0 damaged: slot 1 decides.
+        let both =
+            source.size >= UInt64(ContainerFormat.slotsSize)
+            ? try preadArray(source, count: ContainerFormat.slotsSize, at: 0) : []
+        let secondSlot = both.isEmpty ? nil : both[ContainerFormat.slotSize...]
+        let slot1Appendable =
+            secondSlot.map {
+                $0.prefix(8).elementsEqual(ContainerFormat.magic) && (6...7).contains($0.dropFirst(8).first!)
+            }
+            ?? false
+        guard (6...7).contains(first[8]) || (slot1Appendable && !(1...5).contains(first[8])) else {
+            return (first, try first.withUnsafeBytes { try parse($0) })
+        }
+        guard !both.isEmpty else { throw truncated }
         var best: (bytes: [UInt8], header: ContainerHeader)?
         var tie = false
         for slot in 0..<2 {

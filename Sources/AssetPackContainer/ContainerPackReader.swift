@@ -496,11 +496,20 @@ public final class ContainerPackReader: PackReader {
         return (e.offset + UInt64(c) * slot, plainLength(e, c) + ContainerFormat.tagSize)
     }
 
-    /// The bytes of chunks `chunks` of `e` as stored: one span, since they are contiguous
-    /// before version 6.
+    /// The bytes of chunks `chunks` of `e` as stored: one span, all of them and, from version 6,
+    /// whatever lies between (chunks of one entry may lie in any order there).
     func storedChunks(_ e: ContainerEntry, _ chunks: ClosedRange<Int>) -> Range<UInt64> {
-        let first = storedChunk(e, chunks.lowerBound), last = storedChunk(e, chunks.upperBound)
-        return first.offset..<last.offset + UInt64(last.length)
+        guard header.isAppendable else {
+            let first = storedChunk(e, chunks.lowerBound), last = storedChunk(e, chunks.upperBound)
+            return first.offset..<last.offset + UInt64(last.length)
+        }
+        var low = UInt64.max, high: UInt64 = 0
+        for c in chunks {
+            let (offset, length) = storedChunk(e, c)
+            low = min(low, offset)
+            high = max(high, offset + UInt64(length))
+        }
+        return low..<high
     }
 
     /// The bytes of chunks `chunks` of `e` as stored, in chunk order: one span per run of chunks
@@ -511,7 +520,9 @@ public final class ContainerPackReader: PackReader {
         var runs: [Range<UInt64>] = []
         for c in chunks {
             let (offset, length) = storedChunk(e, c)
-            if let last = runs.last, last.upperBound == offset {
+            // A small gap (a dead chunk between two kept ones) is fetched with them: one request
+            // fewer is worth more than the bytes.
+            if let last = runs.last, offset >= last.upperBound, offset - last.upperBound <= Self.runGap {
                 runs[runs.count - 1] = last.lowerBound..<offset + UInt64(length)
             } else {
                 runs.append(offset..<offset + UInt64(length))
@@ -519,6 +530,10 @@ public final class ContainerPackReader: PackReader {
         }
         return runs
     }
+
+    /// The largest gap between two runs of an entry's chunks that ``storedRuns(_:_:)`` reads
+    /// across rather than splits at (the streaming window's piece).
+    static let runGap: UInt64 = 64 << 10
 
     /// Every stored byte of `e` (its sealed chunks, tags included), in runs as ``storedRuns(_:_:)``.
     func entrySpans(_ e: ContainerEntry) -> [Range<UInt64>] {

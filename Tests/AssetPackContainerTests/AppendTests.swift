@@ -146,6 +146,12 @@ import Testing
         both[128 + 60] ^= 1
         try Data(both).write(to: URL(fileURLWithPath: tree.output))
         expectError(.integrityFailure) { _ = try tree.reader() }
+        // Slot 0's version byte damaged (no version 1 to 5 either): slot 1, generation 2, is the pack.
+        var version = good
+        version[8] = 0xEE
+        try Data(version).write(to: URL(fileURLWithPath: tree.output))
+        #expect(try Self.header(tree.output).generation == 2)
+        try tree.expectReadsBack()
         // Two slots of one generation (resealed, as anyone can).
         var tie = good
         tie.replaceSubrange(0..<128, with: good[128..<256])
