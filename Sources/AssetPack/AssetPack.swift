@@ -146,6 +146,11 @@ public enum AssetPacks {
         /// (docs/INCREMENTAL.md, "Appending"; ``PackOptions/compact`` drops them).
         public var appended = false
         public var earlierBytes: UInt64 = 0
+        /// Container: bytes of earlier versions the pack at the output held that this write
+        /// dropped by rewriting it whole (``PackOptions/compact``, or `compacted`: a re-pack
+        /// rewrites by itself once they are half of the file).
+        public var droppedBytes: UInt64 = 0
+        public var compacted = false
         /// Entries of the pack that was at the output that this pack no longer has, when the writer
         /// read that pack to reuse its entries (a container re-pack with the same credential and
         /// settings); `nil` when it did not (zip, `fresh`, other settings, no pack there).
@@ -192,7 +197,8 @@ public enum AssetPacks {
             files: files, packSize: size, seconds: watch.elapsed, skipped: skipped, reused: report.reused,
             packed: report.packed, chunks: report.chunks, reusedChunks: report.reusedChunks,
             bytesWritten: report.bytesWritten, dictionaryBytes: report.dictionaryBytes, appended: report.appended,
-            earlierBytes: report.earlierBytes, removed: report.removed)
+            earlierBytes: report.earlierBytes, droppedBytes: report.droppedBytes, compacted: report.compacted,
+            removed: report.removed)
     }
 }
 

@@ -103,6 +103,8 @@ package struct ContainerPackWriter: PackWriter {
         // `options.compact` (then it rewrites the pack whole, compacting it), or the previous
         // pack is older than version 6.
         let appending = options.compact ? nil : previous.flatMap { Self.appendable($0, output: output) }
+        // What the previous pack holds of earlier versions: kept by an append, dropped by a rewrite.
+        let previousEarlier = previous.map(Self.earlierBytes) ?? 0
         var report = PackWriteReport()
         // The summary's "removed", from the pack already open here: the CLI need not open it again
         // (one more key derivation) to count it.
@@ -249,6 +251,11 @@ package struct ContainerPackWriter: PackWriter {
             }
         } catch is Unchanged {
             report.bytesWritten = 0
+            report.earlierBytes = previousEarlier
+        }
+        if !report.appended, report.bytesWritten > 0 {
+            report.droppedBytes = previousEarlier
+            report.compacted = previousEarlier > 0 && !options.compact && previous?.header.isAppendable == true
         }
         return report
     }
@@ -285,16 +292,24 @@ package struct ContainerPackWriter: PackWriter {
     }
 
     /// Where and how a re-pack may append to `previous`, the pack at `output`: a version-6 or -7
-    /// pack whose data region is at least half live (the chunks its index names); else `nil`
-    /// (a rewrite, which also compacts).
+    /// pack whose data region is more than half live (the chunks its index names); else `nil`
+    /// (a rewrite, which also compacts). So before each re-pack the earlier versions' bytes are
+    /// less than the live ones, and the file stays under twice its live size and the last change.
     private static func appendable(_ previous: ContainerPackReader, output: String) -> ContainerHeader? {
-        let header = previous.header
-        guard header.isAppendable else { return nil }
-        let live = previous.chunks.payload.reduce(UInt64(0)) {
+        guard previous.header.isAppendable else { return nil }
+        let earlier = earlierBytes(previous)
+        return earlier >= previous.header.indexOffset - previous.header.dataStart - earlier ? nil : previous.header
+    }
+
+    /// The bytes of `pack`'s data region its index does not name (earlier versions': chunks,
+    /// indexes, signature blocks); 0 before version 6.
+    private static func earlierBytes(_ pack: ContainerPackReader) -> UInt64 {
+        guard pack.header.isAppendable else { return 0 }
+        let live = pack.chunks.payload.reduce(UInt64(0)) {
             $0 + UInt64($1 & ~ChunkTable.compressedBit) + UInt64(ContainerFormat.tagSize)
         }
-        let data = header.indexOffset - header.dataStart
-        return data - min(live, data) > live ? nil : header
+        let data = pack.header.indexOffset - pack.header.dataStart
+        return data - min(live, data)
     }
 
     /// Appends a generation to the pack at `output` in place: truncates what an unfinished

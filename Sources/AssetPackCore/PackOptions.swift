@@ -192,6 +192,10 @@ package struct PackWriteReport: Sendable, Equatable {
     /// Container: bytes of the pack's data that its index does not name (earlier generations'
     /// chunks, indexes and signatures, kept by appending re-packs; 0 for a pack written whole).
     package var earlierBytes: UInt64 = 0
+    /// Container: bytes of earlier versions the previous pack held that a rewrite dropped, and
+    /// whether the rewrite was the writer's own choice (they were half the file).
+    package var droppedBytes: UInt64 = 0
+    package var compacted = false
 
     package init(reused: Int = 0, packed: Int = 0, reusedBytes: UInt64 = 0) {
         self.reused = reused

@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -496,6 +497,8 @@ package func wipeMemory(_ buffer: UnsafeMutableRawBufferPointer) {
 package enum InterruptSignals {
     /// The signal sources installed (kept alive for the process).
     nonisolated(unsafe) private static var sources: [any DispatchSourceSignal] = []
+    /// Whether the handler ran.
+    private static let handled = Atomic<Bool>(false)
 
     /// Runs `handler` when SIGINT or SIGTERM arrives, then dies of that signal. Call once.
     package static func onInterrupt(_ handler: @escaping @Sendable () -> Void) {
@@ -510,7 +513,9 @@ package enum InterruptSignals {
             signal(signalNumber, SIG_IGN)  // delivered to the dispatch source instead
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
             source.setEventHandler {
-                handler()
+                // Once: the re-raised signal can come back to this source before the process
+                // dies of it (a newcomer saw thousands of "interrupted" lines).
+                if !handled.exchange(true, ordering: .sequentiallyConsistent) { handler() }
                 signal(signalNumber, SIG_DFL)
                 kill(getpid(), signalNumber)  // to the process: dispatch threads block signals
             }

@@ -47,7 +47,7 @@ extension AssetPackCommand {
         @Flag(help: "Include dot-files such as .DS_Store.") var includeHidden = false
         @Flag(
             help:
-                "Compress and encrypt every entry, even those an existing pack at --output (same credential) already holds unchanged."
+                "Compress and encrypt every entry, even those an existing pack at --output (same credential) already holds unchanged. A container gets new keys (a new salt): every installed copy downloads it whole at its next update; --compact rewrites it keeping them."
         )
         var fresh = false
         @Flag(
@@ -122,6 +122,10 @@ extension AssetPackCommand {
             }
             if format != .container && codec != .zstd {
                 throw ValidationError("--codec applies to container packs only; zip entries are deflated" + inferred)
+            }
+            if format != .container && compact {
+                throw ValidationError(
+                    "--compact applies to container packs only; a zip re-pack writes a new file" + inferred)
             }
             if let scryptCost {
                 guard format == .container else {
@@ -228,11 +232,17 @@ extension AssetPackCommand {
 /// them), a 5568-byte zstd dictionary".
 private func chunkNote(_ summary: AssetPacks.PackSummary) -> String {
     guard summary.chunks > 0 else { return "" }
+    let history =
+        summary.droppedBytes > 0
+        ? ", rewritten whole: \(summary.droppedBytes) bytes of earlier versions dropped"
+            + (summary.compacted ? " (they were half the file)" : "")
+        : summary.earlierBytes > 0
+            ? (summary.appended ? ", appended" : "")
+                + ": the file keeps \(summary.earlierBytes) bytes of earlier versions, readable with the password (--compact drops them)"
+            : ""
     return
         "; \(summary.reusedChunks) of \(plural(summary.chunks, "chunk", "chunks")) reused, \(summary.bytesWritten) bytes written"
-        + (summary.appended
-            ? ", appended: the file keeps \(summary.earlierBytes) bytes of earlier versions (--compact drops them)"
-            : "")
+        + history
         + (summary.dictionaryBytes > 0 ? ", a \(summary.dictionaryBytes)-byte zstd dictionary" : "")
 }
 

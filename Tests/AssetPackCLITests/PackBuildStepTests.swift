@@ -93,8 +93,21 @@ final class ConcurrentRuns: @unchecked Sendable {
         let kept = try #require(
             line.firstMatch(of: /appended: the file keeps ([0-9]+) bytes of earlier versions/), "\(line)")
         #expect(Int(kept.1)! > 1024 && Int(kept.1)! < written, "\(line)")
+        // A re-pack with nothing changed writes nothing, and still says what the file keeps.
+        let unchanged = try Self.pack(source, output, .container, ["--chunk-kib", "4"])
+        #expect(
+            Self.summary(unchanged).contains(
+                " 0 bytes written: the file keeps \(kept.1) bytes of earlier versions, readable with the password"),
+            "\(unchanged.stderr)")
         let compact = try Self.pack(source, output, .container, ["--chunk-kib", "4", "--compact"])
         #expect(compact.status == 0 && !Self.summary(compact).contains("appended"), "\(compact.stderr)")
+        #expect(
+            Self.summary(compact).contains("rewritten whole: \(kept.1) bytes of earlier versions dropped)")
+                || Self.summary(compact).contains("rewritten whole: \(kept.1) bytes of earlier versions dropped;"),
+            "\(compact.stderr)")
+        // --compact is the container's: refused for a zip, as --codec is.
+        let zip = try Self.pack(source, dir.appending("z.zip"), .zip, ["--compact"])
+        #expect(zip.status == 64 && zip.stderr.contains("--compact applies to container packs only"), "\(zip.stderr)")
         let compacted = try FileManager.default.attributesOfItem(atPath: output.path)[.size] as! Int
         #expect(compacted == size - Int(kept.1)!, "\(firstSize) → \(size) → \(compacted)")
         let again = try CLI.run(["cat", output.path, "big.bin"], password: Self.password)
