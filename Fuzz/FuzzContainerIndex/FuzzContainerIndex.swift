@@ -41,7 +41,7 @@ import FuzzSupport
         // default bounds and the tests' small ones.
         for shift: UInt8 in [14, 18] {
             for offsets in [false, true] {
-                let start = offsets ? UInt64(ContainerFormat.slotsSize) : headerSize
+                let start = offsets ? UInt64(ContainerFormat.appendableDataStart) : headerSize
                 _ = try? ContainerIndex.decodeV4(
                     bytes, chunkShift: shift, data: start..<start + UInt64(size) * 4, offsets: offsets, limits: limits)
             }

@@ -29,10 +29,15 @@ package enum ContainerFormat {
     public static let cipherSuite: UInt8 = 1
     /// Size of the fixed header of versions 1 to 5, in bytes.
     public static let headerSize = 104
-    /// Size of one header slot of versions 6 and 7; two of them start the file.
+    /// Size of one header slot of versions 6 and 7.
     package static let slotSize = 128
-    /// Where the data of a version-6 or -7 pack starts: after its two header slots.
-    package static let slotsSize = 2 * slotSize
+    /// Where slot `i` of a version-6 or -7 pack starts: slot 0 at 0, slot 1 a file-system block
+    /// (4 KiB) further, so that writing one slot never rewrites a block (or disk sector) holding
+    /// the other, or any chunk: a torn write damages only the slot being written.
+    package static let slotStride = 4096
+    /// Where the data of a version-6 or -7 pack starts: after the two slots' blocks. The bytes
+    /// between the slots and up to here are zero and never read.
+    package static let appendableDataStart = 2 * slotStride
     /// Bytes of a slot covered by its commitment (everything before it).
     static let slotCommittedSize = 88
 
@@ -67,7 +72,9 @@ package struct ContainerHeader: Equatable {
     /// Whether the pack has two header slots and chunks found by their offsets (versions 6, 7).
     package var isAppendable: Bool { version >= 6 }
     /// Where the sealed chunks start: after the header (versions 1–5) or the two slots.
-    package var dataStart: UInt64 { UInt64(isAppendable ? ContainerFormat.slotsSize : ContainerFormat.headerSize) }
+    package var dataStart: UInt64 {
+        UInt64(isAppendable ? ContainerFormat.appendableDataStart : ContainerFormat.headerSize)
+    }
     /// Where the pack ends in a file of `fileSize` bytes: the file's end (versions 1–5), or
     /// this generation's end (versions 6, 7), after which an unfinished append may have left bytes.
     /// - Throws: `.integrityFailure` when the file ends first.
@@ -78,7 +85,7 @@ package struct ContainerHeader: Equatable {
     }
 
     /// The file offset of this header (slot).
-    package var slotOffset: UInt64 { UInt64(slot * ContainerFormat.slotSize) }
+    package var slotOffset: UInt64 { UInt64(slot * ContainerFormat.slotStride) }
     /// Whether a signature block follows the index (versions 3 and 5).
     package var isSigned: Bool { ContainerFormat.signedVersions.contains(version) }
     /// Whether the index has a chunk table (versions 4 and 5): content-defined chunks, each
@@ -125,23 +132,21 @@ package struct ContainerHeader: Equatable {
         guard source.size >= UInt64(ContainerFormat.headerSize) else { throw truncated }
         let first = try preadArray(source, count: ContainerFormat.headerSize, at: 0)
         // Slot 0 with a version byte no version 6 or 7 writes may be slot 0 damaged: slot 1 decides.
-        let both =
-            source.size >= UInt64(ContainerFormat.slotsSize)
-            ? try preadArray(source, count: ContainerFormat.slotsSize, at: 0) : []
-        let secondSlot = both.isEmpty ? nil : both[ContainerFormat.slotSize...]
+        let slots: [[UInt8]] =
+            source.size >= UInt64(ContainerFormat.appendableDataStart)
+            ? try (0..<2).map {
+                try preadArray(source, count: ContainerFormat.slotSize, at: UInt64($0 * ContainerFormat.slotStride))
+            } : []
         let slot1Appendable =
-            secondSlot.map {
-                $0.prefix(8).elementsEqual(ContainerFormat.magic) && (6...7).contains($0.dropFirst(8).first!)
-            }
-            ?? false
+            slots.count == 2 && slots[1].prefix(8).elementsEqual(ContainerFormat.magic) && (6...7).contains(slots[1][8])
         guard (6...7).contains(first[8]) || (slot1Appendable && !(1...5).contains(first[8])) else {
             return (first, try first.withUnsafeBytes { try parse($0) })
         }
-        guard !both.isEmpty else { throw truncated }
+        guard slots.count == 2 else { throw truncated }
         var best: (bytes: [UInt8], header: ContainerHeader)?
         var tie = false
         for slot in 0..<2 {
-            let bytes = Array(both[slot * ContainerFormat.slotSize..<(slot + 1) * ContainerFormat.slotSize])
+            let bytes = slots[slot]
             let body = bytes[0..<ContainerFormat.slotSize - 8]
             guard bytes[0..<8].elementsEqual(ContainerFormat.magic), (6...7).contains(bytes[8]),
                 SHA256Hasher.digest(Array(body)).prefix(8).elementsEqual(bytes[(ContainerFormat.slotSize - 8)...])

@@ -65,9 +65,9 @@ package struct ContainerFormatDriver: PackFormatDriver {
             old.dataStart <= old.end, old.end <= installed.size, new.indexOffset >= old.end, !overflow,
             newIndexEnd <= new.end, new.end == remote.size, remote.size > old.end
         else { return nil }
-        let slot = UInt64(ContainerFormat.slotSize)
         return AppendPlan(
             kept: old.dataStart..<old.end, tail: old.end..<remote.size,
-            head: new.slotOffset..<new.slotOffset + slot, headAt: UInt64(1 - old.slot) * slot)
+            head: new.slotOffset..<new.slotOffset + UInt64(ContainerFormat.slotSize),
+            headAt: UInt64((1 - old.slot) * ContainerFormat.slotStride))
     }
 }

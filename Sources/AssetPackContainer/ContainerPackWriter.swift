@@ -232,10 +232,9 @@ package struct ContainerPackWriter: PackWriter {
             } else {
                 try AtomicFile.write(output) { fd in
                     let headerBytes = try fill(fd)
-                    report.bytesWritten += UInt64(ContainerFormat.slotSize)
-                    // A new pack's second slot stays empty (no magic: not a header) until its
-                    // first append.
-                    try pwriteAll(fd, headerBytes + [UInt8](repeating: 0, count: ContainerFormat.slotSize), at: 0)
+                    // A new pack's second slot stays empty (zeros, no magic: not a header) until its
+                    // first append; the file has no bytes written between the slot and the data.
+                    try pwriteAll(fd, headerBytes, at: 0)
                 }
             }
         }
@@ -346,7 +345,7 @@ package struct ContainerPackWriter: PackWriter {
             do { try fd.fsync() } catch { throw error.io("cannot sync \(output)") }
             // A slot written in part fails its check (its last 8 bytes), so the previous one stays.
             let committed = try TemporaryFiles.commitAppend(output) {
-                try pwriteAll(fd, headerBytes, at: UInt64(slot * ContainerFormat.slotSize))
+                try pwriteAll(fd, headerBytes, at: UInt64(slot * ContainerFormat.slotStride))
             }
             // Cut back by an interrupt: the process is about to die of it.
             guard committed else { throw AssetPackError(.io, "interrupted: \(output) was not changed") }

@@ -131,7 +131,7 @@ import Testing
         case "pack":
             base = ["pack", f.source]
             required["--output"] = f.fresh("out") + ".pack"
-            if usesKey || flag == "--scrypt-cost" { required["--format"] = "container" }
+            if usesKey || ["--scrypt-cost", "--compact"].contains(flag) { required["--format"] = "container" }
             // The release a signature binds: only with a signing key.
             if ["--pack-version", "--expires", "--pack-name"].contains(flag) { required["--sign-key"] = f.signKey }
         case "list": base = ["list", pack]

@@ -68,7 +68,7 @@ import Testing
         #expect(try run(["verify", stranger] + both).status == 0)
         // An altered signed pack: one byte of the big entry's stored bytes.
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: signed)))
-        bytes[2000] ^= 0x01
+        bytes[format == "container" ? 8192 + 2000 : 2000] ^= 0x01  // a container's data starts at 8192
         let altered = dir.appending("altered.\(format)").path
         try Data(bytes).write(to: URL(fileURLWithPath: altered))
         let verify = try run(["verify", altered] + trust)

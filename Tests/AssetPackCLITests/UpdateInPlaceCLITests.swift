@@ -110,8 +110,8 @@ import Testing
         // older slot, which nothing verifies, is not written.
         let installed = [UInt8](try Data(contentsOf: URL(fileURLWithPath: s.home + "/p.apack")))
         let served = [UInt8](try Data(contentsOf: s.out))
-        #expect(installed.count == served.count && installed[256...] == served[256...])
-        #expect(installed[128..<256] == served[0..<128], "the server's current slot, generation 3, in slot 1")
+        #expect(installed.count == served.count && installed[8192...] == served[8192...])
+        #expect(installed[4096..<4224] == served[0..<128], "the server's current slot, generation 3, in slot 1")
         #expect(Data(installed[0..<128]) == firstSlot, "the installed generation's slot stays")
         #expect(try CLI.run(["verify", s.home + "/p.apack", "--quiet"], password: Self.password).status == 0)
         let (downloaded, _, _) = try #require(Self.numbers(update.stderr), "\(update.stderr)")

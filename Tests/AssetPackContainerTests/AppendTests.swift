@@ -35,7 +35,7 @@ import Testing
         let before = tree.bytes
         let h1 = try Self.header(tree.output)
         #expect(h1.version == 6 && h1.generation == 1 && h1.slot == 0 && h1.end == UInt64(before.count))
-        #expect(before[128..<256].allSatisfy { $0 == 0 }, "a new pack's second slot is empty")
+        #expect(before[128..<8192].allSatisfy { $0 == 0 }, "a new pack's second slot is empty, and what lies around it")
 
         try Self.edit(tree, at: 100_000)
         let second = try tree.pack()
@@ -44,8 +44,8 @@ import Testing
         #expect(second.appended && second.reusedChunks >= second.chunks - 3)
         #expect(h2.generation == 2 && h2.slot == 1 && h2.salt == h1.salt)
         // Nothing before the previous end was written but the new slot; the file grew by the rest.
-        #expect(after[0..<128] == before[0..<128])
-        #expect(after[256..<before.count] == before[256...])
+        #expect(after[0..<4096] == before[0..<4096])
+        #expect(after[4224..<before.count] == before[4224...])
         #expect(UInt64(after.count) == h2.end && after.count == before.count + Int(second.bytesWritten) - 128)
         #expect(second.bytesWritten < 40_000, "\(second.bytesWritten) bytes written for one changed chunk")
         try tree.expectReadsBack()
@@ -115,13 +115,13 @@ import Testing
 
         // Cut before the slot: the new slot is still empty.
         var noSlot = appended
-        noSlot.replaceSubrange(128..<256, with: previous[128..<256])
+        noSlot.replaceSubrange(4096..<4224, with: previous[4096..<4224])
         try Data(noSlot).write(to: URL(fileURLWithPath: tree.output))
         #expect(try Self.header(tree.output).generation == 1)
         #expect(try tree.reader().read("big.bin") == original)
         // Torn: all of the slot but its last byte.
         var torn = appended
-        torn[255] = previous[255]
+        torn[4223] = previous[4223]
         try Data(torn).write(to: URL(fileURLWithPath: tree.output))
         #expect(try Self.header(tree.output).generation == 1)
         #expect(try tree.reader().read("big.bin") == original)
@@ -143,7 +143,7 @@ import Testing
         // Both slots damaged.
         var both = good
         both[60] ^= 1
-        both[128 + 60] ^= 1
+        both[4096 + 60] ^= 1
         try Data(both).write(to: URL(fileURLWithPath: tree.output))
         expectError(.integrityFailure) { _ = try tree.reader() }
         // Slot 0's version byte damaged (no version 1 to 5 either): slot 1, generation 2, is the pack.
@@ -154,7 +154,7 @@ import Testing
         try tree.expectReadsBack()
         // Two slots of one generation (resealed, as anyone can).
         var tie = good
-        tie.replaceSubrange(0..<128, with: good[128..<256])
+        tie.replaceSubrange(0..<128, with: good[4096..<4224])
         try Data(tie).write(to: URL(fileURLWithPath: tree.output))
         expectError(.integrityFailure) { _ = try tree.reader() }
         // A slot whose end is past the file.
@@ -221,7 +221,7 @@ import Testing
         // Every byte before the index is the publisher's, live or dead: the whole-pack check
         // (an installer's, without the password) refuses a change to any of them.
         var damaged = tree.bytes
-        damaged[300] ^= 1
+        damaged[8192 + 300] ^= 1
         try Data(damaged).write(to: URL(fileURLWithPath: tree.output))
         #expect(throws: AssetPackError.self) {
             _ = try ContainerPackReader.verifiedBlock(FileByteSource(path: tree.output), trusted: [key.publicKey])
@@ -243,8 +243,8 @@ import Testing
         let plan = try #require(
             try driver.appendPlan(installed: MemoryByteSource(installed), remote: MemoryByteSource(remote)))
         #expect(
-            plan.kept == 256..<UInt64(installed.count) && plan.tail == UInt64(installed.count)..<UInt64(remote.count))
-        #expect(plan.head == 128..<256 && plan.headAt == 128)
+            plan.kept == 8192..<UInt64(installed.count) && plan.tail == UInt64(installed.count)..<UInt64(remote.count))
+        #expect(plan.head == 4096..<4224 && plan.headAt == 4096)
         let result = plan.result(
             installed: MemoryByteSource(installed), remote: MemoryByteSource(remote), name: "result")
         var bytes = [UInt8](repeating: 0, count: remote.count)
@@ -253,7 +253,7 @@ import Testing
 
         func lying(_ field: Int, _ value: UInt64) -> [UInt8] {
             var b = remote
-            withUnsafeBytes(of: value.littleEndian) { b.replaceSubrange(128 + field..<128 + field + 8, with: $0) }
+            withUnsafeBytes(of: value.littleEndian) { b.replaceSubrange(4096 + field..<4096 + field + 8, with: $0) }
             resealSlots(&b)
             return b
         }
@@ -268,16 +268,18 @@ import Testing
             (
                 "another salt",
                 {
-                    var b = remote; b[128 + 30] ^= 1; resealSlots(&b); return b
+                    var b = remote; b[4096 + 30] ^= 1; resealSlots(&b); return b
                 }()
             ),
             ("cut before the installed end", Array(remote[..<(installed.count - 1)])),
             (
-                "1000 bytes claiming an index at the installed end",
+                "9000 bytes claiming an index at the installed end",
                 {
-                    var b = Array(remote[..<1000])
-                    withUnsafeBytes(of: UInt64(installed.count).littleEndian) { b.replaceSubrange(184..<192, with: $0) }
-                    withUnsafeBytes(of: UInt64(1000).littleEndian) { b.replaceSubrange(208..<216, with: $0) }
+                    var b = Array(remote[..<9000])
+                    withUnsafeBytes(of: UInt64(installed.count).littleEndian) {
+                        b.replaceSubrange(4152..<4160, with: $0)
+                    }
+                    withUnsafeBytes(of: UInt64(9000).littleEndian) { b.replaceSubrange(4176..<4184, with: $0) }
                     resealSlots(&b)
                     return b
                 }()

@@ -33,7 +33,7 @@ import Testing
     /// `records` with each chunk's offset set where a version-6 writer of one generation puts it:
     /// back to back from the end of the two header slots.
     static func placed(_ records: [IndexRecordV4]) -> [IndexRecordV4] {
-        var at = UInt64(ContainerFormat.slotsSize)
+        var at = UInt64(ContainerFormat.appendableDataStart)
         return records.map { r in
             var r = r
             for c in r.chunks.indices {
@@ -52,7 +52,7 @@ import Testing
     ) throws -> [ContainerEntry] {
         let records =
             offsets && records.allSatisfy({ $0.chunks.allSatisfy { $0.offset == 0 } }) ? placed(records) : records
-        let start = UInt64(offsets ? ContainerFormat.slotsSize : ContainerFormat.headerSize)
+        let start = UInt64(offsets ? ContainerFormat.appendableDataStart : ContainerFormat.headerSize)
         let bytes = ContainerIndex.encode(records, chunking: chunking, offsets: offsets)
         return try bytes.withUnsafeBytes {
             try ContainerIndex.decodeV4(
@@ -74,7 +74,7 @@ import Testing
             #expect(entries.map(\.info.path) == ["a", "b", "c", "d"])
             #expect(entries[1].info.compression == .zstd && entries[1].info.storedSize == 100 + 16 + 20 + 16)
             #expect(entries.map(\.firstChunk) == [0, 1, 3, 5])
-            #expect(entries.map(\.offset) == (offsets ? [256, 272, 424, 16841] : [104, 120, 272, 16689]))
+            #expect(entries.map(\.offset) == (offsets ? [8192, 8208, 8360, 24777] : [104, 120, 272, 16689]))
         }
     }
 
@@ -163,7 +163,7 @@ import Testing
         ])
         for offsets in [false, true] {
             let bytes = ContainerIndex.encode(records, chunking: Self.chunking, offsets: offsets)
-            let start = UInt64(offsets ? ContainerFormat.slotsSize : ContainerFormat.headerSize)
+            let start = UInt64(offsets ? ContainerFormat.appendableDataStart : ContainerFormat.headerSize)
             for n in 0..<bytes.count {
                 #expect(throws: AssetPackError.self) {
                     try Array(bytes[0..<n]).withUnsafeBytes {
@@ -187,20 +187,21 @@ import Testing
             r[0].chunks[1].offset = second
             return r
         }
-        let end: UInt64 = 256 + 4 * 1040
+        let d = UInt64(ContainerFormat.appendableDataStart)
+        let end: UInt64 = d + 4 * 1040
         // The second chunk before the first, a gap, dead bytes at the end: all fine.
-        let moved = try Self.decode(at(256 + 3 * 1040, 256), dataEnd: end, offsets: true)
-        #expect(moved[0].offset == 256 + 3 * 1040 && moved[0].info.storedSize == 2 * 1040)
-        _ = try Self.decode(at(256 + 1040, 256 + 2 * 1040 + 5), dataEnd: end, offsets: true)
+        let moved = try Self.decode(at(d + 3 * 1040, d), dataEnd: end, offsets: true)
+        #expect(moved[0].offset == d + 3 * 1040 && moved[0].info.storedSize == 2 * 1040)
+        _ = try Self.decode(at(d + 1040, d + 2 * 1040 + 5), dataEnd: end, offsets: true)
         let cases: [(String, UInt64, UInt64)] = [
-            ("the same chunk twice", 256, 256),
-            ("overlapping by one byte", 256, 256 + 1039),
-            ("overlapping the other way", 256 + 1039, 256),
-            ("before the data", 255, 256 + 1040),
-            ("in the header slots", 0, 256 + 1040),
-            ("running into the index", 256, end - 1039),
-            ("at the index", 256, end),
-            ("past the file", 256, UInt64.max - 100),
+            ("the same chunk twice", d, d),
+            ("overlapping by one byte", d, d + 1039),
+            ("overlapping the other way", d + 1039, d),
+            ("before the data", d - 1, d + 1040),
+            ("in the header slots", 0, d + 1040),
+            ("running into the index", d, end - 1039),
+            ("at the index", d, end),
+            ("past the file", d, UInt64.max - 100),
         ]
         for (why, first, second) in cases {
             expectError(.integrityFailure, Comment(rawValue: why)) {

@@ -29,10 +29,10 @@ func noise(_ count: Int, seed: UInt64) -> [UInt8] {
 /// the index's tag do that).
 func resealSlots(_ b: inout [UInt8]) {
     let size = ContainerFormat.slotSize
-    for slot in 0..<2
-    where b.count >= (slot + 1) * size && b[slot * size..<slot * size + 8].elementsEqual(ContainerFormat.magic) {
-        let body = Array(b[slot * size..<(slot + 1) * size - 8])
-        b.replaceSubrange((slot + 1) * size - 8..<(slot + 1) * size, with: SHA256Hasher.digest(body).prefix(8))
+    for at in [0, ContainerFormat.slotStride]
+    where b.count >= at + size && b[at..<at + 8].elementsEqual(ContainerFormat.magic) {
+        let body = Array(b[at..<at + size - 8])
+        b.replaceSubrange(at + size - 8..<at + size, with: SHA256Hasher.digest(body).prefix(8))
     }
 }
 
