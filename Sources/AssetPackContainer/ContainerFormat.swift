@@ -130,12 +130,16 @@ package struct ContainerHeader: Equatable {
     package static func read(from source: any ByteSource) throws -> (bytes: [UInt8], header: ContainerHeader) {
         let truncated = AssetPackError(.integrityFailure, "container is truncated")
         guard source.size >= UInt64(ContainerFormat.headerSize) else { throw truncated }
-        let first = try preadArray(source, count: ContainerFormat.headerSize, at: 0)
+        // Both slots in one read (one request to a server): the first 4224 bytes.
+        let span = ContainerFormat.slotStride + ContainerFormat.slotSize
+        let head = try preadArray(source, count: Int(min(source.size, UInt64(span))), at: 0)
+        let first = Array(head[0..<ContainerFormat.headerSize])
         // Slot 0 with a version byte no version 6 or 7 writes may be slot 0 damaged: slot 1 decides.
         let slots: [[UInt8]] =
             source.size >= UInt64(ContainerFormat.appendableDataStart)
-            ? try (0..<2).map {
-                try preadArray(source, count: ContainerFormat.slotSize, at: UInt64($0 * ContainerFormat.slotStride))
+            ? (0..<2).map {
+                Array(
+                    head[$0 * ContainerFormat.slotStride..<$0 * ContainerFormat.slotStride + ContainerFormat.slotSize])
             } : []
         let slot1Appendable =
             slots.count == 2 && slots[1].prefix(8).elementsEqual(ContainerFormat.magic) && (6...7).contains(slots[1][8])
