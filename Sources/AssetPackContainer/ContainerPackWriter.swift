@@ -329,17 +329,19 @@ package struct ContainerPackWriter: PackWriter {
         do { fd = try .open(output, .readWrite) } catch { throw error.io("cannot open \(output)") }
         defer { try? fd.close() }  // and with it the lock
         do { try fd.lockExclusive() } catch { throw error.io("cannot lock \(output)") }
-        let size: UInt64
-        do { size = try fd.status().size } catch { throw error.io("cannot stat \(output)") }
-        let now = try? ContainerHeader.read(from: FileByteSource(borrowing: fd, name: output, size: size)).header
-        guard let now, now.generation == previous.generation, now.slot == previous.slot, now.end == previousEnd,
-            now.indexOffset == previous.indexOffset
-        else {
+        let status: FileStatus
+        do { status = try fd.status() } catch { throw error.io("cannot stat \(output)") }
+        // Still the file at the output (not one a rewrite renamed away), holding exactly the
+        // header the re-pack read (salt and commitment included: a rewrite with --fresh restarts
+        // at generation 1 too).
+        let named = try? FileSystem.stat(output)
+        let now = try? ContainerHeader.read(from: FileByteSource(borrowing: fd, name: output, size: status.size)).header
+        guard named?.inode == status.inode, named?.device == status.device, let now, now == previous else {
             throw AssetPackError(
                 .io, "\(output) changed while it was being re-packed (another pack of it?); pack it again")
         }
-        // An interrupt (Ctrl-C) before the slot is written cuts the file back, too.
-        TemporaryFiles.registerAppend(output, size: previousEnd)
+        // An interrupt (Ctrl-C) before the slot is written cuts this file back, too.
+        TemporaryFiles.registerAppend(output, descriptor: fd, size: previousEnd)
         do {
             let headerBytes = try fill(fd)
             do { try fd.fsync() } catch { throw error.io("cannot sync \(output)") }

@@ -513,11 +513,19 @@ package enum InterruptSignals {
             signal(signalNumber, SIG_IGN)  // delivered to the dispatch source instead
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
             source.setEventHandler {
-                // Once: the re-raised signal can come back to this source before the process
-                // dies of it (a newcomer saw thousands of "interrupted" lines).
-                if !handled.exchange(true, ordering: .sequentiallyConsistent) { handler() }
+                // Once: a second signal while the first is handled waits for it to end the process.
+                guard !handled.exchange(true, ordering: .sequentiallyConsistent) else { return }
+                handler()
+                // Die of it from this thread: libdispatch's threads block signals, so a signal
+                // sent to the process could find no thread to take it and come back to this
+                // source (a newcomer saw thousands of "interrupted" lines).
                 signal(signalNumber, SIG_DFL)
-                kill(getpid(), signalNumber)  // to the process: dispatch threads block signals
+                var only = sigset_t()
+                sigemptyset(&only)
+                sigaddset(&only, signalNumber)
+                pthread_sigmask(SIG_UNBLOCK, &only, nil)
+                raise(signalNumber)
+                _exit(128 + signalNumber)
             }
             source.resume()
             sources.append(source)

@@ -16,8 +16,9 @@ package enum TemporaryFiles {
     private final class Registry: @unchecked Sendable {
         private let lock = NSLock()
         private var paths: Set<String> = []
-        /// Files being appended to in place, and the size each had before.
-        var appends: [String: UInt64] = [:]
+        /// Files being appended to in place (by path, for their writers), each through its open
+        /// descriptor (the file appended to, whatever the path names by then), and the size it had.
+        var appends: [String: (descriptor: FileDescriptor, size: UInt64)] = [:]
 
         func update<R>(_ body: (inout Set<String>) -> R) -> R {
             lock.lock()
@@ -26,7 +27,9 @@ package enum TemporaryFiles {
         }
 
         /// Runs `body` under the lock, with the appends.
-        func updateAppends<R>(_ body: (inout [String: UInt64]) throws -> R) rethrows -> R {
+        func updateAppends<R>(_ body: (inout [String: (descriptor: FileDescriptor, size: UInt64)]) throws -> R)
+            rethrows -> R
+        {
             lock.lock()
             defer { lock.unlock() }
             return try body(&appends)
@@ -56,21 +59,19 @@ package enum TemporaryFiles {
         for path in all { try? FileManager.default.removeItem(atPath: path) }
         let appends = registry.updateAppends { appends -> Int in
             defer { appends.removeAll() }
-            for (path, size) in appends {
-                if let fd = try? FileDescriptor.open(path, .writeOnly) {
-                    if (try? fd.status().size) != size { try? fd.truncate(to: size) }
-                    try? fd.close()
-                }
+            for (_, append) in appends where (try? append.descriptor.status().size) != append.size {
+                try? append.descriptor.truncate(to: append.size)
             }
             return appends.count
         }
         return all.count + appends
     }
 
-    /// Starts tracking an append to the file at `path`, which is `size` bytes long: an interrupt
-    /// before ``commitAppend(_:_:)`` cuts it back to that (a container's re-pack in place).
-    package static func registerAppend(_ path: String, size: UInt64) {
-        registry.updateAppends { $0[path] = size }
+    /// Starts tracking an append to the file at `path`, open as `descriptor` (which must stay open
+    /// until ``commitAppend(_:_:)`` or ``forgetAppend(_:)``), which is `size` bytes long: an
+    /// interrupt before the commit cuts it back to that (a container's re-pack in place).
+    package static func registerAppend(_ path: String, descriptor: FileDescriptor, size: UInt64) {
+        registry.updateAppends { $0[path] = (descriptor, size) }
     }
 
     /// Runs `commit` (what makes the appended bytes part of the file: a container's header slot)

@@ -88,6 +88,8 @@ package struct AppendPlan: Sendable, Equatable {
     /// the installed bytes before `kept` with `head` at `headAt`, `kept`, then `tail`.
     package func result(installed: any ByteSource, remote: any ByteSource, name: String) -> SplicedByteSource {
         let at = headAt..<headAt + UInt64(head.count)
+        precondition(
+            at.upperBound <= kept.lowerBound && kept.upperBound == tail.lowerBound, "a plan's spans must tile the pack")
         return SplicedByteSource(
             [
                 (0..<at.lowerBound, installed, 0), (at, remote, head.lowerBound),

@@ -153,9 +153,27 @@ extension PrivateInstaller {
         // An update in place writes the remote's bytes after the installed pack's end twice (the
         // staging file, then the installed pack): the room it needs, checked before the first
         // byte. A whole download is checked again, for all of it, before it starts.
+        // (+ 16 KiB: the header blocks the staging file holds.) Saturating: a raised limit can
+        // make the doubling overflow.
         let inPlaceRoom =
-            release == nil && !whole ? installed.map { 2 * (version.size - min($0.size, version.size)) + 4096 } : nil
+            release == nil && !whole
+            ? installed.map {
+                let (twice, overflow) = (version.size - min($0.size, version.size)).multipliedReportingOverflow(by: 2)
+                return overflow ? UInt64.max : twice.addingReportingOverflow(16 << 10).partialValue
+            } : nil
         var checked: (String, PublisherKey?)
+        /// Records the install of the verified pack `checked` (its SHA-256 and key), and says what it cost.
+        func record(_ checked: (String, PublisherKey?), written: UInt64) throws -> RemoteInstallation {
+            let (digest, publisher) = checked
+            try InstallRecord(
+                sha256: digest, size: version.size, sourceSize: version.size, sourceModified: 0,
+                sourceFingerprint: fingerprint, publisher: publisher?.text
+            ).save(manifestURL)
+            var result = summary(
+                Installation(path: destination, copied: true, sha256: digest, publisher: publisher), download)
+            result.written = written
+            return result
+        }
         do {
             download.download =
                 try whole
@@ -179,14 +197,8 @@ extension PrivateInstaller {
                 try release.map(recordRelease)
                 let written = try Self.update(previous, inPlace: update.plan, from: update.pack)
                 download.download.discard()
-                let (digest, publisher) = update.checked
-                try InstallRecord(
-                    sha256: digest, size: version.size, sourceSize: version.size, sourceModified: 0,
-                    sourceFingerprint: fingerprint, publisher: publisher?.text
-                ).save(manifestURL)
-                var result = summary(
-                    Installation(path: destination, copied: true, sha256: digest, publisher: publisher), download)
-                result.written = 2 * written  // the staging file held them first
+                // The staging file held them first.
+                var result = try record(update.checked, written: 2 * written)
                 result.reused = UInt64(update.plan.kept.count)
                 result.updatedInPlace = true
                 return result
@@ -217,15 +229,7 @@ extension PrivateInstaller {
             if (error as? AssetPackError)?.code != .remote { download.download.discard() }
             throw error
         }
-        let (digest, publisher) = checked
-        try InstallRecord(
-            sha256: digest, size: version.size, sourceSize: version.size, sourceModified: 0,
-            sourceFingerprint: fingerprint, publisher: publisher?.text
-        ).save(manifestURL)
-        var result = summary(
-            Installation(path: destination, copied: true, sha256: digest, publisher: publisher), download)
-        result.written = version.size - download.resumed
-        return result
+        return try record(checked, written: version.size - download.resumed)
     }
 
     /// Updates the installed pack at `path` in place as `plan` says, with the bytes `pack` (the
