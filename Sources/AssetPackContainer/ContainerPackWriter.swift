@@ -99,7 +99,7 @@ package struct ContainerPackWriter: PackWriter {
         let entryCodec: ChunkCodec = dictionary == nil ? codec : .zstdDictionary
 
         // Version 6: a re-pack appends what changed after the previous generation and switches
-        // header slots, unless more than half of the previous data region is dead or
+        // header slots, unless at least half of the previous data region is dead or
         // `options.compact` (then it rewrites the pack whole, compacting it), or the previous
         // pack is older than version 6.
         let appending = options.compact ? nil : previous.flatMap { Self.appendable($0, output: output) }
@@ -311,10 +311,10 @@ package struct ContainerPackWriter: PackWriter {
         return data - min(live, data)
     }
 
-    /// Appends a generation to the pack at `output` in place: truncates what an unfinished
-    /// append left after `previousEnd`, lets `fill` write the new chunks, index and signature
-    /// from there (returning the new header slot's bytes), syncs, writes the slot into `slot`
-    /// (the one the previous generation is not in), and syncs again. Until the slot is written
+    /// Appends a generation to the pack at `output` in place: lets `fill` write the new chunks,
+    /// index and signature from the previous generation's end (over what an unfinished append
+    /// left there; it cuts the file at its own end) and return the new header slot's bytes,
+    /// syncs, writes the slot into the one the previous generation is not in, and syncs again. Until the slot is written
     /// the file is the previous pack (readers ignore bytes past its end), and nothing a reader
     /// of the previous generation reads is written.
     ///
