@@ -23,6 +23,9 @@ package struct ContainerPackWriter: PackWriter {
     var fixedSalt: [UInt8]?
     /// Test hook: where key ids and the index nonce come from (the CSPRNG unless a test pins it).
     var random: (Int) -> [UInt8] = secureRandomBytes
+    /// Test hook: runs after the previous pack was read and before an append locks the file
+    /// (where another writer could get in).
+    var beforeAppend: () throws -> Void = {}
 
     /// A writer; the KDF and chunk size come from `options.container`.
     package init() {}
@@ -227,6 +230,7 @@ package struct ContainerPackWriter: PackWriter {
                 return headerBytes
             }
             if let appending {
+                try beforeAppend()
                 try Self.append(to: output, after: appending, fill)
                 report.appended = true
             } else {

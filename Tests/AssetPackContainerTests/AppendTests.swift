@@ -170,6 +170,41 @@ import Testing
         expectError(.wrongPassword) { _ = try tree.reader() }
     }
 
+    /// Another writer gets in between a re-pack's read of the pack and its append: one that
+    /// appended a generation, or one that rewrote the same files afresh (new salt, generation 1
+    /// again, and the same end and index offset) and renamed its pack into place. The append sees
+    /// the file is not the pack it read, writes nothing, and says so; the other pack stays whole.
+    @Test func anAppendRefusesAPackThatChangedUnderIt() throws {
+        for fresh in [false, true] {
+            let tree = try Self.tree()
+            try tree.pack()
+            try Self.edit(tree, at: 100_000)
+            var options = PackOptions.forTests
+            options.format = .container
+            options.credential = testKey
+            options.container.chunkSize = 4096
+            options.container.kdf = .forTests
+            let files = try SourceTree.scan(root: tree.root, includeHidden: false)
+            var writer = ContainerPackWriter()
+            writer.beforeAppend = {
+                let other = tree.output + ".other"
+                try FileManager.default.copyItem(atPath: tree.output, toPath: other)
+                var theirs = options
+                theirs.fresh = fresh
+                try ContainerPackWriter().write(files, to: other, options: theirs)
+                #expect(rename(other, tree.output) == 0)
+            }
+            do {
+                try writer.write(files, to: tree.output, options: options)
+                Issue.record("the append went ahead over another writer's pack (fresh: \(fresh))")
+            } catch let error as AssetPackError {
+                #expect(error.code == .io && error.message.contains("changed while it was being re-packed"), "\(error)")
+            }
+            try tree.expectReadsBack()
+            #expect(try Self.header(tree.output).generation == (fresh ? 1 : 2))
+        }
+    }
+
     /// A reader opened before an append reads its own generation throughout: an append writes
     /// nothing that generation's chunks, index or slot occupy.
     @Test func aReaderOpenBeforeAnAppendKeepsReading() throws {
