@@ -268,6 +268,11 @@ public struct PrivateInstaller: Sendable {
         return hex(hasher.finalize())
     }
 
+    /// SHA-256 of the pack `source` holds, lowercase hex (what an install records).
+    package static func sha256(of source: any ByteSource) throws -> String {
+        hex(try SHA256Hasher.digest(of: source, 0..<source.size))
+    }
+
     /// SHA-256 of a file, lowercase hex.
     package static func sha256(of path: String) throws -> String {
         let hasher = SHA256Hasher()

@@ -105,9 +105,9 @@ package struct ContainerPackWriter: PackWriter {
         // header slots, unless at least half of the previous data region is dead or
         // `options.compact` (then it rewrites the pack whole, compacting it), or the previous
         // pack is older than version 6.
-        let appending = options.compact ? nil : previous.flatMap { Self.appendable($0, output: output) }
         // What the previous pack holds of earlier versions: kept by an append, dropped by a rewrite.
         let previousEarlier = previous.map(Self.earlierBytes) ?? 0
+        let appending = options.compact ? nil : previous.flatMap { Self.appendable($0, earlier: previousEarlier) }
         var report = PackWriteReport()
         // The summary's "removed", from the pack already open here: the CLI need not open it again
         // (one more key derivation) to count it.
@@ -294,13 +294,13 @@ package struct ContainerPackWriter: PackWriter {
             && block.release.expires == wanted.expires && !block.release.isLegacy
     }
 
-    /// Where and how a re-pack may append to `previous`, the pack at `output`: a version-6 or -7
+    /// Where and how a re-pack may append to `previous`, the pack at the output holding `earlier`
+    /// bytes of earlier versions (``earlierBytes(_:)``): a version-6 or -7
     /// pack whose data region is more than half live (the chunks its index names); else `nil`
     /// (a rewrite, which also compacts). So before each re-pack the earlier versions' bytes are
     /// less than the live ones, and the file stays under twice its live size and the last change.
-    private static func appendable(_ previous: ContainerPackReader, output: String) -> ContainerHeader? {
+    private static func appendable(_ previous: ContainerPackReader, earlier: UInt64) -> ContainerHeader? {
         guard previous.header.isAppendable else { return nil }
-        let earlier = earlierBytes(previous)
         return earlier >= previous.header.indexOffset - previous.header.dataStart - earlier ? nil : previous.header
     }
 

@@ -156,7 +156,7 @@ struct PackDownload {
     func verify(_ source: any ByteSource, trustedKeys: [PublisherKey], credential: PackCredential?) throws -> (
         String, PublisherKey?
     ) {
-        let digest = try SHA256Hasher.digest(of: source, 0..<source.size).map { String(format: "%02x", $0) }.joined()
+        let digest = try PrivateInstaller.sha256(of: source)
         if let sidecar {
             let published = sidecar.split(whereSeparator: \.isWhitespace).first.map { $0.lowercased() }
             guard published == digest else {
