@@ -25,7 +25,7 @@ let package = Package(
     ],
     targets: [
         // C libraries, each imported by exactly one Swift module: libzip by AssetPackZip, libcrypto
-        // (OpenSSL 3) by AssetPackCrypto, zlib, libdeflate and libzstd by AssetPackCore, libcurl by
+        // (OpenSSL 3) and nettle (PBKDF2 only) by AssetPackCrypto, zlib, libdeflate and libzstd by AssetPackCore, libcurl by
         // AssetPackHTTP.
         .systemLibrary(
             name: "CLibzip", pkgConfig: "libzip",
@@ -33,6 +33,9 @@ let package = Package(
         .systemLibrary(
             name: "CLibcrypto", pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
+            name: "CNettle", pkgConfig: "nettle",
+            providers: [.apt(["nettle-dev"]), .brew(["nettle"])]),
         .systemLibrary(
             name: "CLibdeflate", pkgConfig: "libdeflate",
             providers: [.apt(["libdeflate-dev"])]),
@@ -49,8 +52,8 @@ let package = Package(
         // Backend-neutral vocabulary: reader protocol, errors, timing, CRC, paths, limits, the codecs.
         .target(name: "AssetPackCore", dependencies: ["CZlib", "CLibdeflate", "CZstd"]),
         // The cryptographic primitives, over the system OpenSSL 3 (libcrypto): AES-256-GCM,
-        // SHA-256, HMAC, HKDF, scrypt, PBKDF2, random bytes. See docs/ARCHITECTURE.md, "Crypto".
-        .target(name: "AssetPackCrypto", dependencies: ["AssetPackCore", "CLibcrypto"]),
+        // SHA-256, HMAC, HKDF, scrypt, random bytes; PBKDF2 from nettle. See docs/ARCHITECTURE.md, "Crypto".
+        .target(name: "AssetPackCrypto", dependencies: ["AssetPackCore", "CLibcrypto", "CNettle"]),
         // What every pack format shares above the primitives: the format-driver protocol (the
         // seam between formats and byte sources) and the signature block.
         .target(name: "AssetPackFormat", dependencies: ["AssetPackCore", "AssetPackCrypto"]),
@@ -137,7 +140,7 @@ let package = Package(
         .testTarget(
             name: "AssetPackTestSupportTests", dependencies: ["AssetPackTestSupport"], swiftSettings: testSettings),
         .testTarget(
-            name: "AssetPackCryptoTests", dependencies: ["AssetPackCrypto", "AssetPackTestSupport"],
+            name: "AssetPackCryptoTests", dependencies: ["AssetPackCrypto", "AssetPackTestSupport", "CLibcrypto"],
             swiftSettings: testSettings),
         .testTarget(
             name: "AssetPackFormatTests", dependencies: ["AssetPackFormat", "AssetPackCrypto", "AssetPackTestSupport"],

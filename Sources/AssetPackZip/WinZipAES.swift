@@ -48,14 +48,14 @@ package enum WinZipAESKeyStrength: UInt8, Sendable, CaseIterable {
 package enum WinZipAES {
     /// PBKDF2-HMAC-SHA1(password, salt, 1000) → encryption key ‖ MAC key ‖ 2-byte verifier, the
     /// derivation both the reader and the writer run. The caller wipes the result (`wipeMemory`).
-    /// - Throws: `.unsupportedFormat` if OpenSSL refuses (it does not for these parameters).
+    /// - Throws: `.unsupportedFormat` if the KDF refuses (it does not for these parameters).
     package static func derive(password: [UInt8], salt: [UInt8], strength: WinZipAESKeyStrength) throws -> [UInt8] {
         do {
             return try KeyDerivation.pbkdf2SHA1(
                 password: password, salt: salt, iterations: Int(iterations),
                 count: 2 * strength.keyLength + verifierLength)
         } catch {
-            throw AssetPackError(.unsupportedFormat, "OpenSSL PBKDF2-HMAC-SHA1 failed")
+            throw AssetPackError(.unsupportedFormat, "PBKDF2-HMAC-SHA1 refused its parameters")
         }
     }
 
