@@ -162,7 +162,10 @@ public enum AssetPacks {
     /// The file list is sorted and normalised (see `SourceTree`); the writer replaces `output`
     /// atomically. The pack itself is never packed, even if it lies inside `source`.
     /// `output`'s folder must exist (it is not created) and `output` must not be a directory;
-    /// both are checked before the source is scanned.
+    /// both are checked before the source is scanned. A pack already at `output` is re-packed
+    /// incrementally when it opens with the credential, and refused (`.wrongPassword`, the file
+    /// left as it is) when it is a pack of this format that the credential does not open, unless
+    /// `options.fresh`.
     /// - Parameters:
     ///   - source: The asset directory.
     ///   - output: The pack to write.

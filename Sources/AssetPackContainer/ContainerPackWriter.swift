@@ -61,7 +61,7 @@ package struct ContainerPackWriter: PackWriter {
             }
         }
 
-        let previous = options.fresh ? nil : Self.reusable(at: output, credential: credential, options: options)
+        let previous = options.fresh ? nil : try Self.reusable(at: output, credential: credential, options: options)
         var header: ContainerHeader
         let keys: ContainerKeys
         if let previous {
@@ -381,12 +381,17 @@ package struct ContainerPackWriter: PackWriter {
     /// container that opens with `credential` and has the chunk size `options` asks for, and
     /// its KDF when `options` names one. Anything else (no file, another format, a wrong
     /// password, damage) means a full pack.
-    private static func reusable(at output: String, credential: PackCredential, options: PackOptions)
+    private static func reusable(at output: String, credential: PackCredential, options: PackOptions) throws
         -> ContainerPackReader?
     {
-        guard FileManager.default.fileExists(atPath: output),
-            let reader = try? ContainerPackReader(path: output, credential: credential),
-            reader.header.hasChunkTable,
+        guard FileManager.default.fileExists(atPath: output) else { return nil }
+        let opened: ContainerPackReader?
+        do { opened = try ContainerPackReader(path: output, credential: credential) } catch let e as AssetPackError
+            where e.code == .wrongPassword
+        {
+            throw AssetPackError.outputOpensWithAnotherCredential(output)
+        } catch { opened = nil }
+        guard let reader = opened, reader.header.hasChunkTable,
             reader.chunking == ChunkingParameters(average: options.container.chunkSize)
         else { return nil }
         if case .password = credential, let chosen = options.container.kdf {

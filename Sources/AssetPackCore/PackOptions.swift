@@ -52,7 +52,10 @@ public struct PackOptions: Sendable {
     /// never concurrently).
     public var progress: (@Sendable (PackProgress) -> Void)?
     /// Always compress and encrypt every entry, even when `output` already holds a pack that
-    /// opens with the same credential. By default unchanged entries of such a pack are reused.
+    /// opens with the same credential. By default unchanged entries of such a pack are reused,
+    /// and a pack at `output` that this credential does not open is refused (`.wrongPassword`)
+    /// rather than replaced: a mistyped or rotated password would otherwise ship every device a
+    /// pack its app cannot open. `fresh` replaces it.
     public var fresh = false
     /// Container: rewrite the pack at `output` whole (keeping its keys, so that installed copies
     /// still reuse its chunks) instead of appending what changed to it, which leaves the earlier
@@ -208,8 +211,21 @@ package struct PackWriteReport: Sendable, Equatable {
 package protocol PackWriter {
     /// Writes `files` as a pack at `output`, atomically (temporary file, then rename).
     /// Unless `options.fresh`, reuses unchanged entries of a pack already at `output` that
-    /// opens with `options.credential`.
+    /// opens with `options.credential`, and refuses one that does not
+    /// (``AssetPackError/outputOpensWithAnotherCredential(_:)``).
     /// - Throws: `AssetPackError`.
     @discardableResult
     func write(_ files: [SourceFile], to output: String, options: PackOptions) throws -> PackWriteReport
+}
+
+extension AssetPackError {
+    /// A re-pack's `output` holds a pack of this format that the credential does not open (or
+    /// whose header is damaged). Both writers throw it instead of replacing that pack, unless
+    /// `PackOptions.fresh`.
+    package static func outputOpensWithAnotherCredential(_ output: String) -> AssetPackError {
+        AssetPackError(
+            .wrongPassword,
+            "\(output) holds a pack that this password or key does not open (another password, or a damaged pack), so it was left as it is; --fresh (PackOptions.fresh) replaces it with a pack under this one"
+        )
+    }
 }

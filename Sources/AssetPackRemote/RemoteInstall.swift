@@ -262,7 +262,7 @@ extension PrivateInstaller {
         }
         do {
             try copy(plan.tail)
-            do { try fd.truncate(to: plan.tail.upperBound) } catch let e as Errno { throw e.io("cannot size \(path)") }
+            do { try fd.truncate(to: plan.tail.upperBound) } catch { throw error.io("cannot size \(path)") }
             try sync()
         } catch {
             try? fd.truncate(to: plan.kept.upperBound)

@@ -77,7 +77,7 @@ package struct ZipPackWriter: PackWriter {
             level: level ?? options.level.zipDeflateLevel, saltSeed: fixedSaltSeed)
         // The pack already at the output, if it opens with this password: its unchanged entries are
         // copied as they are. Read before the new pack replaces it (the descriptor stays valid).
-        let previous = options.fresh ? nil : PreviousPack.open(output, encoder: encoder)
+        let previous = options.fresh ? nil : try PreviousPack.open(output, encoder: encoder)
         let pack = ZipPackJob(
             writer: self, files: sorted, encoder: encoder, previous: previous, progress: options.progress)
         return try AtomicFile.write(output) { fd in

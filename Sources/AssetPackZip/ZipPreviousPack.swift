@@ -37,20 +37,26 @@ final class PreviousPack: @unchecked Sendable {
     static let maxManifestSize: UInt64 = 64 << 20
 
     /// Opens the pack at `path` for reuse by a writer using `encoder`'s encryption and password.
-    /// - Returns: `nil` when there is no such file, it is no zip, has no readable manifest, or the
-    ///   manifest does not open with the password (all mean: pack fresh).
-    static func open(_ path: String, encoder: ZipEntryEncoder) -> PreviousPack? {
+    /// - Returns: `nil` when there is no such file, it is no zip or not one this writer wrote, or
+    ///   has no readable manifest (all mean: pack fresh).
+    /// - Throws: ``AssetPackError/outputOpensWithAnotherCredential(_:)`` when its manifest does
+    ///   not open with the password.
+    static func open(_ path: String, encoder: ZipEntryEncoder) throws -> PreviousPack? {
         // O_NONBLOCK: an output path naming a FIFO must not block the pack here.
         guard let fd = try? FileDescriptor.open(path, .readOnly, options: .init(rawValue: O_NONBLOCK)) else {
             return nil
         }
-        guard let status = try? fd.status(), status.kind == .regular,
-            let candidates = try? readCandidates(fd: fd, fileSize: status.size, encoder: encoder)
-        else {
+        do {
+            let status = try fd.status()
+            guard status.kind == .regular else { throw AssetPackError(.unsupportedFormat, "not a regular file") }
+            return PreviousPack(fd: fd, candidates: try readCandidates(fd: fd, fileSize: status.size, encoder: encoder))
+        } catch let e as AssetPackError where e.code == .wrongPassword {
+            try? fd.close()
+            throw AssetPackError.outputOpensWithAnotherCredential(path)
+        } catch {
             try? fd.close()
             return nil
         }
-        return PreviousPack(fd: fd, candidates: candidates)
     }
 
     /// Whether the stored data of `candidate` (the bytes after its local header) still has the

@@ -207,9 +207,18 @@ struct Request {
 
     /// Packs, and returns the summary line.
     func run() throws -> String {
-        let options = try options()
-        let summary = try AssetPacks.pack(
-            source: URL(fileURLWithPath: source), to: URL(fileURLWithPath: output), options: options)
+        var options = try options()
+        let summary: AssetPacks.PackSummary
+        do {
+            summary = try AssetPacks.pack(
+                source: URL(fileURLWithPath: source), to: URL(fileURLWithPath: output), options: options)
+        } catch let error as AssetPackError where error.code == .wrongPassword && !options.fresh {
+            // The pack at the output is this build's own product from an earlier password (the
+            // plugin's output lives in the build folder): replace it, as a clean build would.
+            options.fresh = true
+            summary = try AssetPacks.pack(
+                source: URL(fileURLWithPath: source), to: URL(fileURLWithPath: output), options: options)
+        }
         for skipped in summary.skipped {
             FileHandle.standardError.write(
                 Data(

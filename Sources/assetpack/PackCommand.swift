@@ -47,7 +47,7 @@ extension AssetPackCommand {
         @Flag(help: "Include dot-files such as .DS_Store.") var includeHidden = false
         @Flag(
             help:
-                "Compress and encrypt every entry, even those an existing pack at --output (same credential) already holds unchanged. A container gets new keys (a new salt): every installed copy downloads it whole at its next update; --compact rewrites it keeping them."
+                "Compress and encrypt every entry, even those an existing pack at --output (same credential) already holds unchanged; also what replaces a pack at --output that this password or key does not open (refused without it). A container gets new keys (a new salt): every installed copy downloads it whole at its next update; --compact rewrites it keeping them."
         )
         var fresh = false
         @Flag(

@@ -57,10 +57,47 @@ final class ConcurrentRuns: @unchecked Sendable {
         let verify = try CLI.run(["verify", output.path, "--quiet"], password: Self.password)
         #expect(verify.status == 0, "\(verify.stderr)")
 
-        // Another password: the old pack does not open with it, so nothing is reused.
+        // Another password, with --fresh: the old pack is replaced, nothing reused.
+        let other = try CLI.run(
+            ["pack", source.path, "--output", output.path, "--format", format.rawValue, "--fresh"], password: "another")
+        #expect(Self.summary(other).contains(": 0 reused, 4 packed"), "\(other.stderr)")
+    }
+
+    /// A re-pack whose password does not open the pack at --output (mistyped, or a build machine
+    /// with another secret) must not replace it: every device would get a pack its app cannot
+    /// open. Exit 2, the pack byte for byte as it was; --fresh replaces it.
+    @Test(arguments: [PackFormat.zip, .container])
+    func aRepackWithAnotherPasswordIsRefusedUnlessFresh(format: PackFormat) throws {
+        let dir = TemporaryDirectory()
+        let source = try Self.tree(dir)
+        let output = dir.appending("out.pack")
+        #expect(try Self.pack(source, output, format).status == 0)
+        let before = try Data(contentsOf: output)
+
         let other = try CLI.run(
             ["pack", source.path, "--output", output.path, "--format", format.rawValue], password: "another")
-        #expect(Self.summary(other).contains(": 0 reused, 4 packed"), "\(other.stderr)")
+        #expect(other.status == 2, "\(other.stderr)")
+        #expect(other.stderr.contains("does not open"), "\(other.stderr)")
+        #expect(other.stderr.contains("--fresh"), "\(other.stderr)")
+        #expect(try Data(contentsOf: output) == before)
+        #expect(try CLI.run(["verify", output.path, "--quiet"], password: Self.password).status == 0)
+        #expect(try CLI.run(["verify", output.path, "--quiet"], password: "another").status == 2)
+
+        if format == .container {
+            // Another kind of credential (a raw key for a password pack) is refused the same way.
+            let key = dir.appending("k.key")
+            try Data((0..<32).map { UInt8($0) }).write(to: key)
+            let keyed = try CLI.run(
+                ["pack", source.path, "--output", output.path, "--format", "container", "--key-file", key.path])
+            #expect(keyed.status == 2, "\(keyed.stderr)")
+            #expect(try Data(contentsOf: output) == before)
+        }
+
+        let fresh = try CLI.run(
+            ["pack", source.path, "--output", output.path, "--format", format.rawValue, "--fresh"], password: "another")
+        #expect(fresh.status == 0, "\(fresh.stderr)")
+        #expect(try CLI.run(["verify", output.path, "--quiet"], password: "another").status == 0)
+        #expect(try CLI.run(["verify", output.path, "--quiet"], password: Self.password).status == 2)
     }
 
     /// A container re-pack after one byte of a large file changed re-seals only the chunks

@@ -139,6 +139,20 @@ import Testing
         #expect(try reader.read("a.txt") == textBytes(2_000, seed: 1))
     }
 
+    /// The plugin's output is a build product: after the password changes, the next build packs it
+    /// afresh under the new one (where `assetpack pack` refuses without --fresh).
+    @Test(arguments: ["container", "zip"])
+    func aNewPasswordRepacksTheBuildProductAfresh(format: String) throws {
+        let dir = TemporaryDirectory()
+        let arguments = try Self.base(dir, format: format)
+        #expect(try Self.run(arguments).status == 0)
+        let changed = try Self.run(arguments, password: "rotated")
+        #expect(changed.status == 0, "\(changed.stderr)")
+        #expect(changed.text.contains(": 0 reused, 2 packed"), "\(changed.text)")
+        let reader = try AssetPacks.open(dir.appending("out.pack").path, credential: .password("rotated"))
+        #expect(try reader.read("a.txt") == textBytes(2_000, seed: 1))
+    }
+
     /// A signed pack verifies with the public key and states the release asked for; signed packs
     /// are always packed fresh (the previous output is not signed unseen).
     @Test(arguments: ["container", "zip"])

@@ -53,9 +53,10 @@ import Testing
         for i in [5, 7] { try FileManager.default.removeItem(at: source.appendingPathComponent("f\(i).txt")) }
         try Data(textBytes(10, seed: 99)).write(to: source.appendingPathComponent("new.txt"))
         #expect(try repack().hasSuffix(": 7 reused, 1 packed, 2 removed"))
-        // Another password: the old pack cannot be read, and its entries are not counted.
+        // Another password (with --fresh, which replaces the pack): the old pack cannot be read,
+        // and its entries are not counted.
         let other = try CLI.run(
-            ["pack", source.path, "--output", pack, "--format", format.rawValue], password: "another")
+            ["pack", source.path, "--output", pack, "--format", format.rawValue, "--fresh"], password: "another")
         #expect(other.status == 0, "\(other.stderr)")
         if format == .zip {
             // The zip's names are readable without the password: nothing removed since.
