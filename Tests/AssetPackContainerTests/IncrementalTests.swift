@@ -162,19 +162,27 @@ import Testing
         try tree.expectReadsBack()
     }
 
-    @Test func anotherCredentialChunkSizeOrKDFPacksAfresh() throws {
+    /// Another chunk size or KDF packs afresh; another credential is refused (the pack at the
+    /// output left byte for byte) unless `fresh`, which replaces it.
+    @Test func anotherCredentialIsRefusedUnlessFreshAndAnotherChunkSizeOrKDFPacksAfresh() throws {
         let tree = try Self.sample()
         try tree.pack()
         let other = PackCredential.key(Array(repeating: 9, count: 32))
-        #expect(try tree.pack(credential: other).reused == 0)
+        let before = try Data(contentsOf: URL(fileURLWithPath: tree.output))
+        let refused = #expect(throws: AssetPackError.self) { try tree.pack(credential: other) }
+        #expect(refused?.code == .wrongPassword && refused?.message.contains("does not open") == true)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: tree.output)) == before)
+        #expect(try tree.pack(credential: other, fresh: true).reused == 0)
         try tree.expectReadsBack(other)
         #expect(throws: AssetPackError.self) { try tree.reader(testKey) }
         #expect(try tree.pack(credential: other, chunkSize: 8192).reused == 0)
         try tree.expectReadsBack(other)
 
-        try tree.pack(credential: .password("pw"))
+        #expect(throws: AssetPackError.self) { try tree.pack(credential: .password("pw")) }
+        try tree.pack(credential: .password("pw"), fresh: true)
         #expect(try tree.pack(credential: .password("pw")).reused == 5)
-        #expect(try tree.pack(credential: .password("other")).reused == 0)
+        #expect(throws: AssetPackError.self) { try tree.pack(credential: .password("other")) }
+        #expect(try tree.pack(credential: .password("other"), fresh: true).reused == 0)
         #expect(try tree.pack(credential: .password("other"), kdf: .pbkdf2SHA256(iterations: 1000)).reused == 0)
         try tree.expectReadsBack(.password("other"))
     }
