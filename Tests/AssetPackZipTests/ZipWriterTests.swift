@@ -331,11 +331,17 @@ func setCRC(_ name: String, _ crc: UInt32, in bytes: inout [UInt8]) {
         try expectReadsBack(path, tree, password: password)
     }
 
-    @Test func aWrongPasswordOrFreshPacksEverything() throws {
+    /// A wrong password is refused, the pack left byte for byte; `fresh` packs everything, and so
+    /// does a change of encryption.
+    @Test func aWrongPasswordIsRefusedAndFreshPacksEverything() throws {
         let dir = TemporaryDirectory()
         let tree = Self.tree()
-        _ = try writeZip(tree, in: dir)
-        var (path, report) = try writeZip(tree, in: dir, password: "another")
+        let (first, _) = try writeZip(tree, in: dir)
+        let before = try Data(contentsOf: URL(fileURLWithPath: first))
+        let refused = #expect(throws: AssetPackError.self) { try writeZip(tree, in: dir, password: "another") }
+        #expect(refused?.code == .wrongPassword)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: first)) == before)
+        var (path, report) = try writeZip(tree, in: dir, password: "another", fresh: true)
         #expect(report == PackWriteReport(reused: 0, packed: tree.count))
         try expectReadsBack(path, tree, password: "another")
         (path, report) = try writeZip(tree, in: dir, password: "another", fresh: true)
