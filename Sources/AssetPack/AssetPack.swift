@@ -186,13 +186,20 @@ public enum AssetPacks {
         _ files: [SourceFile], skipped: [SkippedFile], to output: URL, options: PackOptions, watch: Stopwatch
     ) throws -> PackSummary {
         var options = options
-        if options.signingKey != nil { _ = try options.release(for: output.path) }  // a bad name, before any work
-        if let key = options.signingKey, !options.fresh,
-            (try? verifySignature(at: output.path, trustedKeys: [key.publicKey])) == nil
-        {
+        if let key = options.signingKey {
+            let release = try options.release(for: output.path)  // a bad name, before any work
+            let previous = try? verifiedBlock(at: output.path, trustedKeys: [key.publicKey])
+            if let earlier = previous?.release, let name = release.name, earlier.name == name,
+                earlier.version > release.version, !options.allowRollback
+            {
+                throw AssetPackError(
+                    .invalidArgument,
+                    "\(output.path) is version \(earlier.version) of \"\(EntryPath.printable(name))\", signed by this key; version \(release.version) would be older, and installers refuse an older release as a rollback. Sign version \(earlier.version) or later (--pack-version), or allow the rollback (--allow-rollback)"
+                )
+            }
             // A re-pack signs what it reuses: reuse only a previous pack this key signed, whole,
             // so bytes someone changed in it (with the password) are never signed afresh.
-            options.fresh = true
+            if previous == nil { options.fresh = true }
         }
         let report = try write(files, to: output, options: options)
         let size = (try? FileSystem.stat(output.path).size) ?? 0

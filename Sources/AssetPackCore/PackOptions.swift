@@ -79,6 +79,11 @@ public struct PackOptions: Sendable {
     /// When the signature stops being trusted (whole seconds; readers with trusted keys and
     /// installers refuse the pack from then on); `nil`: never. Ignored without ``signingKey``.
     public var releaseExpires: Date?
+    /// Sign a release older than the one already at `output` (signed by the same key, under the
+    /// same name). Without it such a pack is refused (`.invalidArgument`, nothing written):
+    /// installers refuse an older release as a rollback, so a re-pack that forgot to raise
+    /// ``releaseVersion`` (or left it at 0) would ship an update no device takes.
+    public var allowRollback = false
     /// The paths this pack deletes from the packs below it in a ``PackSet``: written as the
     /// pack's deletion record (docs/FORMAT.md, "Deletion record"). Each must be a normalised
     /// NFC path outside `.assetpack/`, named once, and not one of the files packed. Empty: none.

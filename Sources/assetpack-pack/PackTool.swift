@@ -195,6 +195,7 @@ struct Request {
             options.signingKey = try PublisherSigningKey.load(from: URL(fileURLWithPath: signKey))
             options.releaseName = packName
             options.releaseVersion = packVersion ?? 0
+            options.allowRollback = true  // the output is this build's product, not a published release
             if let expires {
                 do { options.releaseExpires = try PackRelease.futureExpiry(expires, now: now, of: "pack").get() } catch
                 {

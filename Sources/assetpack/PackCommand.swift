@@ -64,9 +64,14 @@ extension AssetPackCommand {
         @Option(
             name: .customLong("pack-version"),
             help: ArgumentHelp(
-                "With --sign-key: the release number the signature binds (raise it with every release; installers refuse an older one). Default 0: unversioned.",
+                "With --sign-key: the release number the signature binds (raise it with every release; installers refuse an older one). Default 0: unversioned. Lower than the version of the pack at --output (same key and name) is refused unless --allow-rollback.",
                 valueName: "N"))
         var packVersion: UInt64?
+        @Flag(
+            help:
+                "With --sign-key: sign a release older than the one at --output (same key and name), which installers refuse unless they allow a rollback."
+        )
+        var allowRollback = false
         @Option(
             help: ArgumentHelp(
                 "With --sign-key: when the signature stops being trusted: an ISO 8601 date (2027-01-31, midnight UTC) or date-time (2027-01-31T12:00:00Z), or +N days or hours from now (+30d, +12h).",
@@ -142,9 +147,10 @@ extension AssetPackCommand {
                     )
                 }
             }
-            if signKey == nil && (packVersion != nil || expires != nil || packName != nil) {
+            if signKey == nil && (packVersion != nil || expires != nil || packName != nil || allowRollback) {
                 throw ValidationError(
-                    "--pack-version, --expires and --pack-name describe a signature: give --sign-key too")
+                    "--pack-version, --expires, --pack-name and --allow-rollback describe a signature: give --sign-key too"
+                )
             }
             _ = try expiry(now: Date())
             if let packName {
@@ -179,6 +185,7 @@ extension AssetPackCommand {
                 options.signingKey = try signKey.map { try PublisherSigningKey.load(from: URL(fileURLWithPath: $0)) }
                 options.releaseName = packName
                 options.releaseVersion = packVersion ?? 0
+                options.allowRollback = allowRollback
                 options.releaseExpires = try expiry(now: Date())
                 options.credential = try credentials.resolve(needed: encryption != .none, confirm: true)
                 if encryption == .zipCrypto {

@@ -39,6 +39,38 @@ import Testing
         return out
     }
 
+    /// A re-pack over a signed release that forgets to raise --pack-version (or leaves it at 0)
+    /// would ship an update every installer refuses: pack refuses it, leaving the pack as it was,
+    /// unless --allow-rollback; the same or a later version is signed.
+    @Test(arguments: ["zip", "container"])
+    func signingAnOlderVersionOverTheReleaseIsRefused(format: String) throws {
+        try setUp()
+        let out = dir.appending("assets.\(format)").path
+        let key = ["--sign-key", dir.appending("k.key").path]
+        func pack(_ extra: [String]) throws -> CLI.Run {
+            try run(["pack", dir.appending("src").path, "-o", out, "--format", format] + key + extra)
+        }
+        #expect(try pack(["--pack-version", "5"]).status == 0)
+        let release5 = try Data(contentsOf: URL(fileURLWithPath: out))
+        for older in [["--pack-version", "4"], []] {
+            let refused = try pack(older)
+            #expect(refused.status == 1, "\(older): \(refused.stderr)")
+            #expect(
+                refused.stderr.contains(
+                    "is version 5 of \"assets\", signed by this key; version \(older.last ?? "0") would be older"),
+                "\(refused.stderr)")
+            #expect(refused.stderr.contains("--allow-rollback"), "\(refused.stderr)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: out)) == release5)
+        }
+        #expect(try pack(["--pack-version", "5"]).status == 0)
+        // Another name is another release line: nothing to compare with.
+        #expect(try pack(["--pack-version", "1", "--pack-name", "other"]).status == 0)
+        #expect(try pack(["--pack-version", "6"]).status == 0)
+        let allowed = try pack(["--pack-version", "2", "--allow-rollback"])
+        #expect(allowed.status == 0, "\(allowed.stderr)")
+        #expect(allowed.stderr.contains("as assets version 2,"), "\(allowed.stderr)")
+    }
+
     @Test(arguments: ["zip", "container"])
     func anOlderVersionIsRefusedAsRollback(format: String) throws {
         try setUp()
@@ -187,6 +219,7 @@ import Testing
             ("version without a key", ["--pack-version", "2"]),
             ("expiry without a key", ["--expires", "2099-01-01"]),
             ("name without a key", ["--pack-name", "assets"]),
+            ("rollback without a key", ["--allow-rollback"]),
             ("expiry in the past", key + ["--expires", "2001-02-03"]),
             ("expiry not a date", key + ["--expires", "next tuesday"]),
             ("negative version", key + ["--pack-version", "-1"]),

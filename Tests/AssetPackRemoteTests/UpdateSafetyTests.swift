@@ -212,6 +212,7 @@ import Testing
             options.credential = .password("pw")
             options.signingKey = key
             options.releaseVersion = version
+            options.allowRollback = true  // [4, 5, 3]: the server goes back a release
             try AssetPacks.pack(source: source, to: out, options: options)
             packs[version] = try Data(contentsOf: out)
         }
