@@ -213,11 +213,20 @@ extension AssetPackCommand {
                     progress.update(
                         done: $0.done, total: $0.total, label: $0.path, bytes: ($0.bytesDone, $0.bytesTotal))
                 }
+                // A signed pack re-packed without --sign-key loses its signature: say so, since
+                // installers trusting its key then refuse the update.
+                let unsigning =
+                    options.signingKey == nil ? (try? PrivateInstaller.signatureBlock(at: output)) ?? nil : nil
                 let summary = try AssetPacks.pack(
                     source: URL(fileURLWithPath: source), to: URL(fileURLWithPath: output), options: options)
                 progress.finish()
                 for skipped in summary.skipped {
                     printWarning("skipped special file \(EntryPath.printable(skipped.path)) (\(skipped.kind))")
+                }
+                if let unsigning {
+                    printWarning(
+                        "\(output) was signed by key \(unsigning.publisher.fingerprint) as \(unsigning.release.summary); this pack is not signed, so installers that trust that key will refuse it (give --sign-key to sign it)"
+                    )
                 }
                 let inputBytes = summary.files.reduce(UInt64(0)) { $0 + $1.size }
                 let removed =

@@ -71,6 +71,24 @@ import Testing
         #expect(allowed.stderr.contains("as assets version 2,"), "\(allowed.stderr)")
     }
 
+    /// Re-packing a signed pack without --sign-key writes an unsigned pack (a choice pack
+    /// allows) and warns that installers trusting the key will refuse it.
+    @Test(arguments: ["zip", "container"])
+    func repackingASignedPackWithoutTheKeyWarns(format: String) throws {
+        try setUp()
+        let signed = try pack(format, version: 3)
+        let unsigned = try run(["pack", dir.appending("src").path, "-o", signed, "--format", format])
+        #expect(unsigned.status == 0, "\(unsigned.stderr)")
+        #expect(
+            unsigned.stderr.contains(
+                "warning: \(signed) was signed by key "),
+            "\(unsigned.stderr)")
+        #expect(unsigned.stderr.contains("as assets version 3, never expires; this pack is not signed"))
+        #expect(try run(["verify", signed, "--quiet"] + trust).status == 5)
+        let again = try run(["pack", dir.appending("src").path, "-o", signed, "--format", format])
+        #expect(again.status == 0 && !again.stderr.contains("warning"), "\(again.stderr)")
+    }
+
     @Test(arguments: ["zip", "container"])
     func anOlderVersionIsRefusedAsRollback(format: String) throws {
         try setUp()
