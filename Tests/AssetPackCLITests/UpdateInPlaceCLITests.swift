@@ -153,6 +153,12 @@ import Testing
         let update = try CLI.run(["install", s.url, "--into", s.home] + trust)
         #expect(update.status == 5, "\(update.status): \(update.stderr)")
         #expect(FileManager.default.contents(atPath: s.home + "/p.apack") == installed)
+        // Without --trust the signature is checked against its own key: not what it describes
+        // is damage (exit 4), not distrust (exit 5 is --trust's).
+        let untrusting = try CLI.run(["install", s.url, "--into", s.home])
+        #expect(untrusting.status == 4, "\(untrusting.status): \(untrusting.stderr)")
+        #expect(untrusting.stderr.contains("is not what its signature describes"), "\(untrusting.stderr)")
+        #expect(FileManager.default.contents(atPath: s.home + "/p.apack") == installed)
         let names = try FileManager.default.contentsOfDirectory(atPath: s.home)
         #expect(!names.contains { $0.contains("download") }, "\(names)")
     }
