@@ -104,7 +104,8 @@ public struct PrivateInstaller: Sendable {
     ///   - name: The installed file's name.
     /// - Returns: Where it is installed and whether anything was copied.
     /// - Throws: `.io` for file-system failures (the previous pack stays in place),
-    ///   `.integrityFailure` if the copy does not read back identical; with trusted keys,
+    ///   `.integrityFailure` if the copy does not read back identical, or a signed pack is not
+    ///   what its signature describes (checked without trusted keys too); with trusted keys,
     ///   `.untrusted` for a pack not signed by one of them, altered, expired, or older than the
     ///   version installed before (a rollback).
     @discardableResult
@@ -232,9 +233,26 @@ public struct PrivateInstaller: Sendable {
                     // Recorded before the rename: a failure after it refuses older versions all the same.
                     try recordRelease(verified)
                     block = verified
+                } else {
+                    try Self.checkAgainstOwnSignature(temporary, source: source)
                 }
             })
         return (sourceDigest, block)
+    }
+
+    /// Without trusted keys, a signed pack is still checked against its own key on every byte:
+    /// not a trust decision, but a damaged pack is refused here (`.integrityFailure`) instead of
+    /// installed and refused at every read. An unsigned pack has nothing to check without its
+    /// password.
+    private static func checkAgainstOwnSignature(_ path: String, source: String) throws {
+        do {
+            guard let own = try signatureBlock(at: path) else { return }
+            _ = try AssetPacks.verifiedBlock(at: path, trustedKeys: [own.publisher])
+        } catch let error as AssetPackError where error.code == .untrusted {
+            throw AssetPackError(
+                .integrityFailure,
+                "\(source) is not what its signature describes: it is damaged (\(error.message))")
+        }
     }
 
     /// What a pack carries that tells it from any other pack, read without reading it whole:

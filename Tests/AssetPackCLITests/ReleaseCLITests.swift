@@ -89,6 +89,25 @@ import Testing
         #expect(again.status == 0 && !again.stderr.contains("warning"), "\(again.stderr)")
     }
 
+    /// A damaged signed pack is refused by install even without --trust (checked against its own
+    /// key, exit 4), not installed to fail at every read; the intact one installs.
+    @Test(arguments: ["zip", "container"])
+    func aDamagedSignedPackIsNotInstalledEvenWithoutTrust(format: String) throws {
+        try setUp()
+        let signed = try pack(format, version: 3)
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: signed)))
+        bytes[bytes.count / 3] ^= 1
+        let damaged = dir.appending("damaged.\(format)").path
+        try Data(bytes).write(to: URL(fileURLWithPath: damaged))
+        let into = dir.appending("home-\(format)").path
+        let refused = try run(["install", damaged, "--into", into])
+        #expect(refused.status == 4, "\(refused.status): \(refused.stderr)")
+        #expect(refused.stderr.contains("is not what its signature describes"), "\(refused.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: into + "/damaged.\(format)"))
+        let intact = try run(["install", signed, "--into", into])
+        #expect(intact.status == 0, "\(intact.stderr)")
+    }
+
     @Test(arguments: ["zip", "container"])
     func anOlderVersionIsRefusedAsRollback(format: String) throws {
         try setUp()
