@@ -243,10 +243,16 @@ public struct PrivateInstaller: Sendable {
     /// Without trusted keys, a signed pack is still checked against its own key on every byte:
     /// not a trust decision, but a damaged pack is refused here (`.integrityFailure`) instead of
     /// installed and refused at every read. An unsigned pack has nothing to check without its
-    /// password.
+    /// password, and a file that is no pack nothing either (it is installed as it is).
     private static func checkAgainstOwnSignature(_ path: String, source: String) throws {
         do {
-            guard let own = try signatureBlock(at: path) else { return }
+            let own: PackSignature?
+            do { own = try signatureBlock(at: path) } catch let error as AssetPackError
+                where error.code == .unsupportedFormat
+            {
+                return
+            }
+            guard let own else { return }
             _ = try AssetPacks.verifiedBlock(at: path, trustedKeys: [own.publisher])
         } catch let error as AssetPackError where error.code == .untrusted {
             throw AssetPackError(

@@ -215,8 +215,10 @@ extension AssetPackCommand {
                 }
                 // A signed pack re-packed without --sign-key loses its signature: say so, since
                 // installers trusting its key then refuse the update.
+                // (A regular file only: opening a FIFO there would wait for a writer.)
                 let unsigning =
-                    options.signingKey == nil ? (try? PrivateInstaller.signatureBlock(at: output)) ?? nil : nil
+                    options.signingKey == nil && (try? FileSystem.stat(output))?.kind == .regular
+                    ? (try? PrivateInstaller.signatureBlock(at: output)) ?? nil : nil
                 let summary = try AssetPacks.pack(
                     source: URL(fileURLWithPath: source), to: URL(fileURLWithPath: output), options: options)
                 progress.finish()
