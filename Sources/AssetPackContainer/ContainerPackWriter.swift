@@ -389,7 +389,7 @@ package struct ContainerPackWriter: PackWriter {
         do { opened = try ContainerPackReader(path: output, credential: credential) } catch let e as AssetPackError
             where e.code == .wrongPassword
         {
-            throw AssetPackError.outputOpensWithAnotherCredential(output)
+            throw AssetPackError.outputOpensWithAnotherCredential(output, because: e)
         } catch { opened = nil }
         guard let reader = opened, reader.header.hasChunkTable,
             reader.chunking == ChunkingParameters(average: options.container.chunkSize)

@@ -217,7 +217,7 @@ package protocol PackWriter {
     /// Writes `files` as a pack at `output`, atomically (temporary file, then rename).
     /// Unless `options.fresh`, reuses unchanged entries of a pack already at `output` that
     /// opens with `options.credential`, and refuses one that does not
-    /// (``AssetPackError/outputOpensWithAnotherCredential(_:)``).
+    /// (``AssetPackError/outputOpensWithAnotherCredential(_:because:)``).
     /// - Throws: `AssetPackError`.
     @discardableResult
     func write(_ files: [SourceFile], to output: String, options: PackOptions) throws -> PackWriteReport
@@ -227,10 +227,12 @@ extension AssetPackError {
     /// A re-pack's `output` holds a pack of this format that the credential does not open (or
     /// whose header is damaged). Both writers throw it instead of replacing that pack, unless
     /// `PackOptions.fresh`.
-    package static func outputOpensWithAnotherCredential(_ output: String) -> AssetPackError {
+    package static func outputOpensWithAnotherCredential(_ output: String, because reason: AssetPackError)
+        -> AssetPackError
+    {
         AssetPackError(
             .wrongPassword,
-            "\(output) holds a pack that this password or key does not open (another password, or a damaged pack), so it was left as it is; --fresh (PackOptions.fresh) replaces it with a pack under this one"
+            "\(output) holds a pack that this password or key does not open (\(reason.message)), so it was left as it is. If it was packed with another password on purpose, pack with --fresh to replace it under this one"
         )
     }
 }

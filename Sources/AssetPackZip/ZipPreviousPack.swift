@@ -39,7 +39,7 @@ final class PreviousPack: @unchecked Sendable {
     /// Opens the pack at `path` for reuse by a writer using `encoder`'s encryption and password.
     /// - Returns: `nil` when there is no such file, it is no zip or not one this writer wrote, or
     ///   has no readable manifest (all mean: pack fresh).
-    /// - Throws: ``AssetPackError/outputOpensWithAnotherCredential(_:)`` when its manifest does
+    /// - Throws: ``AssetPackError/outputOpensWithAnotherCredential(_:because:)`` when its manifest does
     ///   not open with the password.
     static func open(_ path: String, encoder: ZipEntryEncoder) throws -> PreviousPack? {
         // O_NONBLOCK: an output path naming a FIFO must not block the pack here.
@@ -52,7 +52,7 @@ final class PreviousPack: @unchecked Sendable {
             return PreviousPack(fd: fd, candidates: try readCandidates(fd: fd, fileSize: status.size, encoder: encoder))
         } catch let e as AssetPackError where e.code == .wrongPassword {
             try? fd.close()
-            throw AssetPackError.outputOpensWithAnotherCredential(path)
+            throw AssetPackError.outputOpensWithAnotherCredential(path, because: e)
         } catch {
             try? fd.close()
             return nil
