@@ -55,7 +55,8 @@ public struct PackOptions: Sendable {
     /// opens with the same credential. By default unchanged entries of such a pack are reused,
     /// and a pack at `output` that this credential does not open is refused (`.wrongPassword`)
     /// rather than replaced: a mistyped or rotated password would otherwise ship every device a
-    /// pack its app cannot open. `fresh` replaces it.
+    /// pack its app cannot open. So is an encrypted zip at `output` that this pack would not
+    /// encrypt (`.invalidArgument`). `fresh` replaces either.
     public var fresh = false
     /// Container: rewrite the pack at `output` whole (keeping its keys, so that installed copies
     /// still reuse its chunks) instead of appending what changed to it, which leaves the earlier

@@ -49,15 +49,22 @@ final class PreviousPack: @unchecked Sendable {
         do {
             let status = try fd.status()
             guard status.kind == .regular else { throw AssetPackError(.unsupportedFormat, "not a regular file") }
-            return PreviousPack(fd: fd, candidates: try readCandidates(fd: fd, fileSize: status.size, encoder: encoder))
+            return PreviousPack(
+                fd: fd, candidates: try readCandidates(fd: fd, path: path, fileSize: status.size, encoder: encoder))
         } catch let e as AssetPackError where e.code == .wrongPassword {
             try? fd.close()
             throw AssetPackError.outputOpensWithAnotherCredential(path, because: e)
+        } catch let refusal as Refusal {
+            try? fd.close()
+            throw refusal.error
         } catch {
             try? fd.close()
             return nil
         }
     }
+
+    /// A previous pack that must not be replaced without `fresh`, whatever else it holds.
+    private struct Refusal: Error { var error: AssetPackError }
 
     /// Whether the stored data of `candidate` (the bytes after its local header) still has the
     /// SHA-256 its manifest record gives. Reads them once; safe from any thread.
@@ -79,7 +86,9 @@ final class PreviousPack: @unchecked Sendable {
         return hasher.finalize() == candidate.manifest.storedSHA256
     }
 
-    private static func readCandidates(fd: FileDescriptor, fileSize: UInt64, encoder: ZipEntryEncoder) throws
+    private static func readCandidates(
+        fd: FileDescriptor, path: String, fileSize: UInt64, encoder: ZipEntryEncoder
+    ) throws
         -> [String: Candidate]
     {
         let read: (UInt64, Int) throws -> [UInt8] = { offset, count in
@@ -100,6 +109,13 @@ final class PreviousPack: @unchecked Sendable {
         }
         let manifestName = Array(ZipManifest.entryName.utf8)
         guard !repeated.contains(manifestName), let m = byName[manifestName] else { return [:] }
+        if !encoder.encrypted, structure.records[m].flags & ZipEntryRecord.encryptedFlag != 0 {
+            throw Refusal(
+                error: AssetPackError(
+                    .invalidArgument,
+                    "\(path) is an encrypted pack, and this one would not be (anyone could read its entries), so it was left as it is. To replace it with an unencrypted pack all the same, pack with --fresh"
+                ))
+        }
 
         // The manifest: decrypted (or read) and checked like any entry.
         let header = try LocalHeader(structure, m, encoder: encoder, read: read)

@@ -100,6 +100,26 @@ final class ConcurrentRuns: @unchecked Sendable {
         #expect(try CLI.run(["verify", output.path, "--quiet"], password: Self.password).status == 2)
     }
 
+    /// `--encryption none` over an encrypted zip would publish the assets readable by anyone:
+    /// refused (exit 1, the pack unchanged) unless --fresh. Adding encryption needs nothing.
+    @Test func droppingEncryptionFromAZipIsRefusedUnlessFresh() throws {
+        let dir = TemporaryDirectory()
+        let source = try Self.tree(dir)
+        let output = dir.appending("out.zip")
+        #expect(try Self.pack(source, output, .zip).status == 0)
+        let before = try Data(contentsOf: output)
+        let plain = try Self.pack(source, output, .zip, ["--encryption", "none"])
+        #expect(plain.status == 1, "\(plain.stderr)")
+        #expect(plain.stderr.contains("is an encrypted pack, and this one would not be"), "\(plain.stderr)")
+        #expect(try Data(contentsOf: output) == before)
+        let fresh = try Self.pack(source, output, .zip, ["--encryption", "none", "--fresh"])
+        #expect(fresh.status == 0, "\(fresh.stderr)")
+        #expect(try CLI.run(["verify", output.path, "--quiet"]).status == 0)
+        let encrypted = try Self.pack(source, output, .zip)
+        #expect(encrypted.status == 0, "\(encrypted.stderr)")
+        #expect(try CLI.run(["cat", output.path, "a.txt"]).status == 2)
+    }
+
     /// A container re-pack after one byte of a large file changed re-seals only the chunks
     /// around it, appends them, and says so: "C of N chunks reused, B bytes written" (B far
     /// below the pack, and what the file grew by).

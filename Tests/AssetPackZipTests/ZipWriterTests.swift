@@ -331,8 +331,8 @@ func setCRC(_ name: String, _ crc: UInt32, in bytes: inout [UInt8]) {
         try expectReadsBack(path, tree, password: password)
     }
 
-    /// A wrong password is refused, the pack left byte for byte; `fresh` packs everything, and so
-    /// does a change of encryption.
+    /// A wrong password is refused, the pack left byte for byte; `fresh` packs everything. Dropping
+    /// the encryption is refused too, unless `fresh`.
     @Test func aWrongPasswordIsRefusedAndFreshPacksEverything() throws {
         let dir = TemporaryDirectory()
         let tree = Self.tree()
@@ -346,7 +346,11 @@ func setCRC(_ name: String, _ crc: UInt32, in bytes: inout [UInt8]) {
         try expectReadsBack(path, tree, password: "another")
         (path, report) = try writeZip(tree, in: dir, password: "another", fresh: true)
         #expect(report == PackWriteReport(reused: 0, packed: tree.count))
-        (path, report) = try writeZip(tree, in: dir, encryption: .none, password: "another")
+        let plain = #expect(throws: AssetPackError.self) {
+            try writeZip(tree, in: dir, encryption: .none, password: "another")
+        }
+        #expect(plain?.code == .invalidArgument)
+        (path, report) = try writeZip(tree, in: dir, encryption: .none, password: "another", fresh: true)
         #expect(report == PackWriteReport(reused: 0, packed: tree.count))
         try expectReadsBack(path, tree, password: nil)
     }
