@@ -229,7 +229,7 @@ public struct PrivateInstaller: Sendable {
                 }
                 if !trustedKeys.isEmpty {
                     let verified = try AssetPacks.verifiedBlock(at: temporary, trustedKeys: trustedKeys)
-                    try checkRelease(verified)
+                    try checkRelease(verified, replacing: destination)
                     // Recorded before the rename: a failure after it refuses older versions all the same.
                     try recordRelease(verified)
                     block = verified

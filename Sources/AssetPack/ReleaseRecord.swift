@@ -63,10 +63,23 @@ extension PrivateInstaller {
     /// that version with other bytes; an unversioned or legacy pack is refused only when a
     /// versioned release of its publisher was installed. `allowRollback` lifts the version checks,
     /// never the expiry. Runs only with trusted keys: without them a signature proves nothing.
+    ///
+    /// When it would replace the pack installed at `destination`, the two must be releases of one
+    /// name: otherwise any pack of a trusted publisher (an old "fonts", renamed) could stand in
+    /// for the installed "levels", whose version record it never meets (mix and match).
+    /// `allowRollback` does not lift that: install a pack of another name under another file name.
     /// - Throws: `.untrusted`; `.integrityFailure` for a damaged record.
-    package func checkRelease(_ block: PackSignature) throws {
+    package func checkRelease(_ block: PackSignature, replacing destination: URL) throws {
         let release = block.release
         try release.checkNotExpired(now: clock())
+        if let name = release.name, let installed = try? Self.signatureBlock(at: destination.path),
+            let installedName = installed.release.name, installedName != name
+        {
+            throw AssetPackError(
+                .untrusted,
+                "\(destination.lastPathComponent) holds the release \(installed.release.printableName); this pack is \(release.printableName), which cannot replace it (install it under another name)"
+            )
+        }
         guard !allowRollback else { return }
         let publisher = block.publisher.text
         let record = try ReleaseRecord.load(directory)
@@ -161,20 +174,22 @@ extension PrivateInstaller {
     }
 
     /// With trusted keys: the release of the verified pack at `path` (the staged download),
-    /// checked as ``checkRelease(_:)`` checks it.
+    /// checked as ``checkRelease(_:replacing:)`` checks it.
     /// - Returns: The block, to record; `nil` without trusted keys.
     /// - Throws: `.untrusted` (expired, rollback, or no signature), `.io`.
-    package func checkStagedRelease(_ path: String) throws -> PackSignature? {
-        try checkStagedRelease(FileByteSource(path: path))
+    package func checkStagedRelease(_ path: String, replacing destination: URL) throws -> PackSignature? {
+        try checkStagedRelease(FileByteSource(path: path), replacing: destination)
     }
 
-    /// ``checkStagedRelease(_:)`` of the pack `source` holds (an update in place, before it is written).
-    package func checkStagedRelease(_ source: any ByteSource) throws -> PackSignature? {
+    /// ``checkStagedRelease(_:replacing:)`` of the pack `source` holds (an update in place, before it is written).
+    package func checkStagedRelease(_ source: any ByteSource, replacing destination: URL) throws
+        -> PackSignature?
+    {
         guard !trustedKeys.isEmpty else { return nil }
         guard let block = try AssetPacks.driver(of: source).signatureBlock(source, limits: .default) else {
             throw AssetPackError(.untrusted, "the pack is not signed, and trusted keys were given")
         }
-        try checkRelease(block)
+        try checkRelease(block, replacing: destination)
         return block
     }
 

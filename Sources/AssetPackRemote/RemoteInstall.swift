@@ -187,12 +187,14 @@ extension PrivateInstaller {
                 trustedKeys: trustedKeys, credential: credential, limits: limits, client: client)
             // Trusting keys: the signature block's release (expiry, rollback), before the bulk
             // download; its key and signed size were checked with the structure.
-            if !trustedKeys.isEmpty, let block = download.signatureBlock { try checkRelease(block) }
+            if !trustedKeys.isEmpty, let block = download.signatureBlock {
+                try checkRelease(block, replacing: destination)
+            }
             if release == nil, let previous,
                 let update = try download.prepareUpdateInPlace(
                     installed: previous, trustedKeys: trustedKeys, credential: credential, progress: progress)
             {
-                let release = try checkStagedRelease(update.pack)
+                let release = try checkStagedRelease(update.pack, replacing: destination)
                 try Cancellation.current?.check()
                 try release.map(recordRelease)
                 let written = try Self.update(previous, inPlace: update.plan, from: update.pack)
@@ -218,7 +220,7 @@ extension PrivateInstaller {
             }
             // The release that counts is that of the bytes just verified: a full download after
             // a failed delta may have fetched another version under the same validators.
-            let release = try checkStagedRelease(download.stagingPath)
+            let release = try checkStagedRelease(download.stagingPath, replacing: destination)
             try Cancellation.current?.check()
             // Recorded before the rename: a failure after it refuses older versions all the same.
             try release.map(recordRelease)

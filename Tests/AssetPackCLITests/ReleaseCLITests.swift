@@ -108,6 +108,33 @@ import Testing
         #expect(intact.status == 0, "\(intact.stderr)")
     }
 
+    /// A pack of another signed name, by the same trusted publisher, renamed to the installed
+    /// pack's file name, must not replace it: its version record is another name's, so an old
+    /// "other" version 1 would otherwise stand in for "assets" version 5 (mix and match).
+    @Test(arguments: ["zip", "container"])
+    func aPackOfAnotherNameCannotReplaceTheInstalledOne(format: String) throws {
+        try setUp()
+        let v5 = try pack(format, version: 5)
+        let into = dir.appending("home-\(format)").path
+        #expect(try run(["install", v5, "--into", into] + trust).status == 0)
+        let installed = try Data(contentsOf: URL(fileURLWithPath: into + "/assets.\(format)"))
+        let other = try pack(format, version: 1, extra: ["--pack-name", "other"])
+        let renamed = dir.appending("renamed/assets.\(format)")
+        try FileManager.default.createDirectory(
+            at: renamed.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: other, toPath: renamed.path)
+        for extra in [[], ["--allow-rollback"]] {
+            let refused = try run(["install", renamed.path, "--into", into] + trust + extra)
+            #expect(refused.status == 5, "\(extra): \(refused.status) \(refused.stderr)")
+            #expect(
+                refused.stderr.contains("holds the release assets; this pack is other, which cannot replace it"),
+                "\(refused.stderr)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: into + "/assets.\(format)")) == installed)
+        }
+        // Under its own file name it installs.
+        #expect(try run(["install", other, "--into", into, "--name", "other.\(format)"] + trust).status == 0)
+    }
+
     @Test(arguments: ["zip", "container"])
     func anOlderVersionIsRefusedAsRollback(format: String) throws {
         try setUp()
