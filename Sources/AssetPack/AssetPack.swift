@@ -119,6 +119,34 @@ public enum AssetPacks {
         }
     }
 
+    /// A signed pack checked against its own key on every signed byte, without trusting that
+    /// key: not a trust decision, but what tells a damaged signed pack (or a delta assembled
+    /// wrong) from the one its publisher signed. Installers run it when given no trusted keys.
+    /// - Parameters:
+    ///   - what: Names the pack in the error ("the pack downloaded from URL").
+    ///   - why: What a mismatch means there.
+    /// - Returns: The block; `nil` for an unsigned pack (nothing more to check without its
+    ///   password) or a file that is no pack.
+    /// - Throws: `.integrityFailure` when it is not what its signature describes, or its
+    ///   structure is damaged; `.limitExceeded`, `.io`.
+    package static func checkOwnSignature(_ source: any ByteSource, what: String, why: String = "it is damaged")
+        throws -> PackSignature?
+    {
+        do {
+            let block: PackSignature?
+            do { block = try driver(of: source).signatureBlock(source, limits: .default) } catch let error
+                as AssetPackError where error.code == .unsupportedFormat
+            {
+                return nil
+            }
+            guard let block else { return nil }
+            return try verifiedBlock(source, trustedKeys: [block.publisher])
+        } catch let error as AssetPackError where error.code == .untrusted {
+            throw AssetPackError(
+                .integrityFailure, "\(what) is not what its signature describes: \(why) (\(error.message))")
+        }
+    }
+
     /// What `pack` wrote.
     public struct PackSummary: Sendable {
         /// The files packed, in pack order.
@@ -188,7 +216,10 @@ public enum AssetPacks {
         var options = options
         if let key = options.signingKey {
             let release = try options.release(for: output.path)  // a bad name, before any work
-            let previous = try? verifiedBlock(at: output.path, trustedKeys: [key.publicKey])
+            // Read only when it matters: to reuse the previous pack, or to compare its version.
+            let previous =
+                options.fresh && options.allowRollback
+                ? nil : try? verifiedBlock(at: output.path, trustedKeys: [key.publicKey])
             if let earlier = previous?.release, let name = release.name, earlier.name == name,
                 earlier.version > release.version, !options.allowRollback
             {

@@ -105,7 +105,8 @@ public struct PrivateInstaller: Sendable {
     /// - Returns: Where it is installed and whether anything was copied.
     /// - Throws: `.io` for file-system failures (the previous pack stays in place),
     ///   `.integrityFailure` if the copy does not read back identical, or a signed pack is not
-    ///   what its signature describes (checked without trusted keys too); with trusted keys,
+    ///   what its signature describes (``AssetPacks/checkOwnSignature(_:what:why:)`` without
+    ///   trusted keys); with trusted keys,
     ///   `.untrusted` for a pack not signed by one of them, altered, expired, or older than the
     ///   version installed before (a rollback).
     @discardableResult
@@ -234,31 +235,12 @@ public struct PrivateInstaller: Sendable {
                     try recordRelease(verified)
                     block = verified
                 } else {
-                    try Self.checkAgainstOwnSignature(temporary, source: source)
+                    // Not a trust decision: a damaged signed pack is refused here instead of
+                    // installed and refused at every read.
+                    _ = try AssetPacks.checkOwnSignature(FileByteSource(path: temporary), what: source)
                 }
             })
         return (sourceDigest, block)
-    }
-
-    /// Without trusted keys, a signed pack is still checked against its own key on every byte:
-    /// not a trust decision, but a damaged pack is refused here (`.integrityFailure`) instead of
-    /// installed and refused at every read. An unsigned pack has nothing to check without its
-    /// password, and a file that is no pack nothing either (it is installed as it is).
-    private static func checkAgainstOwnSignature(_ path: String, source: String) throws {
-        do {
-            let own: PackSignature?
-            do { own = try signatureBlock(at: path) } catch let error as AssetPackError
-                where error.code == .unsupportedFormat
-            {
-                return
-            }
-            guard let own else { return }
-            _ = try AssetPacks.verifiedBlock(at: path, trustedKeys: [own.publisher])
-        } catch let error as AssetPackError where error.code == .untrusted {
-            throw AssetPackError(
-                .integrityFailure,
-                "\(source) is not what its signature describes: it is damaged (\(error.message))")
-        }
     }
 
     /// What a pack carries that tells it from any other pack, read without reading it whole:

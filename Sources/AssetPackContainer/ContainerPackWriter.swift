@@ -377,10 +377,12 @@ package struct ContainerPackWriter: PackWriter {
         }
     }
 
-    /// The pack at `output` if an incremental re-pack may reuse its chunks: a version-4 or -5
-    /// container that opens with `credential` and has the chunk size `options` asks for, and
-    /// its KDF when `options` names one. Anything else (no file, another format, a wrong
-    /// password, damage) means a full pack.
+    /// The pack at `output` if an incremental re-pack may reuse its chunks: a container of
+    /// version 4 or later that opens with `credential` and has the chunk size `options` asks
+    /// for, and its KDF when `options` names one. Anything else (no file, another format,
+    /// damage past the header) means a full pack.
+    /// - Throws: ``AssetPackError/outputOpensWithAnotherCredential(_:because:)`` for a container
+    ///   that `credential` does not open (or whose header is damaged): it is not replaced.
     private static func reusable(at output: String, credential: PackCredential, options: PackOptions) throws
         -> ContainerPackReader?
     {

@@ -5,7 +5,8 @@ internal import CNettle
 /// Key derivation: HKDF-SHA-256 (RFC 5869) and scrypt (RFC 7914) through OpenSSL 3, PBKDF2
 /// (RFC 8018) through nettle.
 package enum KeyDerivation {
-    /// Why a password KDF refused its parameters (memory, cost, or OpenSSL's own limits).
+    /// Why a password KDF refused its parameters (scrypt: memory or cost beyond OpenSSL's limits;
+    /// PBKDF2: an iteration count that is not 1 to `Int32.max`, the range the formats allow).
     package struct Refused: Error {}
 
     /// HKDF-Extract with SHA-256: the 32-byte pseudorandom key.
@@ -41,8 +42,8 @@ package enum KeyDerivation {
     }
 
     /// PBKDF2 through nettle, whose HMAC keeps its keyed inner and outer states and copies them per
-    /// iteration: 0.67 ms for WinZip AES's 1000 iterations and 66 bytes, where OpenSSL 3.0's
-    /// `PKCS5_PBKDF2_HMAC` takes 2.0 ms (docs/ARCHITECTURE.md, "Crypto"). Nettle asserts a nonzero
+    /// iteration: 0.67–0.71 ms for WinZip AES's 1000 iterations and 66 bytes, where OpenSSL 3.0's
+    /// `PKCS5_PBKDF2_HMAC` takes 1.9–2.3 ms in a loop (docs/ARCHITECTURE.md, "PBKDF2 from nettle"). Nettle asserts a nonzero
     /// iteration count, so that is refused here first.
     private static func pbkdf2(
         password: [UInt8], salt: [UInt8], iterations: Int, count: Int,

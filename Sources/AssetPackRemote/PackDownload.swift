@@ -167,19 +167,14 @@ struct PackDownload {
             }
         }
         var publisher: PublisherKey?
-        if let block = signatureBlock, trustedKeys.isEmpty {
-            // Not a trust decision: proves the assembled bytes are the ones the block describes,
-            // so a mismatch is damage (exit 4), not distrust (exit 5 is for --trust).
-            do { _ = try AssetPacks.verifiedBlock(source, trustedKeys: [block.publisher]) } catch let error
-                as AssetPackError where error.code == .untrusted
-            {
-                throw AssetPackError(
-                    .integrityFailure,
-                    "the pack downloaded from \(url) is not what its signature describes: it is damaged, or changed on the server during the download (\(error.message))"
-                )
+        if signatureBlock != nil {
+            if trustedKeys.isEmpty {
+                _ = try AssetPacks.checkOwnSignature(
+                    source, what: "the pack downloaded from \(url)",
+                    why: "it is damaged, or changed on the server during the download")
+            } else {
+                publisher = try AssetPacks.verifiedBlock(source, trustedKeys: trustedKeys).publisher
             }
-        } else if signatureBlock != nil {
-            publisher = try AssetPacks.verifiedBlock(source, trustedKeys: trustedKeys).publisher
         } else if let credential {
             try readBack(source, credential: credential)
         }

@@ -69,15 +69,16 @@ package struct ZipPackWriter: PackWriter {
                 throw AssetPackError(.invalidArgument, "duplicate entry path", path: f.path)
             }
         }
-        if options.zip.encryption == .zipCrypto {
-            return try LibzipZipCryptoWriter.write(sorted, to: output, password: password!, options: options)
-        }
         let encoder = ZipEntryEncoder(
             encrypted: password != nil, password: Array((password ?? "").utf8), policy: options.compression,
             level: level ?? options.level.zipDeflateLevel, saltSeed: fixedSaltSeed)
         // The pack already at the output, if it opens with this password: its unchanged entries are
         // copied as they are. Read before the new pack replaces it (the descriptor stays valid).
+        // Opened for ZipCrypto too, which reuses nothing, so that it refuses what any re-pack refuses.
         let previous = options.fresh ? nil : try PreviousPack.open(output, encoder: encoder)
+        if options.zip.encryption == .zipCrypto {
+            return try LibzipZipCryptoWriter.write(sorted, to: output, password: password!, options: options)
+        }
         let pack = ZipPackJob(
             writer: self, files: sorted, encoder: encoder, previous: previous, progress: options.progress)
         return try AtomicFile.write(output) { fd in

@@ -83,6 +83,14 @@ final class ConcurrentRuns: @unchecked Sendable {
         #expect(try CLI.run(["verify", output.path, "--quiet"], password: Self.password).status == 0)
         #expect(try CLI.run(["verify", output.path, "--quiet"], password: "another").status == 2)
 
+        if format == .zip {
+            // ZipCrypto reuses nothing, but refuses what any re-pack refuses.
+            let legacy = try CLI.run(
+                ["pack", source.path, "--output", output.path, "--format", "zip", "--encryption", "zipcrypto"],
+                password: "another")
+            #expect(legacy.status == 2, "\(legacy.stderr)")
+            #expect(try Data(contentsOf: output) == before)
+        }
         if format == .container {
             // Another kind of credential (a raw key for a password pack) is refused the same way.
             let key = dir.appending("k.key")

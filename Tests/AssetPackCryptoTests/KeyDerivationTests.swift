@@ -89,6 +89,28 @@ import Testing
         }
     }
 
+    /// Empty passwords and salts (arrays whose buffers may have no base address), against OpenSSL.
+    @Test(arguments: [([UInt8](), [UInt8]()), ([], [1, 2, 3]), ([7, 8], [])])
+    func emptyPasswordsAndSaltsAgreeWithOpenSSL(password: [UInt8], salt: [UInt8]) throws {
+        for (sha256, count) in [(false, 20), (true, 32), (false, 66)] {
+            let ours =
+                sha256
+                ? try KeyDerivation.pbkdf2SHA256(password: password, salt: salt, iterations: 3, count: count)
+                : try KeyDerivation.pbkdf2SHA1(password: password, salt: salt, iterations: 3, count: count)
+            var theirs = [UInt8](repeating: 0, count: count)
+            let ok = password.withUnsafeBytes { pw in
+                salt.withUnsafeBytes { s in
+                    PKCS5_PBKDF2_HMAC(
+                        pw.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(pw.count),
+                        s.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(s.count), 3,
+                        sha256 ? EVP_sha256() : EVP_sha1(), Int32(count), &theirs)
+                }
+            }
+            #expect(ok == 1)
+            #expect(ours == theirs, "SHA-\(sha256 ? 256 : 1), \(count) bytes")
+        }
+    }
+
     /// Nettle asserts (aborts the process) on zero iterations; the wrapper refuses first.
     @Test func refusesIterationCountsNettleWouldAbortOn() throws {
         for iterations in [0, -1, Int(Int32.max) + 1] {
