@@ -213,11 +213,10 @@ extension AssetPackCommand {
                     progress.update(
                         done: $0.done, total: $0.total, label: $0.path, bytes: ($0.bytesDone, $0.bytesTotal))
                 }
-                // A signed pack re-packed without --sign-key loses its signature: say so, since
-                // installers trusting its key then refuse the update.
+                // The signature of the pack being replaced (its block only), for two warnings.
                 // (A regular file only: opening a FIFO there would wait for a writer.)
-                let unsigning =
-                    options.signingKey == nil && (try? FileSystem.stat(output))?.kind == .regular
+                let replacedBlock =
+                    (try? FileSystem.stat(output))?.kind == .regular
                     ? (try? PrivateInstaller.signatureBlock(at: output)) ?? nil : nil
                 let summary = try AssetPacks.pack(
                     source: URL(fileURLWithPath: source), to: URL(fileURLWithPath: output), options: options)
@@ -225,10 +224,10 @@ extension AssetPackCommand {
                 for skipped in summary.skipped {
                     printWarning("skipped special file \(EntryPath.printable(skipped.path)) (\(skipped.kind))")
                 }
-                if let unsigning {
-                    printWarning(
-                        "\(output) was signed by key \(unsigning.publisher.fingerprint) as \(unsigning.release.summary); this pack is not signed, so installers that trust that key will refuse it (give --sign-key to sign it)"
-                    )
+                if let replacedBlock {
+                    warnAboutReplacing(
+                        publisher: replacedBlock.publisher, release: replacedBlock.release,
+                        body: replacedBlock.bodyDigest, signedBy: options.signingKey?.publicKey, output: output)
                 }
                 let inputBytes = summary.files.reduce(UInt64(0)) { $0 + $1.size }
                 let removed =
@@ -243,6 +242,29 @@ extension AssetPackCommand {
             }
         }
     }
+}
+
+/// Warns when the pack just written replaced a signed one in a way installers trusting its key
+/// will refuse: unsigned now (a re-pack without --sign-key), or the same version of the same
+/// name with another signed body (other content or expiry; pack refuses a lower version itself).
+/// (`publisher`, `release`, `body`: the replaced pack's signature block.)
+private func warnAboutReplacing(
+    publisher: PublisherKey, release: PackRelease, body: [UInt8], signedBy key: PublisherKey?, output: String
+) {
+    guard let key else {
+        printWarning(
+            "\(output) was signed by key \(publisher.fingerprint) as \(release.summary); this pack is not signed, so installers that trust that key will refuse it (give --sign-key to sign it)"
+        )
+        return
+    }
+    guard publisher == key, release.name != nil, release.version > 0,
+        let written = (try? PrivateInstaller.signatureBlock(at: output)) ?? nil,
+        written.release.name == release.name, written.release.version == release.version,
+        written.bodyDigest != body
+    else { return }
+    printWarning(
+        "\(output) is again \(release.printableName) version \(release.version), but not the version \(release.version) it replaced (its signed bytes differ: other content, expiry, or a zip's re-encrypted manifest): installers that installed that one will refuse this one; raise --pack-version"
+    )
 }
 
 /// A container's chunk reuse, appending and dictionary, for the summary: "; 3 of 40 chunks reused,

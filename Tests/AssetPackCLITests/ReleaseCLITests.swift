@@ -71,6 +71,38 @@ import Testing
         #expect(allowed.stderr.contains("as assets version 2,"), "\(allowed.stderr)")
     }
 
+    /// Signing other bytes as the same version: installers that have that version refuse them
+    /// ("a new release must have a higher version"), so pack warns, exactly when they would: each
+    /// re-pack is installed over the first, and the warning and the refusal must agree. (A zip
+    /// re-pack re-encrypts its manifest under a fresh salt, so even an unchanged one is other
+    /// bytes; an unchanged container is left as it was.)
+    @Test(arguments: ["zip", "container"])
+    func signingOtherBytesAsTheSameVersionWarnsWhenInstallersWouldRefuse(format: String) throws {
+        try setUp()
+        let out = dir.appending("assets.\(format)").path
+        let into = dir.appending("home-\(format)").path
+        let key = ["--sign-key", dir.appending("k.key").path]
+        func pack(_ version: String) throws -> CLI.Run {
+            try run(
+                ["pack", dir.appending("src").path, "-o", out, "--format", format, "--pack-version", version] + key)
+        }
+        #expect(try pack("5").status == 0)
+        #expect(try run(["install", out, "--into", into] + trust).status == 0)
+        var warnings = 0
+        for edit in [false, true] {
+            if edit { try Data("changed".utf8).write(to: dir.appending("src/a.txt")) }
+            let again = try pack("5")
+            #expect(again.status == 0, "\(again.stderr)")
+            let warned = again.stderr.contains("is again assets version 5, but not the version 5 it replaced")
+            let install = try run(["install", out, "--into", into] + trust)
+            #expect(warned == (install.status == 5), "edit \(edit): \(again.stderr) / \(install.stderr)")
+            if warned { warnings += 1 }
+        }
+        #expect(warnings == (format == "zip" ? 2 : 1))
+        let raised = try pack("6")
+        #expect(raised.status == 0 && !raised.stderr.contains("warning"), "\(raised.stderr)")
+    }
+
     /// Re-packing a signed pack without --sign-key writes an unsigned pack (a choice pack
     /// allows) and warns that installers trusting the key will refuse it.
     @Test(arguments: ["zip", "container"])
