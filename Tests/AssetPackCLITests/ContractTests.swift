@@ -133,7 +133,9 @@ import Testing
             required["--output"] = f.fresh("out") + ".pack"
             if usesKey || ["--scrypt-cost", "--compact"].contains(flag) { required["--format"] = "container" }
             // The release a signature binds: only with a signing key.
-            if ["--pack-version", "--expires", "--pack-name"].contains(flag) { required["--sign-key"] = f.signKey }
+            if ["--pack-version", "--expires", "--pack-name", "--allow-rollback"].contains(flag) {
+                required["--sign-key"] = f.signKey
+            }
         case "list": base = ["list", pack]
         case "cat": base = ["cat", pack, "a.txt"]
         case "extract":
