@@ -18,6 +18,8 @@ extension AssetPackCommand {
                 crc (ZipCrypto or unencrypted zip: CRC-32 only, which does not stop tampering). \
                 MS is milliseconds.
 
+                A signed pack is also checked against its own key on every signed byte, as install checks it \
+                (with --trust: against the trusted keys). \
                 Exits non-zero if any entry fails (2 password, 4 integrity, 5 untrusted with --trust).
                 """)
 
@@ -119,9 +121,12 @@ extension AssetPackCommand {
                 }
                 if let firstFailure { throw ExitCode(cliExitCode(for: firstFailure.code)) }
                 // With --trust, every stored byte too, as an installer checks it: also the bytes no
-                // entry read returns (the zip's .assetpack/manifest, say).
+                // entry read returns (the zip's .assetpack/manifest, say). Without it, a signed pack
+                // against its own key, as an installer without trusted keys checks it (exit 4).
                 if reader.publisher != nil {
                     for source in opened.sources { _ = try AssetPacks.verifiedBlock(source, trustedKeys: trust.keys()) }
+                } else {
+                    for source in opened.sources { _ = try AssetPacks.checkOwnSignature(source, what: source.name) }
                 }
             }
         }

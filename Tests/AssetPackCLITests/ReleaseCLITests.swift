@@ -140,6 +140,24 @@ import Testing
         #expect(intact.status == 0, "\(intact.stderr)")
     }
 
+    /// Damage in bytes only the signature covers (near the end: a zip's directory and signature
+    /// entry, a container's signature block) passes every entry read; `verify` without --trust
+    /// still refuses it (exit 4), as `install` does, instead of passing what install rejects.
+    @Test(arguments: ["zip", "container"])
+    func verifyWithoutTrustChecksASignedPackAgainstItsOwnKey(format: String) throws {
+        try setUp()
+        let signed = try pack(format, version: 3)
+        #expect(try run(["verify", signed, "--quiet"]).status == 0)
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: signed)))
+        bytes[bytes.count - 100] ^= 1
+        let damaged = dir.appending("tail-damaged.\(format)").path
+        try Data(bytes).write(to: URL(fileURLWithPath: damaged))
+        let verify = try run(["verify", damaged, "--quiet"])
+        #expect(verify.status == 4, "\(verify.status): \(verify.stderr)")
+        let install = try run(["install", damaged, "--into", dir.appending("home-tail-\(format)").path])
+        #expect(install.status == 4, "\(install.status): \(install.stderr)")
+    }
+
     /// A pack of another signed name, by the same trusted publisher, renamed to the installed
     /// pack's file name, must not replace it: its version record is another name's, so an old
     /// "other" version 1 would otherwise stand in for "assets" version 5 (mix and match).
