@@ -105,7 +105,7 @@ public struct PrivateInstaller: Sendable {
     /// - Returns: Where it is installed and whether anything was copied.
     /// - Throws: `.io` for file-system failures (the previous pack stays in place),
     ///   `.integrityFailure` if the copy does not read back identical, or a signed pack is not
-    ///   what its signature describes (``AssetPacks/checkOwnSignature(_:what:why:)`` without
+    ///   what its signature describes (checked against its own key without
     ///   trusted keys); with trusted keys,
     ///   `.untrusted` for a pack not signed by one of them, altered, expired, or older than the
     ///   version installed before (a rollback).
