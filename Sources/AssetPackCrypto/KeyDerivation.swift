@@ -43,8 +43,8 @@ package enum KeyDerivation {
 
     /// PBKDF2 through nettle, whose HMAC keeps its keyed inner and outer states and copies them per
     /// iteration: 0.67–0.71 ms for WinZip AES's 1000 iterations and 66 bytes, where OpenSSL 3.0's
-    /// `PKCS5_PBKDF2_HMAC` takes 1.9–2.3 ms in a loop (docs/ARCHITECTURE.md, "PBKDF2 from nettle"). Nettle asserts a nonzero
-    /// iteration count, so that is refused here first.
+    /// `PKCS5_PBKDF2_HMAC` takes 1.9–2.3 ms in a loop (docs/ARCHITECTURE.md, "PBKDF2 from
+    /// nettle"). Nettle asserts a nonzero iteration count, so that is refused here first.
     private static func pbkdf2(
         password: [UInt8], salt: [UInt8], iterations: Int, count: Int,
         _ derive: (Int, UnsafePointer<UInt8>?, UInt32, Int, UnsafePointer<UInt8>?, Int, UnsafeMutablePointer<UInt8>?) ->
