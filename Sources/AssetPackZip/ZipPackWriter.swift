@@ -81,13 +81,41 @@ package struct ZipPackWriter: PackWriter {
         }
         let pack = ZipPackJob(
             writer: self, files: sorted, encoder: encoder, previous: previous, progress: options.progress)
-        return try AtomicFile.write(output) { fd in
-            let report = try pack.run(to: fd, path: output)
-            if let key = options.signingKey {
-                try ZipSignature.sign(
-                    fd, path: output, key: key, release: try options.release(for: output))
+        do {
+            return try AtomicFile.write(output) { fd in
+                let report = try pack.run(to: fd, path: output)
+                if let previous, try Self.holdsTheSame(previous, report, files: sorted.count, output, options) {
+                    throw Unchanged(report: report)
+                }
+                if let key = options.signingKey {
+                    try ZipSignature.sign(
+                        fd, path: output, key: key, release: try options.release(for: output))
+                }
+                return report
             }
-            return report
+        } catch let unchanged as Unchanged {
+            return unchanged.report
         }
+    }
+
+    /// A re-pack that would write what the pack at the output already holds leaves that file as it
+    /// is (the temporary copy is dropped), as a container re-pack does: its modification time, and
+    /// so a server's validators, stay, and a signed zip stays the very bytes installers have (a
+    /// new copy would re-encrypt the manifest under a fresh salt: other bytes of the same version).
+    private struct Unchanged: Error { var report: PackWriteReport }
+
+    /// Whether the pack just assembled holds what `previous` holds: every entry reused and no other
+    /// in it, and the same signature: none, or this key's for the same release.
+    private static func holdsTheSame(
+        _ previous: PreviousPack, _ report: PackWriteReport, files: Int, _ output: String, _ options: PackOptions
+    ) throws -> Bool {
+        guard report.packed == 0, report.reused == files, previous.entryCount == files else { return false }
+        guard let key = options.signingKey else { return !previous.hasSignatureEntry }
+        guard let block = (try? ZipSignature.signatureBlock(FileByteSource(path: output))) ?? nil,
+            block.publisher == key.publicKey
+        else { return false }
+        let release = try options.release(for: output)
+        return block.release.name == release.name && block.release.version == release.version
+            && block.release.expires == release.expires
     }
 }

@@ -25,10 +25,18 @@ final class PreviousPack: @unchecked Sendable {
     let fd: FileDescriptor
     /// Reusable entries by path.
     let candidates: [String: Candidate]
+    /// The entries a source could have given it: all but the reserved ones (the deletion record
+    /// is a source file). With every new entry reused, equal to their count means the same list.
+    let entryCount: Int
+    /// Whether it holds a signature entry (intact or not).
+    let hasSignatureEntry: Bool
 
-    private init(fd: FileDescriptor, candidates: [String: Candidate]) {
+    private init(fd: FileDescriptor, read: (candidates: [String: Candidate], entryCount: Int, hasSignatureEntry: Bool))
+    {
         self.fd = fd
-        self.candidates = candidates
+        self.candidates = read.candidates
+        self.entryCount = read.entryCount
+        self.hasSignatureEntry = read.hasSignatureEntry
     }
 
     deinit { try? fd.close() }
@@ -50,7 +58,7 @@ final class PreviousPack: @unchecked Sendable {
             let status = try fd.status()
             guard status.kind == .regular else { throw AssetPackError(.unsupportedFormat, "not a regular file") }
             return PreviousPack(
-                fd: fd, candidates: try readCandidates(fd: fd, path: path, fileSize: status.size, encoder: encoder))
+                fd: fd, read: try readCandidates(fd: fd, path: path, fileSize: status.size, encoder: encoder))
         } catch let e as AssetPackError where e.code == .wrongPassword {
             try? fd.close()
             throw AssetPackError.outputOpensWithAnotherCredential(path, because: e)
@@ -88,9 +96,7 @@ final class PreviousPack: @unchecked Sendable {
 
     private static func readCandidates(
         fd: FileDescriptor, path: String, fileSize: UInt64, encoder: ZipEntryEncoder
-    ) throws
-        -> [String: Candidate]
-    {
+    ) throws -> (candidates: [String: Candidate], entryCount: Int, hasSignatureEntry: Bool) {
         let read: (UInt64, Int) throws -> [UInt8] = { offset, count in
             var bytes = [UInt8](repeating: 0, count: count)
             let n: Int
@@ -107,8 +113,15 @@ final class PreviousPack: @unchecked Sendable {
         for (i, r) in structure.records.enumerated() where byName.updateValue(i, forKey: r.name) != nil {
             repeated.insert(r.name)
         }
+        let entryCount = structure.records.count {
+            let name = String(decoding: $0.name, as: UTF8.self)
+            return !ZipManifest.isReserved(name) || name == DeletionRecord.entryName
+        }
+        let hasSignatureEntry = byName[ZipSignature.nameBytes] != nil
         let manifestName = Array(ZipManifest.entryName.utf8)
-        guard !repeated.contains(manifestName), let m = byName[manifestName] else { return [:] }
+        guard !repeated.contains(manifestName), let m = byName[manifestName] else {
+            return ([:], entryCount, hasSignatureEntry)
+        }
         if !encoder.encrypted, structure.records[m].flags & ZipEntryRecord.encryptedFlag != 0 {
             throw Refusal(
                 error: AssetPackError(
@@ -120,7 +133,9 @@ final class PreviousPack: @unchecked Sendable {
         // The manifest: decrypted (or read) and checked like any entry.
         let header = try LocalHeader(structure, m, encoder: encoder, read: read)
         let record = structure.records[m]
-        guard record.compressedSize <= maxManifestSize, record.size <= maxManifestSize else { return [:] }
+        guard record.compressedSize <= maxManifestSize, record.size <= maxManifestSize else {
+            return ([:], entryCount, hasSignatureEntry)
+        }
         let raw = try read(header.dataStart, Int(record.compressedSize))
         let content: [UInt8]
         if encoder.encrypted {
@@ -170,7 +185,7 @@ final class PreviousPack: @unchecked Sendable {
                 record: local.record, rawOffset: r.localHeaderOffset,
                 rawLength: local.dataStart - r.localHeaderOffset + r.compressedSize, manifest: entry)
         }
-        return candidates
+        return (candidates, entryCount, hasSignatureEntry)
     }
 
     /// An entry's local header, checked against its central record and against what this writer

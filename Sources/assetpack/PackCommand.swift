@@ -263,7 +263,7 @@ private func warnAboutReplacing(
         written.bodyDigest != body
     else { return }
     printWarning(
-        "\(output) is again \(release.printableName) version \(release.version), but not the version \(release.version) it replaced (its signed bytes differ: other content, expiry, or a zip's re-encrypted manifest): installers that installed that one will refuse this one; raise --pack-version"
+        "\(output) is again \(release.printableName) version \(release.version), but not the version \(release.version) it replaced (its signed bytes differ: other content or expiry): installers that installed that one will refuse this one; raise --pack-version"
     )
 }
 

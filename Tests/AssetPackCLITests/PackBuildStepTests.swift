@@ -108,6 +108,52 @@ final class ConcurrentRuns: @unchecked Sendable {
         #expect(try CLI.run(["verify", output.path, "--quiet"], password: Self.password).status == 2)
     }
 
+    /// A zip re-pack with nothing changed leaves the file as it is (bytes and modification time,
+    /// so a server's ETag), signed for the same release too; a change, a new release or dropping
+    /// the signature rewrites it. Before, every zip re-pack re-encrypted its manifest: other
+    /// bytes, which installers that have a signed version refuse as that version.
+    @Test func aZipRepackWithNothingChangedLeavesTheFileAsItIs() throws {
+        let dir = TemporaryDirectory()
+        let source = try Self.tree(dir)
+        let output = dir.appending("out.zip")
+        let keygen = try CLI.run(["keygen", "--out", dir.appending("k").path])
+        #expect(keygen.status == 0, "\(keygen.stderr)")
+        let sign = ["--sign-key", dir.appending("k.key").path]
+        func state() throws -> (Data, Date) {
+            let attributes = try FileManager.default.attributesOfItem(atPath: output.path)
+            return (try Data(contentsOf: output), attributes[.modificationDate] as! Date)
+        }
+        for signing in [[], sign + ["--pack-version", "5"]] {
+            #expect(try Self.pack(source, output, .zip, signing + ["--fresh"]).status == 0)
+            let before = try state()
+            Thread.sleep(forTimeInterval: 0.05)
+            let again = try Self.pack(source, output, .zip, signing)
+            #expect(again.status == 0, "\(again.stderr)")
+            #expect(Self.summary(again).contains(": 4 reused, 0 packed"), "\(again.stderr)")
+            let after = try state()
+            #expect(after.0 == before.0, "\(signing): the bytes changed")
+            #expect(after.1 == before.1, "\(signing): the modification time changed")
+        }
+        // A new release, dropping the signature, and a changed file each rewrite it.
+        var last = try state().0
+        for step in ["a new release", "no signature", "a changed file"] {
+            var extra: [String] = []
+            switch step {
+            case "a new release": extra = sign + ["--pack-version", "6"]
+            case "a changed file":
+                try Data(textBytes(21_000, seed: 4)).write(to: source.appendingPathComponent("a.txt"))
+            default: break
+            }
+            let run = try Self.pack(source, output, .zip, extra)
+            #expect(run.status == 0, "\(step): \(run.stderr)")
+            let now = try state().0
+            #expect(now != last, "\(step) left the file as it was")
+            last = now
+        }
+        let cat = try CLI.run(["cat", output.path, "a.txt"], password: Self.password)
+        #expect(cat.stdout == textBytes(21_000, seed: 4))
+    }
+
     /// `--encryption none` over an encrypted zip would publish the assets readable by anyone:
     /// refused (exit 1, the pack unchanged) unless --fresh. Adding encryption needs nothing.
     @Test func droppingEncryptionFromAZipIsRefusedUnlessFresh() throws {
