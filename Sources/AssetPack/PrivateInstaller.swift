@@ -104,11 +104,11 @@ public struct PrivateInstaller: Sendable {
     ///   - name: The installed file's name.
     /// - Returns: Where it is installed and whether anything was copied.
     /// - Throws: `.io` for file-system failures (the previous pack stays in place),
-    ///   `.integrityFailure` if the copy does not read back identical, or a signed pack is not
-    ///   what its signature describes (checked against its own key without
-    ///   trusted keys); with trusted keys,
-    ///   `.untrusted` for a pack not signed by one of them, altered, expired, or older than the
-    ///   version installed before (a rollback).
+    ///   `.integrityFailure` if the copy does not read back identical, or (without trusted keys)
+    ///   a signed pack is not what its signature describes, checked against its own key; with
+    ///   trusted keys, `.untrusted` for a pack not signed by one of them, altered, expired, older
+    ///   than the version installed before (a rollback), or of another signed name than the pack
+    ///   it would replace.
     @discardableResult
     public func install(_ pack: URL, as name: String? = nil) throws -> Installation {
         try locked(name: name ?? pack.lastPathComponent) { name in try install(pack, locked: name) }
