@@ -45,8 +45,13 @@ struct CredentialOptions: ParsableArguments {
         if let credential = try given() { return credential }
         guard needed else { return nil }
         guard isatty(STDIN_FILENO) == 1 else {
+            // Set but empty (a CI secret that did not expand, say) is not "not set".
+            let empty = ProcessInfo.processInfo.environment[passwordEnv]?.isEmpty == true
             throw AssetPackError(
-                .missingPassword, "a password is needed: set $\(passwordEnv), or use --password-env or --password-file")
+                .missingPassword,
+                "a password is needed: "
+                    + (empty ? "$\(passwordEnv) is set but empty" : "set $\(passwordEnv)")
+                    + ", or use --password-env or --password-file")
         }
         let first = try Self.prompt("Password: ")
         if confirm {

@@ -128,6 +128,13 @@ import Testing
         #expect(empty.stderr.contains("no files"))
         let noPassword = try CLI.run(["pack", dir.appending("empty").path, "-o", dir.appending("e.zip").path])
         #expect(noPassword.status == 2)
+        #expect(noPassword.stderr.contains("a password is needed: set $ASSETPACK_PASSWORD"), "\(noPassword.stderr)")
+        // Set but empty (a CI secret that did not expand) is said as such, not "set it".
+        let emptyPassword = try CLI.run(
+            ["pack", dir.appending("empty").path, "-o", dir.appending("e.zip").path],
+            environment: ["ASSETPACK_PASSWORD": ""])
+        #expect(emptyPassword.status == 2)
+        #expect(emptyPassword.stderr.contains("$ASSETPACK_PASSWORD is set but empty"), "\(emptyPassword.stderr)")
     }
 
     @Test(arguments: PackFormat.allCases)
