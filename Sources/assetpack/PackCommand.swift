@@ -309,6 +309,16 @@ extension AssetPackCommand.Pack {
         for skipped in patch.pack.skipped {
             printWarning("skipped special file \(EntryPath.printable(skipped.path)) (\(skipped.kind))")
         }
+        // An unsigned patch of a signed base: a set read with --trust refuses it, as an installer
+        // trusting the key refuses an unsigned re-pack (warned the same way).
+        if options.signingKey == nil {
+            for path in patchOf where (try? FileSystem.stat(path))?.kind == .regular {
+                guard let signed = (try? PrivateInstaller.signatureBlock(at: path)) ?? nil else { continue }
+                printWarning(
+                    "\(path), which this patches, is signed by key \(signed.publisher.fingerprint); this patch is not signed, so reading them as a set with --trust refuses it (give --sign-key to sign it)"
+                )
+            }
+        }
         quiet.say(
             "packed a patch of \(patchOf.joined(separator: " + ")) into \(output) (\(patch.pack.packSize) bytes, \(options.format.rawValue)) in \(String(format: "%.2f", patch.pack.seconds)) s: \(patch.added.count) added, \(patch.changed.count) changed, \(patch.deleted.count) deleted"
                 + (options.signingKey.map { ", signed by key \($0.publicKey.fingerprint)" } ?? "")

@@ -197,6 +197,15 @@ import Testing
         #expect(
             verify.stderr.contains("5 of 5 entries verified (4 of them replaced or deleted by a pack above"),
             "\(verify.stderr)")
+        #expect(!run.stderr.contains("warning"), "\(run.stderr)")
+        // Without --sign-key the patch is unsigned, which --trust refuses over the signed base: warned.
+        let (unsigned, plain) = try Self.pack(
+            ["a.txt": "newer a"], "patch2", in: dir, format: format, ["--patch-of", base])
+        #expect(
+            plain.stderr.contains("which this patches, is signed by key")
+                && plain.stderr.contains("this patch is not signed"), "\(plain.stderr)")
+        let refused = try CLI.run(["verify", base, "--over", unsigned, "--trust", trust], password: Self.password)
+        #expect(refused.status == 5, "\(refused.stderr)")
     }
 
     @Test func aUnicodeConflictBetweenPacksIsRefused() throws {
