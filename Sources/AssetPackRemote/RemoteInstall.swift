@@ -209,8 +209,12 @@ extension PrivateInstaller {
             try download.assemble(previous: previous, credential: credential, limits: limits, progress: progress)
             do {
                 checked = try download.verify(trustedKeys: trustedKeys, credential: credential)
-            } catch let error as AssetPackError where download.reused > 0 && error.code == .integrityFailure {
-                // A reused span that was not what the remote holds: download everything once.
+            } catch let error as AssetPackError
+                where download.reused > 0 && [.integrityFailure, .untrusted].contains(error.code)
+            {
+                // A reused span that was not what the remote holds, or a remote that changed
+                // under the same validators (with trusted keys a signature mismatch is
+                // `.untrusted`): download everything once. The whole download is checked again.
                 try download.download.restart()
                 try download.assemble(previous: nil, credential: credential, limits: limits, progress: progress)
                 checked = try download.verify(trustedKeys: trustedKeys, credential: credential)

@@ -259,6 +259,86 @@ import Testing
         #expect(try Data(contentsOf: into.appendingPathComponent("p")) == v4)
     }
 
+    /// A signed delta reuses a span of the installed pack only if its SHA-256 is the one the
+    /// signature lists: a span damaged on the device is downloaded, and the update repairs it.
+    @Test func aDamagedSpanOfTheInstalledPackIsNotReused() throws {
+        let key = PublisherSigningKey.generate()
+        let packs = try signedReleases([4, 5], key: key)
+        let served = dir.appending("www/p")
+        try FileManager.default.createDirectory(at: dir.appending("www"), withIntermediateDirectories: true)
+        try packs[4]!.write(to: served)
+        let server = try FaultyHTTPServer(root: dir.appending("www"))
+        let into = dir.appending("into")
+        let installer = PrivateInstaller(directory: into, trustedKeys: [key.publicKey])
+        try installer.installRemote(server.url("p"), credential: .password("pw"), options: Self.options)
+        // One bit of a.bin's data flips on the device; the server moves on to version 5.
+        let installed = into.appendingPathComponent("p")
+        var damaged = try Data(contentsOf: installed)
+        damaged[2000] ^= 0x40
+        try damaged.write(to: installed)
+        try packs[5]!.write(to: served)
+        // Another mtime than version 4's, so that the server's validators say it changed.
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date(timeIntervalSinceNow: -600)], ofItemAtPath: served.path)
+        let result = try installer.installRemote(server.url("p"), credential: .password("pw"), options: Self.options)
+        #expect(try Data(contentsOf: installed) == packs[5]!)
+        #expect(result.installation.publisher == key.publicKey)
+    }
+
+    /// A pack replaced on the server under the same validators while a trusted delta downloads
+    /// it: the assembled file fails its signature (`.untrusted` with trusted keys, not
+    /// `.integrityFailure`), and the install downloads the pack whole once, as it does without
+    /// trusted keys, and installs the newer release it finds.
+    @Test func aTrustedDeltaTornByTheServerIsDownloadedWhole() throws {
+        let key = PublisherSigningKey.generate()
+        let source = dir.appending("src-torn")
+        let out = dir.appending("www/p")
+        var packs: [UInt64: Data] = [:]
+        for version: UInt64 in [4, 5, 6] {
+            // a.bin stays (the re-pack keeps its bytes, and the delta reuses them); b.bin changes, at one size.
+            _ = try dir.write(
+                ["a.bin": testBytes(300_000, seed: 30), "b.bin": testBytes(400_000, seed: 30 + version)],
+                under: "src-torn")
+            var options = PackOptions.forTests
+            options.format = .zip
+            options.credential = .password("pw")
+            options.signingKey = key
+            options.releaseVersion = version
+            try FileManager.default.createDirectory(at: dir.appending("www"), withIntermediateDirectories: true)
+            try AssetPacks.pack(source: source, to: out, options: options)
+            packs[version] = try Data(contentsOf: out)
+        }
+        #expect(packs[5]!.count == packs[6]!.count, "the two versions must be the same size")
+        try packs[4]!.write(to: out)
+        let server = try FaultyHTTPServer(root: dir.appending("www"))
+        let into = dir.appending("into")
+        let installer = PrivateInstaller(directory: into, trustedKeys: [key.publicKey])
+        try installer.installRemote(server.url("p"), credential: .password("pw"), options: Self.options)
+
+        try packs[5]!.write(to: out)
+        let mtime = Date(timeIntervalSinceNow: -600)
+        try FileManager.default.setAttributes([.modificationDate: mtime], ofItemAtPath: out.path)
+        var options = Self.options
+        options.maxRequest = 64 << 10
+        options.parallelRequests = 1
+        options.saveInterval = 64 << 10
+        let replaced = Flag()
+        let v6 = packs[6]!
+        let result = try installer.installRemote(
+            server.url("p"), credential: .password("pw"), options: options,
+            progress: { done, _ in
+                // After the first bytes of b.bin: version 6 takes 5's place, same size and mtime.
+                guard done > 0, replaced.setOnce() else { return }
+                try? v6.write(to: out)
+                try? FileManager.default.setAttributes([.modificationDate: mtime], ofItemAtPath: out.path)
+            })
+        #expect(replaced.isSet)
+        #expect(try Data(contentsOf: into.appendingPathComponent("p")) == v6)
+        #expect(result.installation.publisher == key.publicKey)
+        // The pack, its install record and the release record; no staging file.
+        #expect(leftovers(into) == [".assetpack.releases", ".p.install", "p"])
+    }
+
     /// A frozen server keeps offering the installed pack: once its signature has expired, an
     /// install that finds it current refuses it (local and remote).
     @Test func anExpiredInstalledPackIsNotCurrent() throws {
