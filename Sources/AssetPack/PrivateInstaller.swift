@@ -232,7 +232,7 @@ public struct PrivateInstaller: Sendable {
                     let verified = try AssetPacks.verifiedBlock(at: temporary, trustedKeys: trustedKeys)
                     try checkRelease(verified, replacing: destination)
                     // Recorded before the rename: a failure after it refuses older versions all the same.
-                    try recordRelease(verified)
+                    try recordRelease(verified, as: destination)
                     block = verified
                 } else {
                     // Not a trust decision: a damaged signed pack is refused here instead of

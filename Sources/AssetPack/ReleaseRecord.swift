@@ -5,8 +5,9 @@ import Foundation
 
 /// What an installer remembers of the signed releases it installed, in `.assetpack.releases` in
 /// its private directory: per (signed name, publisher key), the highest version installed and the
-/// SHA-256 of its signed body (docs/SECURITY.md, "Rollback and freeze"). The file outlives the
-/// packs: removing a pack does not let an older version back in.
+/// SHA-256 of its signed body, and per installed file the release installed there last
+/// (docs/SECURITY.md, "Rollback and freeze"). The file outlives the packs: removing a pack does
+/// not let an older version, or a pack of another name, back in.
 struct ReleaseRecord: Codable, Equatable {
     /// One (name, publisher) pair.
     struct Line: Codable, Equatable {
@@ -24,6 +25,10 @@ struct ReleaseRecord: Codable, Equatable {
     /// The same, for release manifests (`ReleaseManifest`): their names are another namespace
     /// than packs'. Absent from records written before releases existed.
     var manifests: [Line]?
+    /// Installed file name → the release installed under it last, whatever its key: what a
+    /// pack replacing that file must not be older than, or of another name. Absent from records
+    /// written before it existed.
+    var files: [String: Line]?
 
     static let fileName = ".assetpack.releases"
 
@@ -59,33 +64,47 @@ struct ReleaseRecord: Codable, Equatable {
 
 extension PrivateInstaller {
     /// Refuses to install the release `block` states when its signature expired, when it is older
-    /// than the version of its name and publisher already installed (a rollback), or when it is
-    /// that version with other bytes; an unversioned or legacy pack is refused only when a
-    /// versioned release of its publisher was installed. `allowRollback` lifts the version checks,
-    /// never the expiry. Runs only with trusted keys: without them a signature proves nothing.
+    /// than the version of its name already installed (a rollback), or when it is that version
+    /// with other bytes; an unversioned or legacy pack is refused only when a versioned release of
+    /// its publisher was installed. "Installed" is per (name, key), and, whatever the key, the
+    /// release last installed as `destination`: an app that trusts an old and a new key while its
+    /// publisher rotates would otherwise take an old release signed by the old key in place of a
+    /// newer one signed by the new key. `allowRollback` lifts the version checks, never the
+    /// expiry. Runs only with trusted keys: without them a signature proves nothing.
     ///
-    /// When it would replace the pack installed at `destination`, the two must be releases of one
-    /// name: otherwise any pack of a trusted publisher (an old "fonts", renamed) could stand in
-    /// for the installed "levels", whose version record it never meets (mix and match).
-    /// `allowRollback` does not lift that: install a pack of another name under another file name.
+    /// When it would replace the release installed at `destination` (the signed pack there, or
+    /// the release recorded for that file when the pack is gone or unreadable), the two must be
+    /// releases of one name: otherwise any pack of a trusted publisher (an old "fonts", renamed,
+    /// or a legacy pack that names nothing) could stand in for the installed "levels", whose
+    /// version record it never meets (mix and match). `allowRollback` does not lift that: install
+    /// a pack of another name under another file name.
     /// - Throws: `.untrusted`; `.integrityFailure` for a damaged record.
     package func checkRelease(_ block: PackSignature, replacing destination: URL) throws {
         let release = block.release
         try release.checkNotExpired(now: clock())
-        if let name = release.name, let installed = try? Self.signatureBlock(at: destination.path),
-            let installedName = installed.release.name, installedName != name
-        {
+        let record = try ReleaseRecord.load(directory)
+        let file = record.files?[destination.lastPathComponent]
+        if !allowRollback {
+            let lines = record.releases.filter { $0.publisher == block.publisher.text }
+            try checkVersion(block, against: lines + [file].compactMap { $0 })
+        }
+        let installedName = (try? Self.signatureBlock(at: destination.path))?.release.name ?? file?.name
+        if let installedName, installedName != release.name {
+            let this = release.name == nil ? "unnamed (a version-1 signature)" : release.printableName
             throw AssetPackError(
                 .untrusted,
-                "\(destination.lastPathComponent) holds the release \(installed.release.printableName); this pack is \(release.printableName), which cannot replace it (install it under another name)"
-            )
+                "\(destination.lastPathComponent) holds the release \(EntryPath.printable(installedName)); "
+                    + "this pack is \(this), which cannot replace it (install it under another name)")
         }
-        guard !allowRollback else { return }
-        let publisher = block.publisher.text
-        let record = try ReleaseRecord.load(directory)
+    }
+
+    /// The version checks of ``checkRelease(_:replacing:)`` against the installed releases
+    /// `lines`.
+    private func checkVersion(_ block: PackSignature, against lines: [ReleaseRecord.Line]) throws {
+        let release = block.release
         guard let name = release.name else {
             // A version-1 signature names nothing: any versioned release of its publisher outranks it.
-            if let newest = record.releases.filter({ $0.publisher == publisher && $0.version > 0 })
+            if let newest = lines.filter({ $0.version > 0 && $0.publisher == block.publisher.text })
                 .max(by: { $0.version < $1.version })
             {
                 throw AssetPackError(
@@ -96,14 +115,17 @@ extension PrivateInstaller {
             }
             return
         }
-        guard let line = record.releases.first(where: { $0.name == name && $0.publisher == publisher }) else { return }
+        let named = lines.filter { $0.name == name }
+        guard let line = named.max(by: { $0.version < $1.version }) else { return }
         let shown = release.printableName
         if release.version < line.version {
             throw AssetPackError(
                 .untrusted,
-                "rollback: \(shown) version \(release.version) is older than the installed version \(line.version)")
+                "rollback: \(shown) version \(release.version) is older than the installed version \(line.version)"
+                    + (line.publisher == block.publisher.text ? "" : " (signed by another trusted key)"))
         }
-        if release.version == line.version, release.version > 0, line.body != hex(block.bodyDigest) {
+        let body = hex(block.bodyDigest)
+        if release.version > 0, named.contains(where: { $0.version == release.version && $0.body != body }) {
             throw AssetPackError(
                 .untrusted,
                 "\(shown) version \(release.version) is not the version \(line.version) installed before, "
@@ -111,44 +133,56 @@ extension PrivateInstaller {
         }
     }
 
-    /// Records that the release `block` states was installed: the version of its name and
-    /// publisher becomes this one when higher, or when `allowRollback` installed an older one.
-    /// Unversioned and legacy releases are not recorded.
-    package func recordRelease(_ block: PackSignature) throws {
-        guard recordsPackReleases, let name = block.release.name, block.release.version > 0 else { return }
+    /// Records that the release `block` states was installed as `destination`: the version of its
+    /// name and publisher becomes this one when higher, or when `allowRollback` installed an older
+    /// one, and the release is the file's. Unversioned releases get no version line; legacy
+    /// (unnamed) ones are not recorded.
+    package func recordRelease(_ block: PackSignature, as destination: URL) throws {
+        guard recordsPackReleases, let name = block.release.name else { return }
         let publisher = block.publisher.text
         // A damaged record refuses the install rather than being overwritten with this one line.
-        var record = try ReleaseRecord.load(directory)
+        let before = try ReleaseRecord.load(directory)
+        var record = before
         let line = ReleaseRecord.Line(
             name: name, publisher: publisher, version: block.release.version, body: hex(block.bodyDigest))
-        if let i = record.releases.firstIndex(where: { $0.name == name && $0.publisher == publisher }) {
-            guard record.releases[i] != line, line.version > record.releases[i].version || allowRollback else {
-                return
-            }
-            record.releases[i] = line
+        record.files = (record.files ?? [:]).merging([destination.lastPathComponent: line]) { $1 }
+        if block.release.version == 0 {
+            // Unversioned: nothing to compare later versions with.
+        } else if let i = record.releases.firstIndex(where: { $0.name == name && $0.publisher == publisher }) {
+            if line.version > record.releases[i].version || allowRollback { record.releases[i] = line }
         } else {
             record.releases.append(line)
         }
-        try record.save(directory)
+        if record != before { try record.save(directory) }
     }
 
     /// Refuses a release manifest that expired, or is older than (or other than, at the same
-    /// version) the release of its name and publisher installed before, unless ``allowRollback``
-    /// (never the expiry): the rules of signed packs, in a namespace of their own.
+    /// version) the release of its name and publisher installed before, or the release of its
+    /// name installed now whatever its trusted key (a rotation), unless ``allowRollback`` (never
+    /// the expiry): the rules of signed packs, in a namespace of their own.
     /// - Throws: `.untrusted`; `.integrityFailure` for a damaged record.
     package func checkRelease(_ manifest: ReleaseManifest) throws {
         try manifest.release.checkNotExpired(now: clock())
         guard !allowRollback, let publisher = manifest.publisher?.text else { return }
         let record = try ReleaseRecord.load(directory)
-        guard let line = record.manifests?.first(where: { $0.name == manifest.name && $0.publisher == publisher })
-        else { return }
+        var lines = (record.manifests ?? []).filter { $0.name == manifest.name && $0.publisher == publisher }
+        // As for packs, the release installed now counts whatever its key (a rotation).
+        let current = directory.appendingPathComponent(Self.currentReleaseName).path
+        if let installed = try? ReleaseManifest.parse(Self.readManifest(current), trustedKeys: trustedKeys),
+            installed.name == manifest.name, let key = installed.publisher
+        {
+            lines.append(
+                .init(name: installed.name, publisher: key.text, version: installed.version, body: installed.digest))
+        }
+        guard let line = lines.max(by: { $0.version < $1.version }) else { return }
         let shown = "release " + EntryPath.printable(manifest.name)
         if manifest.version < line.version {
             throw AssetPackError(
                 .untrusted,
-                "rollback: \(shown) version \(manifest.version) is older than the installed version \(line.version)")
+                "rollback: \(shown) version \(manifest.version) is older than the installed version \(line.version)"
+                    + (line.publisher == publisher ? "" : " (signed by another trusted key)"))
         }
-        if manifest.version == line.version, line.body != manifest.digest {
+        if lines.contains(where: { $0.version == manifest.version && $0.body != manifest.digest }) {
             throw AssetPackError(
                 .untrusted,
                 "\(shown) version \(manifest.version) is not the version \(line.version) installed before, "
@@ -156,7 +190,7 @@ extension PrivateInstaller {
         }
     }
 
-    /// Records that the release `manifest` was installed (as ``recordRelease(_:)-(PackSignature)`` records a pack).
+    /// Records that the release `manifest` was installed (as ``recordRelease(_:as:)`` records a pack).
     package func recordRelease(_ manifest: ReleaseManifest) throws {
         guard let publisher = manifest.publisher?.text else { return }
         var record = try ReleaseRecord.load(directory)

@@ -196,7 +196,7 @@ extension PrivateInstaller {
             {
                 let release = try checkStagedRelease(update.pack, replacing: destination)
                 try Cancellation.current?.check()
-                try release.map(recordRelease)
+                try release.map { try recordRelease($0, as: destination) }
                 let written = try Self.update(previous, inPlace: update.plan, from: update.pack)
                 download.download.discard()
                 // The staging file held them first.
@@ -227,7 +227,7 @@ extension PrivateInstaller {
             let release = try checkStagedRelease(download.stagingPath, replacing: destination)
             try Cancellation.current?.check()
             // Recorded before the rename: a failure after it refuses older versions all the same.
-            try release.map(recordRelease)
+            try release.map { try recordRelease($0, as: destination) }
             try download.download.commit(to: destination.path)
         } catch {
             // Only a download cut by the network is kept, for the next install to resume;

@@ -180,6 +180,13 @@ import Testing
                 "\(refused.stderr)")
             #expect(try Data(contentsOf: URL(fileURLWithPath: into + "/assets.\(format)")) == installed)
         }
+        // The file's name is recorded: removing the installed pack does not let the other in.
+        try FileManager.default.removeItem(atPath: into + "/assets.\(format)")
+        try FileManager.default.removeItem(atPath: into + "/.assets.\(format).install")
+        let afterRemoval = try run(["install", renamed.path, "--into", into] + trust)
+        #expect(afterRemoval.status == 5, "\(afterRemoval.status) \(afterRemoval.stderr)")
+        #expect(afterRemoval.stderr.contains("holds the release assets; this pack is other"), "\(afterRemoval.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: into + "/assets.\(format)"))
         // Under its own file name it installs.
         #expect(try run(["install", other, "--into", into, "--name", "other.\(format)"] + trust).status == 0)
     }
@@ -320,7 +327,50 @@ import Testing
             again.stderr.contains(
                 "rollback: a version-1 signature (no name, version 0) is older than the installed assets version 2"),
             "\(again.stderr)")
-        #expect(try run(["install", legacy, "--into", into, "--allow-rollback"] + trust).status == 0)
+        // --allow-rollback lifts the version check, not the name: a pack that names nothing
+        // cannot replace "assets"; under another file name it installs.
+        let allowed = try run(["install", legacy, "--into", into, "--allow-rollback"] + trust)
+        #expect(allowed.status == 5, "\(allowed.status) \(allowed.stderr)")
+        #expect(
+            allowed.stderr.contains("holds the release assets; this pack is unnamed (a version-1 signature)"),
+            "\(allowed.stderr)")
+        let elsewhere = try run(
+            ["install", legacy, "--into", into, "--allow-rollback", "--name", "legacy.\(format)"] + trust)
+        #expect(elsewhere.status == 0, "\(elsewhere.stderr)")
+    }
+
+    /// While its publisher rotates keys, an app trusts the old and the new one: versions of one
+    /// name compare across both, so a release signed by the old key cannot replace a newer one
+    /// signed by the new key (the record was per key, and let it in).
+    @Test(arguments: ["zip", "container"])
+    func anOlderReleaseOfTheOldKeyIsRefusedDuringARotation(format: String) throws {
+        try setUp()
+        #expect(try run(["keygen", "--out", dir.appending("k2").path]).status == 0)
+        let v5 = try pack(format, version: 5)
+        let folder = dir.appending("v6-new-key-\(format)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let v6 = folder.appendingPathComponent("assets.\(format)").path
+        let signed = try run([
+            "pack", dir.appending("src").path, "-o", v6, "--format", format, "--sign-key",
+            dir.appending("k2.key").path, "--pack-version", "6",
+        ])
+        #expect(signed.status == 0, "\(signed.stderr)")
+        let both = trust + ["--trust", dir.appending("k2.pub").path]
+        let into = dir.appending("home-\(format)").path
+        #expect(try run(["install", v5, "--into", into] + both).status == 0)
+        let newer = try run(["install", v6, "--into", into] + both)
+        #expect(newer.status == 0, "\(newer.stderr)")
+        let older = try run(["install", v5, "--into", into] + both)
+        #expect(older.status == 5, "\(older.status) \(older.stderr)")
+        #expect(
+            older.stderr.contains(
+                "rollback: assets version 5 is older than the installed version 6 (signed by another trusted key)"),
+            "\(older.stderr)")
+        #expect(
+            try Data(contentsOf: URL(fileURLWithPath: into + "/assets.\(format)"))
+                == (try Data(contentsOf: URL(fileURLWithPath: v6))))
+        // An app that trusts only the old key never saw version 6: there version 5 is current.
+        #expect(try run(["install", v5, "--into", dir.appending("old-app-\(format)").path] + trust).status == 0)
     }
 
     @Test func packFlagsAreValidated() throws {

@@ -38,15 +38,15 @@ import Testing
 
     /// `pub/<file>` naming `packs` (names under pub/) as release `version`.
     @discardableResult
-    func release(_ version: Int, _ packs: [String], file: String = "game.json", under folder: String = "") throws
-        -> String
-    {
+    func release(
+        _ version: Int, _ packs: [String], file: String = "game.json", under folder: String = "", key: String = "k"
+    ) throws -> String {
         let into = pub.appendingPathComponent(folder)
         let out = into.appendingPathComponent(file).path
         let made = try run(
             ["release"] + packs.map { into.appendingPathComponent("\($0).pack").path } + [
                 "--release-name", "game", "--release-version", String(version), "--sign-key",
-                dir.appending("k.key").path, "-o", out,
+                dir.appending("\(key).key").path, "-o", out,
             ])
         #expect(made.status == 0, "\(made.stderr)")
         return out
@@ -109,6 +109,27 @@ import Testing
         let allowed = try run(["install", v1, "--into", home, "--allow-rollback"] + trust)
         #expect(allowed.status == 0, "\(allowed.stderr)")
         #expect(try current()?.manifest.version == 1)
+    }
+
+    /// While the publisher rotates keys the app trusts both: release 1 signed by the old key
+    /// cannot replace the installed release 2 signed by the new one (the record was per key).
+    @Test func anOlderReleaseOfTheOldKeyIsRefusedDuringARotation() throws {
+        try pack("base", version: 1, seed: 1, under: "1")
+        let v1 = try release(1, ["base"], under: "1")
+        try pack("base", version: 2, seed: 4, key: "other", under: "2")
+        let v2 = try release(2, ["base"], under: "2", key: "other")
+        let both = trust + ["--trust", dir.appending("other.pub").path]
+        #expect(try run(["install", v1, "--into", home] + both).status == 0)
+        let newer = try run(["install", v2, "--into", home] + both)
+        #expect(newer.status == 0, "\(newer.stderr)")
+        let older = try run(["install", v1, "--into", home] + both)
+        #expect(older.status == 5, "\(older.status) \(older.stderr)")
+        #expect(
+            older.stderr.contains(
+                "rollback: release game version 1 is older than the installed version 2 (signed by another trusted key)"
+            ),
+            "\(older.stderr)")
+        #expect(try current()?.manifest.version == 2, "the newer release stays")
     }
 
     @Test func aPackThatIsNotTheOneNamedIsRefusedAndNothingIsInstalled() throws {
