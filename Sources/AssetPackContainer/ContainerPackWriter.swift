@@ -103,11 +103,14 @@ package struct ContainerPackWriter: PackWriter {
 
         // Version 6: a re-pack appends what changed after the previous generation and switches
         // header slots, unless at least half of the previous data region is dead or
-        // `options.compact` (then it rewrites the pack whole, compacting it), or the previous
-        // pack is older than version 6.
+        // `options.compact` (then it rewrites the pack whole, compacting it), the previous
+        // pack is older than version 6, or the file has another name or is not writable (an
+        // append would change the other name's pack too; a rewrite renames a new file).
         // What the previous pack holds of earlier versions: kept by an append, dropped by a rewrite.
         let previousEarlier = previous.map(Self.earlierBytes) ?? 0
-        let appending = options.compact ? nil : previous.flatMap { Self.appendable($0, earlier: previousEarlier) }
+        let appending =
+            options.compact || !FileSystem.isSoleWritableFile(output)
+            ? nil : previous.flatMap { Self.appendable($0, earlier: previousEarlier) }
         var report = PackWriteReport()
         // The summary's "removed", from the pack already open here: the CLI need not open it again
         // (one more key derivation) to count it.

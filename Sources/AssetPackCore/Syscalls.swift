@@ -140,6 +140,8 @@ package struct FileStatus: Hashable, Sendable {
     package var inode: UInt64
     /// Last modification, in nanoseconds since the epoch.
     package var modificationTime: Int64
+    /// How many names the file has (`st_nlink`).
+    package var linkCount: UInt64
 
     fileprivate init(_ st: CStat) {
         kind =
@@ -157,6 +159,7 @@ package struct FileStatus: Hashable, Sendable {
         permissions = UInt32(st.st_mode & 0o7777)
         device = UInt64(truncatingIfNeeded: st.st_dev)
         inode = UInt64(truncatingIfNeeded: st.st_ino)
+        linkCount = UInt64(truncatingIfNeeded: st.st_nlink)
         #if canImport(Darwin)
             let time = st.st_mtimespec
         #else
@@ -439,6 +442,15 @@ package enum FileSystem {
     /// `access(path, R_OK)`: whether this process may read `path`, by its real user and group.
     package static func checkReadable(_ path: String) throws(Errno) {
         try check(system_access(path, R_OK))
+    }
+
+    /// Whether the file at `path` may be changed in place (an append, an update) rather than
+    /// replaced by a rename: a regular file this process may write, with no other name. Writing
+    /// into a file with another hard link would change that name's content too, and one this
+    /// process may not write (but whose folder it may) is replaced as before.
+    package static func isSoleWritableFile(_ path: String) -> Bool {
+        guard let status = try? lstat(path), status.kind == .regular, status.linkCount == 1 else { return false }
+        return system_access(path, W_OK) == 0
     }
 
     /// `readlink(2)`: what a symbolic link points at, as written in it.

@@ -190,7 +190,7 @@ extension PrivateInstaller {
             if !trustedKeys.isEmpty, let block = download.signatureBlock {
                 try checkRelease(block, replacing: destination)
             }
-            if release == nil, let previous,
+            if release == nil, let previous, FileSystem.isSoleWritableFile(previous),
                 let update = try download.prepareUpdateInPlace(
                     installed: previous, trustedKeys: trustedKeys, credential: credential, progress: progress)
             {

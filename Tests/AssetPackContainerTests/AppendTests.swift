@@ -58,6 +58,29 @@ import Testing
         try tree.expectReadsBack()
     }
 
+    /// Appending writes into the file itself: a pack with another hard link (a build cache, an
+    /// rsync --link-dest snapshot, a web root made with `ln`) is rewritten and renamed instead,
+    /// as before version 6, so the other name keeps the previous pack.
+    @Test func aHardLinkedPackIsRewrittenNotAppendedTo() throws {
+        let tree = try Self.tree()
+        try tree.pack()
+        let before = tree.bytes
+        let other = tree.output + ".link"
+        defer { try? FileManager.default.removeItem(atPath: other) }
+        try FileManager.default.linkItem(atPath: tree.output, toPath: other)
+        try Self.edit(tree, at: 100_000)
+        let second = try tree.pack()
+        #expect(!second.appended)
+        #expect([UInt8](try Data(contentsOf: URL(fileURLWithPath: other))) == before, "the other link changed")
+        try tree.expectReadsBack()
+        #expect(try Self.header(tree.output).generation == 2, "a rewrite counts the generations on")
+        // With one name again, the next re-pack appends.
+        try FileManager.default.removeItem(atPath: other)
+        try Self.edit(tree, at: 10_000)
+        #expect(try tree.pack().appended)
+        try tree.expectReadsBack()
+    }
+
     /// The chunks an append keeps are named where they are: an entry's chunks lie in runs, and a
     /// reader finds each by its offset (whole reads, streams, ranges across runs).
     @Test func entriesWhoseChunksLieInSeveralRunsReadWhole() throws {

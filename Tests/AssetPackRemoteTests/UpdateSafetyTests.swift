@@ -132,6 +132,29 @@ import Testing
         #expect(leftovers(disk.url.appendingPathComponent("private")).filter { !$0.hasPrefix(".p.install") } == ["p"])
     }
 
+    /// An installed pack with another hard link is not updated in place (that would change the
+    /// other name's bytes too): it is downloaded into a new file and renamed, as before version 6.
+    @Test func aHardLinkedInstalledPackIsReplacedNotUpdatedInPlace() throws {
+        var big = testBytes(600_000, seed: 23)
+        let out = try pack(["big.bin": big], to: "p")
+        let server = try FaultyHTTPServer(root: dir.appending("www"))
+        let into = dir.appending("into")
+        let installer = PrivateInstaller(directory: into)
+        try installer.installRemote(server.url("p"), credential: .password("pw"), options: Self.options)
+        let installed = into.appendingPathComponent("p")
+        let before = try Data(contentsOf: installed)
+        let link = dir.appending("backup-of-p")
+        try FileManager.default.linkItem(at: installed, to: link)
+        big[300_000] ^= 0xFF
+        try pack(["big.bin": big], to: "p")  // appended to the served pack
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date().addingTimeInterval(60)], ofItemAtPath: out.path)
+        let update = try installer.installRemote(server.url("p"), credential: .password("pw"), options: Self.options)
+        #expect(!update.updatedInPlace, "\(update)")
+        #expect(try Data(contentsOf: installed) == Data(contentsOf: out))
+        #expect(try Data(contentsOf: link) == before, "the other name's pack changed")
+    }
+
     // MARK: - Slow retrieval
 
     @Test func aDrippingServerFailsWithinTheRateWindow() throws {
