@@ -204,7 +204,7 @@ package struct ContainerPackWriter: PackWriter {
                 }
                 // The next generation (a rewrite counts on from the version-6 pack it compacts),
                 // in the slot the previous one is not in.
-                header.generation = (previous.map { $0.header.isAppendable ? $0.header.generation : 0 } ?? 0) + 1
+                header.generation = Self.generation(after: previous.map(\.header), appending: appending != nil)
                 header.slot = appending.map { 1 - $0.slot } ?? 0
                 header.end = end + UInt64(blockSize)
                 let headerBytes = header.stored(commitment: keys.commitment(header.committedBytes()))
@@ -303,8 +303,19 @@ package struct ContainerPackWriter: PackWriter {
     /// (a rewrite, which also compacts). So before each re-pack the earlier versions' bytes are
     /// less than the live ones, and the file stays under twice its live size and the last change.
     private static func appendable(_ previous: ContainerPackReader, earlier: UInt64) -> ContainerHeader? {
-        guard previous.header.isAppendable else { return nil }
+        // The last generation a u64 counts cannot be appended to: a rewrite starts again at 1.
+        guard previous.header.isAppendable, previous.header.generation < .max else { return nil }
         return earlier >= previous.header.indexOffset - previous.header.dataStart - earlier ? nil : previous.header
+    }
+
+    /// The generation a re-pack writes after the pack `previous` (`nil`: none, or older than
+    /// version 6): the next one, which an append needs (readers take the higher slot); a rewrite
+    /// counts on too, except after the last one a u64 holds (only a holder of the key could have
+    /// sealed it), where it starts again at 1 instead of trapping.
+    static func generation(after previous: ContainerHeader?, appending: Bool) -> UInt64 {
+        guard let previous, previous.isAppendable else { return 1 }
+        precondition(!appending || previous.generation < .max, "appendable() refuses the last generation")
+        return previous.generation < .max ? previous.generation + 1 : 1
     }
 
     /// The bytes of `pack`'s data region its index does not name (earlier versions': chunks,

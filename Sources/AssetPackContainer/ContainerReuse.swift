@@ -2,58 +2,7 @@ import AssetPackCore
 import AssetPackCrypto
 import AssetPackFormat
 
-// What re-packs and delta downloads reuse of a container: its sealed chunks, checked before
-// they are copied, and what identifies them across versions.
-
-extension ContainerPackReader {
-    /// Hands `e`'s stored bytes (sealed chunks, tags included) to `sink` in pieces of whole
-    /// chunks, after checking every chunk's GCM tag: an incremental re-pack copies an entry only
-    /// as it was written. Memory: one piece of up to 8 MiB plus one chunk.
-    /// `eachChunk` sees each sealed chunk once its tag checked, before the piece holding it goes to `sink`.
-    package func copyStored(
-        _ e: ContainerEntry, to sink: (UnsafeRawBufferPointer) throws -> Void,
-        eachChunk: (UnsafeRawBufferPointer) -> Void = { _ in }
-    ) throws {
-        let key = keys.entryKey(e)
-        let tagSize = ContainerFormat.tagSize
-        let slot = (1 << chunkShift) + tagSize
-        let piece = UnsafeMutableRawBufferPointer.allocate(byteCount: max(8 << 20, slot), alignment: 64)
-        defer { piece.deallocate() }
-        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: slot, alignment: 64)
-        defer { scratch.deallocate() }
-        let gcm = AESGCM()
-        var c = 0
-        while c < e.chunkCount {
-            let first = c, begin = storedChunk(e, c).offset
-            var end = begin
-            while c < e.chunkCount {
-                let (start, length) = storedChunk(e, c)
-                guard Int(start + UInt64(length) - begin) <= piece.count else { break }
-                end = start + UInt64(length)
-                c += 1
-            }
-            let bytes = UnsafeMutableRawBufferPointer(rebasing: piece[0..<Int(end - begin)])
-            try readExactly(source, bytes, at: begin)
-            for k in first..<c {
-                let (start, length) = storedChunk(e, k)
-                let payload = length - tagSize
-                let at = Int(start - begin)
-                let sealed = UnsafeRawBufferPointer(rebasing: bytes[at..<at + length])
-                UnsafeMutableRawBufferPointer(rebasing: scratch[0..<payload])
-                    .copyMemory(from: UnsafeRawBufferPointer(rebasing: sealed[0..<payload]))
-                guard
-                    gcm.open(
-                        UnsafeMutableRawBufferPointer(rebasing: scratch[0..<payload]),
-                        tag: UnsafeRawBufferPointer(rebasing: sealed[payload...]), nonce: nonce(e, k), key: key)
-                else {
-                    throw AssetPackError(.integrityFailure, "chunk \(k) failed authentication", path: e.info.path)
-                }
-                eachChunk(sealed)
-            }
-            try sink(UnsafeRawBufferPointer(bytes))
-        }
-    }
-}
+// What delta downloads reuse of a container: what identifies its sealed chunks across versions.
 
 extension ContainerPackReader {
     /// What makes two entries' stored bytes equal, for a delta download between versions of an

@@ -81,6 +81,20 @@ import Testing
         try tree.expectReadsBack()
     }
 
+    /// The generation counts on, by append or rewrite; after the last one a u64 holds (a slot
+    /// only a holder of the key could seal) a re-pack rewrites from 1 instead of trapping.
+    @Test func theGenerationCountsOnAndNeverOverflows() throws {
+        let tree = try Self.tree()
+        try tree.pack()
+        var header = try Self.header(tree.output)
+        #expect(ContainerPackWriter.generation(after: nil, appending: false) == 1)
+        #expect(ContainerPackWriter.generation(after: header, appending: true) == 2)
+        header.generation = .max - 1
+        #expect(ContainerPackWriter.generation(after: header, appending: true) == .max)
+        header.generation = .max
+        #expect(ContainerPackWriter.generation(after: header, appending: false) == 1)
+    }
+
     /// The chunks an append keeps are named where they are: an entry's chunks lie in runs, and a
     /// reader finds each by its offset (whole reads, streams, ranges across runs).
     @Test func entriesWhoseChunksLieInSeveralRunsReadWhole() throws {
