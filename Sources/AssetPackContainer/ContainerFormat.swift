@@ -134,16 +134,16 @@ package struct ContainerHeader: Equatable {
         let span = ContainerFormat.slotStride + ContainerFormat.slotSize
         let head = try preadArray(source, count: Int(min(source.size, UInt64(span))), at: 0)
         let first = Array(head[0..<ContainerFormat.headerSize])
-        // Slot 0 with a version byte no version 6 or 7 writes may be slot 0 damaged: slot 1 decides.
         let slots: [[UInt8]] =
             source.size >= UInt64(ContainerFormat.appendableDataStart)
             ? (0..<2).map {
                 Array(
                     head[$0 * ContainerFormat.slotStride..<$0 * ContainerFormat.slotStride + ContainerFormat.slotSize])
             } : []
-        let slot1Appendable =
-            slots.count == 2 && slots[1].prefix(8).elementsEqual(ContainerFormat.magic) && (6...7).contains(slots[1][8])
-        guard (6...7).contains(first[8]) || (slot1Appendable && !(1...5).contains(first[8])) else {
+        // A valid slot 1 makes the file version 6 or 7, whatever slot 0 holds: slot 0 damaged
+        // (its magic, or a version byte of 1 to 5) is a damaged slot, not another format.
+        let slot1Valid = slots.count == 2 && isValidSlot(slots[1])
+        guard (6...7).contains(first[8]) || slot1Valid else {
             return (first, try first.withUnsafeBytes { try parse($0) })
         }
         guard slots.count == 2 else { throw truncated }
@@ -151,10 +151,7 @@ package struct ContainerHeader: Equatable {
         var tie = false
         for slot in 0..<2 {
             let bytes = slots[slot]
-            let body = bytes[0..<ContainerFormat.slotSize - 8]
-            guard bytes[0..<8].elementsEqual(ContainerFormat.magic), (6...7).contains(bytes[8]),
-                SHA256Hasher.digest(Array(body)).prefix(8).elementsEqual(bytes[(ContainerFormat.slotSize - 8)...])
-            else { continue }
+            guard isValidSlot(bytes) else { continue }
             var header = try bytes.withUnsafeBytes { try parse($0) }
             header.slot = slot
             if let b = best, b.header.generation == header.generation { tie = true }
@@ -167,6 +164,24 @@ package struct ContainerHeader: Equatable {
             throw AssetPackError(.integrityFailure, "container header is corrupt (two slots of one generation)")
         }
         return best
+    }
+
+    /// Whether `bytes` is a valid header slot of version 6 or 7: its magic, version and check
+    /// (the first 8 bytes of the SHA-256 of the rest). Nothing else is authenticated yet.
+    static func isValidSlot(_ bytes: [UInt8]) -> Bool {
+        let size = ContainerFormat.slotSize
+        return bytes.count == size && bytes[0..<8].elementsEqual(ContainerFormat.magic) && (6...7).contains(bytes[8])
+            && SHA256Hasher.digest(Array(bytes[0..<size - 8])).prefix(8).elementsEqual(bytes[(size - 8)...])
+    }
+
+    /// Whether `source` holds a container: the magic at offset 0, or a valid version 6 or 7
+    /// slot at the second slot's place (slot 0 damaged; ``read(from:)`` takes slot 1).
+    package static func recognizes(_ source: any ByteSource) throws -> Bool {
+        let magic = ContainerFormat.magic
+        if try source.prefix(at: 0, count: magic.count) == magic { return true }
+        let slot = ContainerFormat.slotStride
+        guard source.size >= UInt64(ContainerFormat.appendableDataStart) else { return false }
+        return isValidSlot(try preadArray(source, count: ContainerFormat.slotSize, at: UInt64(slot)))
     }
 
     /// Parses and sanity-checks a header. Nothing here is authenticated yet.

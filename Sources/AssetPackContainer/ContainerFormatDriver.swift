@@ -11,7 +11,7 @@ package struct ContainerFormatDriver: PackFormatDriver {
     package var noun: String { "an AssetPack container" }
 
     package func recognizes(_ source: any ByteSource) throws -> Bool {
-        try source.prefix(at: 0, count: ContainerFormat.magic.count) == ContainerFormat.magic
+        try ContainerHeader.recognizes(source)
     }
 
     package func open(

@@ -227,8 +227,7 @@ public final class ContainerPackReader: PackReader {
         PackSignature?
     ) {
         let fileSize = source.size
-        let magic = ContainerFormat.magic
-        guard fileSize >= UInt64(magic.count), try preadArray(source, count: magic.count, at: 0) == magic else {
+        guard try ContainerHeader.recognizes(source) else {
             throw AssetPackError(.unsupportedFormat, "not an AssetPack container")
         }
         let (headerBytes, header) = try ContainerHeader.read(from: source)

@@ -183,12 +183,26 @@ import Testing
         both[4096 + 60] ^= 1
         try Data(both).write(to: URL(fileURLWithPath: tree.output))
         expectError(.integrityFailure) { _ = try tree.reader() }
-        // Slot 0's version byte damaged (no version 1 to 5 either): slot 1, generation 2, is the pack.
-        var version = good
-        version[8] = 0xEE
-        try Data(version).write(to: URL(fileURLWithPath: tree.output))
+        // Slot 0's version byte damaged: slot 1, generation 2, is the pack, even when the byte
+        // now names version 1 to 5 (a valid slot 1 makes the file version 6 or 7).
+        for damaged: UInt8 in [0xEE, 4, 5, 1] {
+            var version = good
+            version[8] = damaged
+            try Data(version).write(to: URL(fileURLWithPath: tree.output))
+            #expect(try Self.header(tree.output).generation == 2, "version byte \(damaged)")
+            try tree.expectReadsBack()
+        }
+        // Slot 0 gone, magic and all: the format is still recognised by slot 1, which is the pack.
+        var wiped = good
+        wiped.replaceSubrange(0..<128, with: [UInt8](repeating: 0, count: 128))
+        try Data(wiped).write(to: URL(fileURLWithPath: tree.output))
+        #expect(try ContainerFormatDriver().recognizes(FileByteSource(path: tree.output)))
         #expect(try Self.header(tree.output).generation == 2)
         try tree.expectReadsBack()
+        // Neither slot valid and no magic: not a container.
+        wiped[4096 + 60] ^= 1
+        try Data(wiped).write(to: URL(fileURLWithPath: tree.output))
+        #expect(try !ContainerFormatDriver().recognizes(FileByteSource(path: tree.output)))
         // Two slots of one generation (resealed, as anyone can).
         var tie = good
         tie.replaceSubrange(0..<128, with: good[4096..<4224])
