@@ -74,7 +74,16 @@ private func system_pwrite(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: In
     pwrite(fd, buffer, count, offset)
 }
 private func system_lseek(_ fd: Int32, _ offset: off_t, _ whence: Int32) -> off_t { lseek(fd, offset, whence) }
-private func system_fsync(_ fd: Int32) -> Int32 { fsync(fd) }
+#if canImport(Darwin)
+    // Darwin's fsync hands the data to the drive, whose cache may still reorder or lose it;
+    // F_FULLFSYNC asks the drive to flush, which the ordering of an append (data, then the
+    // header slot) needs. File systems without it (some network ones) fall back to fsync.
+    private func system_fsync(_ fd: Int32) -> Int32 {
+        fcntl(fd, F_FULLFSYNC) == 0 ? 0 : fsync(fd)
+    }
+#else
+    private func system_fsync(_ fd: Int32) -> Int32 { fsync(fd) }
+#endif
 private func system_ftruncate(_ fd: Int32, _ size: off_t) -> Int32 { ftruncate(fd, size) }
 #if os(Linux)
     /// glibc's `fallocate(2)` (the Glibc module does not export it: it needs `_GNU_SOURCE`).
@@ -310,7 +319,8 @@ package struct FileDescriptor: RawRepresentable, Hashable, Sendable {
         UInt64(try retryingInterrupts { system_lseek(rawValue, off_t(offset), SEEK_SET) })
     }
 
-    /// Flushes the file's data and metadata to the device (`fsync(2)`).
+    /// Flushes the file's data and metadata to the device (`fsync(2)`; on Darwin `F_FULLFSYNC`,
+    /// through the drive's cache).
     package func fsync() throws(Errno) {
         _ = try retryingInterrupts { system_fsync(rawValue) }
     }
