@@ -86,9 +86,9 @@ package struct ContainerHeader: Equatable {
 
     /// The file offset of this header (slot).
     package var slotOffset: UInt64 { UInt64(slot * ContainerFormat.slotStride) }
-    /// Whether a signature block follows the index (versions 3 and 5).
+    /// Whether a signature block follows the index (versions 3, 5 and 7).
     package var isSigned: Bool { ContainerFormat.signedVersions.contains(version) }
-    /// Whether the index has a chunk table (versions 4 and 5): content-defined chunks, each
+    /// Whether the index has a chunk table (versions 4 to 7): content-defined chunks, each
     /// with its own nonce; otherwise chunks are `chunkSize` bytes with derived nonces.
     package var hasChunkTable: Bool { version >= 4 }
 

@@ -87,7 +87,7 @@ package struct ContainerPackWriter: PackWriter {
             keys = ContainerKeys(master: try ContainerKeys.master(credential, header: header), salt: header.salt)
         }
         header.version = options.signingKey == nil ? ContainerFormat.version : ContainerFormat.signedVersion
-        // Signed packs: the SHA-256 of every sealed chunk, in file order (docs/FORMAT.md).
+        // Signed packs: the SHA-256 of every sealed chunk, in index order (docs/FORMAT.md).
         var chunkDigests: [UInt8]? = options.signingKey == nil ? nil : []
         var reusable: [String: ContainerEntry] = [:]
         for e in previous?.records ?? [] where e.keyID != nil && e.codec != nil { reusable[e.info.path] = e }

@@ -23,7 +23,7 @@ extension ContainerPackReader {
     }
 
     /// Checks a container's signature against `trusted`, before any key derivation: the pack
-    /// must be signed (version 3 or 5) by one of them, and its header and sealed index must be the
+    /// must be signed (version 3, 5 or 7) by one of them, and its header and sealed index must be the
     /// signed ones. The chunks are checked as they are read (their count, once the index is open).
     /// - Throws: `.untrusted`; `.integrityFailure` for a malformed block.
     static func checkSignature(
