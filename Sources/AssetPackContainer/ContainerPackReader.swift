@@ -65,7 +65,8 @@ public final class ContainerPackReader: PackReader {
     func largestRead(_ e: ContainerEntry) -> Int { e.codec != nil ? e.largestChunk : largestRead }
     private let limits: ReadLimits
     /// With trusted keys: the verified signature block, whose items are every sealed chunk's
-    /// SHA-256 in index order (records, then their chunks; since version 6 not the file's order), and where each record's chunks start in that list.
+    /// SHA-256 in index order (records, then their chunks; since version 6 not the file's
+    /// order), and where each record's chunks start in that list.
     private let signed: (block: PackSignature, firstChunk: [Int])?
 
     /// Opens a container pack.
