@@ -50,9 +50,15 @@ struct PackDownload {
             // Not a trust decision: a pack whose signed size is not the server's would fail its
             // own signature once downloaded.
             if let signed = block.release.size, signed != mirror.size {
+                // Bytes after the signed end: what an interrupted re-pack of a container leaves
+                // (a local reader ignores them; a download is bounded by the signed size).
+                let after =
+                    signed < mirror.size
+                    ? " (\(mirror.size - signed) byte\(mirror.size - signed == 1 ? "" : "s") after the signed end: an interrupted re-pack leaves them, and the next re-pack cuts them; upload the pack again after it)"
+                    : ""
                 throw AssetPackError(
                     .integrityFailure,
-                    "\(url): the server claims \(mirror.size) bytes; the pack's signature says \(signed)")
+                    "\(url): the server claims \(mirror.size) bytes; the pack's signature says \(signed)\(after)")
             }
             if !trustedKeys.isEmpty && !trustedKeys.contains(block.publisher) {
                 throw AssetPackError(

@@ -131,6 +131,31 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: dir.appending("home2/p.zip").path))
     }
 
+    /// A signed pack with bytes after its end, as an interrupted re-pack of a container leaves
+    /// them: a local container reads (its slot says where it ends, FORMAT.md), a zip does not
+    /// (its end record must end the file). From a URL both are refused before the download (the
+    /// server's size is not the signed one; a zip's directory is not found), and for a container
+    /// the message says where such bytes come from.
+    @Test(arguments: ["zip", "container"])
+    func aSignedPackWithBytesAfterItsEndFromAURLSaysWhy(format: String) throws {
+        let (local, pub) = try setUp(format)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: local))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data([0]))
+        try handle.close()
+        let nginx = try NginxServer(root: dir.appending("www"))
+        let url = nginx.url("p.\(format)").absoluteString
+        let fromFile = try run(["install", local, "--into", dir.appending("from-file").path, "--trust", pub])
+        #expect(fromFile.status == (format == "container" ? 0 : 4), "\(fromFile.stderr)")
+        let fromURL = try run(["install", url, "--into", dir.appending("from-url").path, "--trust", pub])
+        #expect(fromURL.status == 4, "\(fromURL.status) \(fromURL.stderr)")
+        if format == "container" {
+            #expect(fromURL.stderr.contains("1 byte after the signed end"), "\(fromURL.stderr)")
+            #expect(fromURL.stderr.contains("the next re-pack cuts them"), "\(fromURL.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: dir.appending("from-url/p.\(format)").path))
+    }
+
     /// On a pseudo-terminal (util-linux `script`), `install URL` draws a progress line before its
     /// summary, in bytes and the binary units the rest of the CLI uses (it read "0/0 MiB  0.3/0.3
     /// MB": a count in MiB, then bytes in MB); `--quiet` draws nothing.
