@@ -72,8 +72,9 @@ extension PrivateInstaller {
     /// newer one signed by the new key. `allowRollback` lifts the version checks, never the
     /// expiry. Runs only with trusted keys: without them a signature proves nothing.
     ///
-    /// When it would replace the release installed at `destination` (the signed pack there, or
-    /// the release recorded for that file when the pack is gone or unreadable), the two must be
+    /// When it would replace the release installed at `destination` under a key trusted now
+    /// (the signed pack there, or the release recorded for that file when the pack is gone or
+    /// unreadable), the two must be
     /// releases of one name: otherwise any pack of a trusted publisher (an old "fonts", renamed,
     /// or a legacy pack that names nothing) could stand in for the installed "levels", whose
     /// version record it never meets (mix and match). `allowRollback` does not lift that: install
@@ -83,12 +84,27 @@ extension PrivateInstaller {
         let release = block.release
         try release.checkNotExpired(now: clock())
         let record = try ReleaseRecord.load(directory)
-        let file = record.files?[destination.lastPathComponent]
+        // The release installed as `destination`, only under a key trusted now (one the app
+        // dropped, say after a compromise, must not hold its releases back): the signed pack
+        // there (also for a record written before `files`), and the record's line for the file
+        // (also when the pack was removed).
+        let trusted = Set(trustedKeys.map(\.text) + [block.publisher.text])
+        let file = record.files?[destination.lastPathComponent].flatMap { trusted.contains($0.publisher) ? $0 : nil }
+        let installed = (try? Self.signatureBlock(at: destination.path))?.flatMap {
+            trusted.contains($0.publisher.text) ? $0 : nil
+        }
+        let there = installed.flatMap { block in
+            block.release.name.map {
+                ReleaseRecord.Line(
+                    name: $0, publisher: block.publisher.text, version: block.release.version,
+                    body: hex(block.bodyDigest))
+            }
+        }
         if !allowRollback {
             let lines = record.releases.filter { $0.publisher == block.publisher.text }
-            try checkVersion(block, against: lines + [file].compactMap { $0 })
+            try checkVersion(block, against: lines + [file, there].compactMap { $0 })
         }
-        let installedName = (try? Self.signatureBlock(at: destination.path))?.release.name ?? file?.name
+        let installedName = installed?.release.name ?? file?.name
         if let installedName, installedName != release.name {
             let this = release.name == nil ? "unnamed (a version-1 signature)" : release.printableName
             throw AssetPackError(

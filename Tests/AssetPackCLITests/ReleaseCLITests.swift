@@ -369,8 +369,44 @@ import Testing
         #expect(
             try Data(contentsOf: URL(fileURLWithPath: into + "/assets.\(format)"))
                 == (try Data(contentsOf: URL(fileURLWithPath: v6))))
+        // A record written before it kept each file's release: the signed pack installed there
+        // still counts.
+        let recordURL = URL(fileURLWithPath: into + "/.assetpack.releases")
+        var record = try #require(JSONSerialization.jsonObject(with: Data(contentsOf: recordURL)) as? [String: Any])
+        #expect(record.removeValue(forKey: "files") != nil)
+        try JSONSerialization.data(withJSONObject: record).write(to: recordURL)
+        let olderStill = try run(["install", v5, "--into", into] + both)
+        #expect(olderStill.status == 5 && olderStill.stderr.contains("rollback"), "\(olderStill.stderr)")
         // An app that trusts only the old key never saw version 6: there version 5 is current.
         #expect(try run(["install", v5, "--into", dir.appending("old-app-\(format)").path] + trust).status == 0)
+    }
+
+    /// After a compromise the app drops the old key: what the old key signed (an attacker's
+    /// version 1000) no longer holds the new key's releases back, as it did while the release
+    /// installed under a file name counted whatever its key.
+    @Test(arguments: ["zip", "container"])
+    func aDroppedKeysReleaseDoesNotHoldTheNewKeysBack(format: String) throws {
+        try setUp()
+        #expect(try run(["keygen", "--out", dir.appending("k2").path]).status == 0)
+        let stolen = try pack(format, version: 1000)
+        let folder = dir.appending("v7-new-key-\(format)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let v7 = folder.appendingPathComponent("assets.\(format)").path
+        let signed = try run([
+            "pack", dir.appending("src").path, "-o", v7, "--format", format, "--sign-key",
+            dir.appending("k2.key").path, "--pack-version", "7",
+        ])
+        #expect(signed.status == 0, "\(signed.stderr)")
+        let into = dir.appending("home-\(format)").path
+        #expect(try run(["install", stolen, "--into", into] + trust).status == 0)
+        let trustingBoth = try run(
+            ["install", v7, "--into", into] + trust + ["--trust", dir.appending("k2.pub").path])
+        #expect(trustingBoth.status == 5 && trustingBoth.stderr.contains("rollback"), "\(trustingBoth.stderr)")
+        let newOnly = try run(["install", v7, "--into", into, "--trust", dir.appending("k2.pub").path])
+        #expect(newOnly.status == 0, "\(newOnly.status) \(newOnly.stderr)")
+        #expect(
+            try Data(contentsOf: URL(fileURLWithPath: into + "/assets.\(format)"))
+                == (try Data(contentsOf: URL(fileURLWithPath: v7))))
     }
 
     @Test func packFlagsAreValidated() throws {
