@@ -39,9 +39,10 @@ public enum AssetPacks {
     }
 
     /// Recognises a pack's format from its bytes (never from its file extension): each
-    /// registered format looks (a container by its magic at offset 0; a zip by its first local
-    /// header or, failing that, by its end-of-central-directory record, so that a zip with a
-    /// stub in front, a self-extractor or `zip -A`, is a zip).
+    /// registered format looks (a container by its magic at offset 0, or by a valid second
+    /// header slot when the first is damaged and the file does not start as a zip; a zip by its
+    /// first local header or, failing that, by its end-of-central-directory record, so that a
+    /// zip with a stub in front, a self-extractor or `zip -A`, is a zip).
     /// - Parameter path: The pack's path.
     /// - Returns: The pack's format.
     /// - Throws: `.io` if the file cannot be read; `.invalidArgument` for a directory;

@@ -175,10 +175,14 @@ package struct ContainerHeader: Equatable {
     }
 
     /// Whether `source` holds a container: the magic at offset 0, or a valid version 6 or 7
-    /// slot at the second slot's place (slot 0 damaged; ``read(from:)`` takes slot 1).
+    /// slot at the second slot's place (slot 0 damaged; ``read(from:)`` takes slot 1), unless
+    /// the file starts as a zip does ("PK"): a zip may store a container uncompressed, whose
+    /// slot could lie at byte 4096.
     package static func recognizes(_ source: any ByteSource) throws -> Bool {
         let magic = ContainerFormat.magic
-        if try source.prefix(at: 0, count: magic.count) == magic { return true }
+        let first = try source.prefix(at: 0, count: magic.count)
+        if first == magic { return true }
+        guard !first.starts(with: [0x50, 0x4B]) else { return false }
         let slot = ContainerFormat.slotStride
         guard source.size >= UInt64(ContainerFormat.appendableDataStart) else { return false }
         return isValidSlot(try preadArray(source, count: ContainerFormat.slotSize, at: UInt64(slot)))

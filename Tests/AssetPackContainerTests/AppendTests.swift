@@ -199,6 +199,11 @@ import Testing
         #expect(try ContainerFormatDriver().recognizes(FileByteSource(path: tree.output)))
         #expect(try Self.header(tree.output).generation == 2)
         try tree.expectReadsBack()
+        // A zip that stores a container at byte 4096 is a zip, though a valid slot lies there.
+        var zipLike = wiped
+        zipLike.replaceSubrange(0..<4, with: [0x50, 0x4B, 0x03, 0x04])
+        try Data(zipLike).write(to: URL(fileURLWithPath: tree.output))
+        #expect(try !ContainerFormatDriver().recognizes(FileByteSource(path: tree.output)))
         // Neither slot valid and no magic: not a container.
         wiped[4096 + 60] ^= 1
         try Data(wiped).write(to: URL(fileURLWithPath: tree.output))
