@@ -282,19 +282,43 @@ import Testing
         #expect(try Data(contentsOf: into.appendingPathComponent("p")) == v4)
     }
 
+    /// Versions `versions` of one signed zip at `www/p`, each of the files `files(version)`,
+    /// re-packed over the one before (unchanged entries keep their bytes).
+    func signedZips(_ versions: [UInt64], key: PublisherSigningKey, files: (UInt64) -> [String: [UInt8]]) throws
+        -> [UInt64: Data]
+    {
+        let out = dir.appending("www/p")
+        try FileManager.default.createDirectory(at: dir.appending("www"), withIntermediateDirectories: true)
+        var packs: [UInt64: Data] = [:]
+        for version in versions {
+            let source = try dir.write(files(version), under: "src-signed-zips")
+            var options = PackOptions.forTests
+            options.format = .zip
+            options.credential = .password("pw")
+            options.signingKey = key
+            options.releaseVersion = version
+            try AssetPacks.pack(source: source, to: out, options: options)
+            packs[version] = try Data(contentsOf: out)
+        }
+        return packs
+    }
+
     /// A signed delta reuses a span of the installed pack only if its SHA-256 is the one the
-    /// signature lists: a span damaged on the device is downloaded, and the update repairs it.
+    /// signature lists: a span damaged on the device is downloaded, the intact one reused, and
+    /// the update repairs the pack (reusing the damaged span would fail the signature and cost a
+    /// whole download).
     @Test func aDamagedSpanOfTheInstalledPackIsNotReused() throws {
         let key = PublisherSigningKey.generate()
-        let packs = try signedReleases([4, 5], key: key)
+        let packs = try signedZips([4, 5], key: key) { _ in
+            ["a.bin": testBytes(300_000, seed: 31), "c.bin": testBytes(300_000, seed: 32)]
+        }
         let served = dir.appending("www/p")
-        try FileManager.default.createDirectory(at: dir.appending("www"), withIntermediateDirectories: true)
         try packs[4]!.write(to: served)
         let server = try FaultyHTTPServer(root: dir.appending("www"))
         let into = dir.appending("into")
         let installer = PrivateInstaller(directory: into, trustedKeys: [key.publicKey])
         try installer.installRemote(server.url("p"), credential: .password("pw"), options: Self.options)
-        // One bit of a.bin's data flips on the device; the server moves on to version 5.
+        // One bit of a.bin's data (the first entry) flips on the device; the server moves on to version 5.
         let installed = into.appendingPathComponent("p")
         var damaged = try Data(contentsOf: installed)
         damaged[2000] ^= 0x40
@@ -306,6 +330,9 @@ import Testing
         let result = try installer.installRemote(server.url("p"), credential: .password("pw"), options: Self.options)
         #expect(try Data(contentsOf: installed) == packs[5]!)
         #expect(result.installation.publisher == key.publicKey)
+        // a.bin downloaded (with the 64 KiB probe), c.bin reused: about 60 % of the pack, not all of it.
+        #expect(result.reused >= 300_000, "\(result)")
+        #expect(result.downloaded < UInt64(packs[5]!.count) * 7 / 10, "\(result)")
     }
 
     /// A pack replaced on the server under the same validators while a trusted delta downloads
@@ -314,22 +341,10 @@ import Testing
     /// trusted keys, and installs the newer release it finds.
     @Test func aTrustedDeltaTornByTheServerIsDownloadedWhole() throws {
         let key = PublisherSigningKey.generate()
-        let source = dir.appending("src-torn")
         let out = dir.appending("www/p")
-        var packs: [UInt64: Data] = [:]
-        for version: UInt64 in [4, 5, 6] {
-            // a.bin stays (the re-pack keeps its bytes, and the delta reuses them); b.bin changes, at one size.
-            _ = try dir.write(
-                ["a.bin": testBytes(300_000, seed: 30), "b.bin": testBytes(400_000, seed: 30 + version)],
-                under: "src-torn")
-            var options = PackOptions.forTests
-            options.format = .zip
-            options.credential = .password("pw")
-            options.signingKey = key
-            options.releaseVersion = version
-            try FileManager.default.createDirectory(at: dir.appending("www"), withIntermediateDirectories: true)
-            try AssetPacks.pack(source: source, to: out, options: options)
-            packs[version] = try Data(contentsOf: out)
+        // a.bin stays (the re-pack keeps its bytes, and the delta reuses them); b.bin changes, at one size.
+        let packs = try signedZips([4, 5, 6], key: key) {
+            ["a.bin": testBytes(300_000, seed: 30), "b.bin": testBytes(400_000, seed: 30 + $0)]
         }
         #expect(packs[5]!.count == packs[6]!.count, "the two versions must be the same size")
         try packs[4]!.write(to: out)
