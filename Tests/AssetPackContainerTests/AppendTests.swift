@@ -95,6 +95,37 @@ import Testing
         #expect(ContainerPackWriter.generation(after: header, appending: false) == 1)
     }
 
+    /// End to end: a pack whose slot says generation 2^64-1 (sealed with the key, as only its
+    /// holder can) reads, and the next re-pack rewrites it from generation 1 instead of trapping.
+    @Test func aRepackAfterTheLastGenerationRewritesFromOne() throws {
+        let tree = try Self.tree()
+        try tree.pack()
+        var bytes = tree.bytes
+        let keys = try tree.reader().keys
+        var (headerBytes, header) = try ContainerHeader.read(from: FileByteSource(path: tree.output))
+        #expect(header.slot == 0)
+        let key = keys.indexKey(version: header.version)
+        let region = Array(bytes[Int(header.indexOffset)..<Int(header.indexOffset + header.indexLength)])
+        let nonce = Array(region[0..<ContainerFormat.indexNonceSize])
+        let index = try #require(
+            AESGCM().open(Array(region[nonce.count...]), nonce: nonce, key: key, authenticating: headerBytes))
+        header.generation = .max
+        headerBytes = header.stored(commitment: keys.commitment(header.committedBytes()))
+        bytes.replaceSubrange(0..<headerBytes.count, with: headerBytes)
+        bytes.replaceSubrange(
+            Int(header.indexOffset) + nonce.count..<Int(header.indexOffset + header.indexLength),
+            with: AESGCM().seal(index, nonce: nonce, key: key, authenticating: headerBytes))
+        try Data(bytes).write(to: URL(fileURLWithPath: tree.output))
+        #expect(try Self.header(tree.output).generation == .max)
+        try tree.expectReadsBack()
+
+        try Self.edit(tree, at: 100_000)
+        let report = try tree.pack()
+        #expect(!report.appended)
+        #expect(try Self.header(tree.output).generation == 1)
+        try tree.expectReadsBack()
+    }
+
     /// The chunks an append keeps are named where they are: an entry's chunks lie in runs, and a
     /// reader finds each by its offset (whole reads, streams, ranges across runs).
     @Test func entriesWhoseChunksLieInSeveralRunsReadWhole() throws {
