@@ -54,7 +54,7 @@ struct PackDownload {
                 // (a local reader ignores them; a download is bounded by the signed size).
                 let after =
                     signed < mirror.size
-                    ? " (\(mirror.size - signed) byte\(mirror.size - signed == 1 ? "" : "s") after the signed end: an interrupted re-pack leaves them, and the next re-pack cuts them; upload the pack again after it)"
+                    ? " (\(mirror.size - signed) byte\(mirror.size - signed == 1 ? "" : "s") after the signed end: an interrupted re-pack of a container leaves them, and the next re-pack cuts them; otherwise the file is damaged)"
                     : ""
                 throw AssetPackError(
                     .integrityFailure,
