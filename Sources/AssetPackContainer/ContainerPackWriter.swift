@@ -26,6 +26,9 @@ package struct ContainerPackWriter: PackWriter {
     /// Test hook: runs after the previous pack was read and before an append locks the file
     /// (where another writer could get in).
     var beforeAppend: () throws -> Void = {}
+    /// Test hook: runs after a rewrite wrote its new pack and before it locks the previous one
+    /// to rename over it (where another writer could get in).
+    var beforeRewrite: () throws -> Void = {}
 
     /// A writer; the KDF and chunk size come from `options.container`.
     package init() {}
@@ -237,12 +240,21 @@ package struct ContainerPackWriter: PackWriter {
                 try Self.append(to: output, after: appending, fill)
                 report.appended = true
             } else {
-                try AtomicFile.write(output) { fd in
-                    let headerBytes = try fill(fd)
-                    // A new pack's second slot stays empty (zeros, no magic: not a header) until its
-                    // first append; the file has no bytes written between the slot and the data.
-                    try pwriteAll(fd, headerBytes, at: 0)
-                }
+                // Held from the check to after the rename: no append runs into the pack replaced.
+                var locked: FileDescriptor?
+                defer { try? locked?.close() }
+                try AtomicFile.write(
+                    output,
+                    { fd in
+                        let headerBytes = try fill(fd)
+                        // A new pack's second slot stays empty (zeros, no magic: not a header) until its
+                        // first append; the file has no bytes written between the slot and the data.
+                        try pwriteAll(fd, headerBytes, at: 0)
+                    },
+                    verify: { _ in
+                        try beforeRewrite()
+                        locked = try Self.lockUnchanged(output, previous: previous?.header)
+                    })
             }
         }
         do {
@@ -355,8 +367,7 @@ package struct ContainerPackWriter: PackWriter {
         let named = try? FileSystem.stat(output)
         let now = try? ContainerHeader.read(from: FileByteSource(borrowing: fd, name: output, size: status.size)).header
         guard named?.inode == status.inode, named?.device == status.device, let now, now == previous else {
-            throw AssetPackError(
-                .io, "\(output) changed while it was being re-packed (another pack of it?); pack it again")
+            throw changedWhileRepacking(output)
         }
         // An interrupt (Ctrl-C) before the slot is written cuts this file back, too.
         TemporaryFiles.registerAppend(output, descriptor: fd, size: previousEnd)
@@ -381,6 +392,30 @@ package struct ContainerPackWriter: PackWriter {
         // The new generation is whole on the disk before its slot names it; a failure here leaves
         // one generation or the other, each whole, so nothing is cut.
         do { try fd.fsync() } catch { throw error.io("cannot sync \(output)") }
+    }
+
+    /// Before a rewrite renames its pack over `output`: an exclusive lock on the pack there (the
+    /// caller holds it until after the rename, as an append holds it while it appends), which
+    /// must still hold the header the re-pack read (`previous`), so that a rewrite never replaces
+    /// a generation another re-pack appended meanwhile, nor renames over a file an append is
+    /// writing into. `nil` (no lock) when there was no pack to reuse, or it is gone.
+    private static func lockUnchanged(_ output: String, previous: ContainerHeader?) throws -> FileDescriptor? {
+        guard let previous, let fd = try? FileDescriptor.open(output, .readOnly) else { return nil }
+        do {
+            do { try fd.lockExclusive() } catch { throw error.io("cannot lock \(output)") }
+            let size: UInt64
+            do { size = try fd.status().size } catch { throw error.io("cannot stat \(output)") }
+            let now = try? ContainerHeader.read(from: FileByteSource(borrowing: fd, name: output, size: size)).header
+            guard now == previous else { throw changedWhileRepacking(output) }
+            return fd
+        } catch {
+            try? fd.close()
+            throw error
+        }
+    }
+
+    private static func changedWhileRepacking(_ output: String) -> AssetPackError {
+        AssetPackError(.io, "\(output) changed while it was being re-packed (another pack of it?); pack it again")
     }
 
     /// The header fields of `kdf`.

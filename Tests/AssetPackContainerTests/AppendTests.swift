@@ -292,6 +292,38 @@ import Testing
         }
     }
 
+    /// The other way round: a rewrite (a compaction, `--compact`) whose pack another re-pack
+    /// appended to meanwhile fails instead of renaming over that generation, and it locks the
+    /// pack it replaces until its rename, so that no append writes into a file being replaced.
+    @Test func aRewriteRefusesAPackAppendedToUnderIt() throws {
+        let tree = try Self.tree()
+        try tree.pack()
+        var options = PackOptions.forTests
+        options.format = .container
+        options.credential = testKey
+        options.container.chunkSize = 4096
+        options.container.kdf = .forTests
+        options.compact = true
+        try Self.edit(tree, at: 100_000)
+        let files = try SourceTree.scan(root: tree.root, includeHidden: false)
+        var writer = ContainerPackWriter()
+        writer.beforeRewrite = {
+            try Self.edit(tree, at: 10_000)
+            #expect(try tree.pack().appended)
+        }
+        do {
+            try writer.write(files, to: tree.output, options: options)
+            Issue.record("the rewrite renamed over a generation appended meanwhile")
+        } catch let error as AssetPackError {
+            #expect(error.code == .io && error.message.contains("changed while it was being re-packed"), "\(error)")
+        }
+        #expect(try Self.header(tree.output).generation == 2)
+        try tree.expectReadsBack()
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: tree.scratch.url.path).filter { $0.hasPrefix(".") }
+                .isEmpty, "a temporary file was left")
+    }
+
     /// A reader opened before an append reads its own generation throughout: an append writes
     /// nothing that generation's chunks, index or slot occupy.
     @Test func aReaderOpenBeforeAnAppendKeepsReading() throws {
