@@ -394,15 +394,17 @@ package struct ContainerPackWriter: PackWriter {
         do { try fd.fsync() } catch { throw error.io("cannot sync \(output)") }
     }
 
-    /// Before a rewrite renames its pack over `output`: an exclusive lock on the pack there (the
-    /// caller holds it until after the rename, as an append holds it while it appends), which
-    /// must still hold the header the re-pack read (`previous`), so that a rewrite never replaces
-    /// a generation another re-pack appended meanwhile, nor renames over a file an append is
-    /// writing into. `nil` (no lock) when there was no pack to reuse, or it is gone.
+    /// Before a rewrite renames its pack over `output`: an exclusive lock on the file there (the
+    /// caller holds it until after the rename, as an append holds it while it appends), so that
+    /// no append writes into a file being replaced; and when the re-pack read that pack
+    /// (`previous`; not with `--fresh`), it must still hold that header, so that a rewrite never
+    /// replaces a generation another re-pack appended meanwhile. `nil` (no lock) when there is
+    /// no file.
     private static func lockUnchanged(_ output: String, previous: ContainerHeader?) throws -> FileDescriptor? {
-        guard let previous, let fd = try? FileDescriptor.open(output, .readOnly) else { return nil }
+        guard let fd = try? FileDescriptor.open(output, .readOnly) else { return nil }
         do {
             do { try fd.lockExclusive() } catch { throw error.io("cannot lock \(output)") }
+            guard let previous else { return fd }
             let size: UInt64
             do { size = try fd.status().size } catch { throw error.io("cannot stat \(output)") }
             let now = try? ContainerHeader.read(from: FileByteSource(borrowing: fd, name: output, size: size)).header
