@@ -19,6 +19,14 @@ package enum TemporaryFiles {
         /// Files being appended to in place (by path, for their writers), each through its open
         /// descriptor (the file appended to, whatever the path names by then), and the size it had.
         var appends: [String: (descriptor: FileDescriptor, size: UInt64)] = [:]
+        /// Downloads to keep (by path): each saves what it holds, for the next run to resume.
+        var keepers: [String: @Sendable () -> Void] = [:]
+
+        /// The keepers, no longer tracked (the caller holds the lock).
+        func takeKeepers() -> [@Sendable () -> Void] {
+            defer { keepers.removeAll() }
+            return Array(keepers.values)
+        }
 
         func update<R>(_ body: (inout Set<String>) -> R) -> R {
             lock.lock()
@@ -48,10 +56,14 @@ package enum TemporaryFiles {
         _ = registry.update { $0.remove(path) }
     }
 
-    /// Removes every tracked file or directory (recursively), and cuts every file being
-    /// appended to back to the size it had; returns how many were tracked.
+    /// Saves every download kept for a resume (outside the lock: a save writes its record through
+    /// an ``AtomicFile``, which registers its own temporary), removes every tracked file or
+    /// directory (recursively), and cuts every file being appended to back to the size it had;
+    /// returns how many were tracked.
     @discardableResult
     package static func removeAll() -> Int {
+        let keepers = registry.updateAppends { _ in registry.takeKeepers() }
+        for save in keepers { save() }
         let all = registry.update { set -> Set<String> in
             defer { set.removeAll() }
             return set
@@ -90,6 +102,18 @@ package enum TemporaryFiles {
     /// Stops tracking an append that failed (and was cut back by its writer).
     package static func forgetAppend(_ path: String) {
         _ = registry.updateAppends { $0.removeValue(forKey: path) }
+    }
+
+    /// Keeps the download at `path` on an interrupt: `save` (which must not throw, and runs on
+    /// the interrupt's thread while the download goes on) records what it holds, so that the
+    /// next run resumes it instead of starting over. Until ``forgetKeep(_:)``.
+    package static func keepOnInterrupt(_ path: String, save: @escaping @Sendable () -> Void) {
+        registry.updateAppends { _ in registry.keepers[path] = save }
+    }
+
+    /// Stops keeping the download at `path` (it finished, or failed and saved or removed itself).
+    package static func forgetKeep(_ path: String) {
+        registry.updateAppends { _ in _ = registry.keepers.removeValue(forKey: path) }
     }
 }
 

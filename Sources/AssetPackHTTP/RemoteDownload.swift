@@ -156,6 +156,17 @@ package struct RemoteDownload {
     /// Progress counts against the bytes of `spans`.
     package mutating func fetch(_ spans: [Range<UInt64>], progress: (@Sendable (UInt64, UInt64) -> Void)?) throws {
         guard let mirror else { return }
+        // Ctrl-C or SIGTERM (the CLI's): what arrived is synced and recorded, as after a cut,
+        // so that the next install resumes instead of downloading it again.
+        if let client, let version {
+            let statePath = statePath
+            TemporaryFiles.keepOnInterrupt(staging) {
+                if (try? mirror.sync()) != nil {
+                    try? Self.save(client: client, version: version, mirror: mirror, statePath: statePath)
+                }
+            }
+        }
+        defer { TemporaryFiles.forgetKeep(staging) }
         let spans = spans.map { $0.clamped(to: 0..<mirror.size) }  // disjoint
         let missing = spans.flatMap { mirror.held.missing(in: $0) }
         let total = spans.reduce(UInt64(0)) { $0 + UInt64($1.count) }
@@ -207,6 +218,13 @@ package struct RemoteDownload {
 
     private func save() throws {
         guard let client, let version, let mirror else { return }
+        try Self.save(client: client, version: version, mirror: mirror, statePath: statePath)
+    }
+
+    /// Records what `mirror` holds of `version` in `statePath`, for the next run to resume.
+    private static func save(
+        client: HTTPRangeClient, version: HTTPRangeClient.Version, mirror: RemoteMirror, statePath: String
+    ) throws {
         let state = State(url: client.url.absoluteString, version: version, present: mirror.held)
         let data = try JSONEncoder().encode(state)
         try AtomicFile.write(statePath, mode: 0o600, exactMode: true) { fd in

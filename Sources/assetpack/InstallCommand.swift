@@ -74,6 +74,8 @@ extension AssetPackCommand {
                 throw AssetPackError(.invalidArgument, "\(pack) is not a valid URL")
             }
             let progress = ProgressLine(enabled: !quiet.quiet && isatty(STDERR_FILENO) == 1, unit: nil)
+            Interrupts.onInterrupt(
+                say: "what was downloaded is kept; the same install resumes it (nothing was installed)")
             let result = try installer(keys).installRemote(
                 url, as: name, credential: try credentials.given(), limits: try network.limits(),
                 options: .init(transfer: try network.transfer()),

@@ -109,6 +109,51 @@ import Testing
         #expect(left == [".assetpack.lock", ".p.container.install", "p.container"], "\(left)")
     }
 
+    /// Ctrl-C (SIGINT) during `install URL` keeps what arrived, recorded, and says so: the same
+    /// install then resumes it. (It left the bytes unrecorded before the first 32 MiB save, so
+    /// the next install downloaded everything again.)
+    @Test func ctrlCDuringAnInstallKeepsTheDownloadToResume() throws {
+        _ = try dir.write(["big.bin": testBytes(6_000_000, seed: 9), "a.txt": Array("a".utf8)], under: "src")
+        try FileManager.default.createDirectory(at: dir.appending("www"), withIntermediateDirectories: true)
+        let out = dir.appending("www/p.container").path
+        #expect(try run(["pack", dir.appending("src").path, "-o", out, "--format", "container"]).status == 0)
+        // 1 MB/s per response: the download lasts long enough to be interrupted in the middle.
+        let nginx = try NginxServer(root: dir.appending("www"), rateLimit: 1 << 20)
+        let home = dir.appending("home")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = ["install", nginx.url("p.container").absoluteString, "--into", home.path]
+        process.environment = ProcessInfo.processInfo.environment.merging(["ASSETPACK_PASSWORD": "pw"]) { $1 }
+        let stderr = Pipe()
+        process.standardError = stderr
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let staging = home.appendingPathComponent(".p.container.download").path
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, process.isRunning, !FileManager.default.fileExists(atPath: staging) {
+            usleep(20_000)
+        }
+        usleep(1_200_000)
+        kill(process.processIdentifier, SIGINT)
+        let said = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGINT)
+        #expect(said.contains("interrupted: what was downloaded is kept; the same install resumes it"), "\(said)")
+        #expect(FileManager.default.fileExists(atPath: staging + ".json"), "no progress record")
+        #expect(!FileManager.default.fileExists(atPath: home.appendingPathComponent("p.container").path))
+
+        let again = try run(["install", nginx.url("p.container").absoluteString, "--into", home.path])
+        #expect(again.status == 0, "\(again.stderr)")
+        let resumed = again.stderr.firstMatch(of: /resumed (\d+) bytes/).flatMap { UInt64($0.1) } ?? 0
+        #expect(resumed > 500_000, "\(again.stderr)")
+        #expect(
+            FileManager.default.contents(atPath: home.appendingPathComponent("p.container").path)
+                == FileManager.default.contents(atPath: out))
+        let left = try FileManager.default.contentsOfDirectory(atPath: home.path).sorted()
+        #expect(left == [".assetpack.lock", ".p.container.install", "p.container"], "\(left)")
+    }
+
     @Test func installTakesAURL() throws {
         let (local, pub) = try setUp("zip")
         let nginx = try NginxServer(root: dir.appending("www"))
