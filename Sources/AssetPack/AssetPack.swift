@@ -226,7 +226,7 @@ public enum AssetPacks {
             {
                 throw AssetPackError(
                     .invalidArgument,
-                    "\(output.path) is version \(earlier.version) of \"\(EntryPath.printable(name))\", signed by this key; version \(release.version) would be older, and installers refuse an older release as a rollback. Sign version \(earlier.version) or later (--pack-version), or allow the rollback (--allow-rollback)"
+                    "\(output.path) is version \(earlier.version) of \"\(EntryPath.printable(name))\", signed by this key; version \(release.version) would be older, and installers refuse an older release as a rollback. Sign version \(earlier.version == .max ? earlier.version : earlier.version + 1) or later (--pack-version; a new release needs a higher version), or allow the rollback (--allow-rollback)"
                 )
             }
             // A re-pack signs what it reuses: reuse only a previous pack this key signed, whole,

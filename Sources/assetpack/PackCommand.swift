@@ -245,8 +245,10 @@ extension AssetPackCommand {
 }
 
 /// Warns when the pack just written replaced a signed one in a way installers trusting its key
-/// will refuse: unsigned now (a re-pack without --sign-key), or the same version of the same
-/// name with another signed body (other content or expiry; pack refuses a lower version itself).
+/// will refuse or pay for: unsigned now (a re-pack without --sign-key), signed by another key
+/// (apps must trust it, and nothing was reused), under another signed name (installers refuse
+/// it under the installed file's name), or the same version of the same name with another
+/// signed body (other content or expiry; pack refuses a lower version itself).
 /// (`publisher`, `release`, `body`: the replaced pack's signature block.)
 private func warnAboutReplacing(
     publisher: PublisherKey, release: PackRelease, body: [UInt8], signedBy key: PublisherKey?, output: String
@@ -257,8 +259,20 @@ private func warnAboutReplacing(
         )
         return
     }
-    guard publisher == key, release.name != nil, release.version > 0,
-        let written = (try? PrivateInstaller.signatureBlock(at: output)) ?? nil,
+    guard publisher == key else {
+        printWarning(
+            "\(output) was signed by key \(publisher.fingerprint) as \(release.summary); this pack is signed by key \(key.fingerprint): installers must trust that key (--trust) to take it, and nothing of the previous pack was reused, so every installed copy downloads it whole"
+        )
+        return
+    }
+    let written = (try? PrivateInstaller.signatureBlock(at: output)) ?? nil
+    if let name = release.name, let written, let now = written.release.name, now != name {
+        printWarning(
+            "\(output) was \(release.printableName) version \(release.version); this pack is \(written.release.printableName): installers that installed \(release.printableName) under this file name refuse a pack of another name there (keep --pack-name, or publish it under another file name)"
+        )
+        return
+    }
+    guard release.name != nil, release.version > 0, let written,
         written.release.name == release.name, written.release.version == release.version,
         written.bodyDigest != body
     else { return }

@@ -60,11 +60,34 @@ import Testing
                     "is version 5 of \"assets\", signed by this key; version \(older.last ?? "0") would be older"),
                 "\(refused.stderr)")
             #expect(refused.stderr.contains("--allow-rollback"), "\(refused.stderr)")
+            // The version to sign is a higher one: 5 again with other bytes is refused by installers too.
+            #expect(refused.stderr.contains("Sign version 6 or later"), "\(refused.stderr)")
             #expect(try Data(contentsOf: URL(fileURLWithPath: out)) == release5)
         }
         #expect(try pack(["--pack-version", "5"]).status == 0)
-        // Another name is another release line: nothing to compare with.
-        #expect(try pack(["--pack-version", "1", "--pack-name", "other"]).status == 0)
+        // Another name is another release line: nothing to compare with, but installers that
+        // have "assets" under this file name refuse it, and pack says so.
+        let renamed = try pack(["--pack-version", "1", "--pack-name", "other"])
+        #expect(renamed.status == 0, "\(renamed.stderr)")
+        #expect(
+            renamed.stderr.contains(
+                "was assets version 5; this pack is other: installers that installed assets under this file name refuse"
+            ),
+            "\(renamed.stderr)")
+        // Another key: apps must trust it, and nothing is reused.
+        #expect(try run(["keygen", "--out", dir.appending("k2").path]).status == 0)
+        let rekeyed = try run(
+            [
+                "pack", dir.appending("src").path, "-o", out, "--format", format, "--sign-key",
+                dir.appending("k2.key").path, "--pack-version", "7", "--pack-name", "other",
+            ])
+        #expect(rekeyed.status == 0, "\(rekeyed.stderr)")
+        #expect(
+            rekeyed.stderr.contains(
+                "installers must trust that key (--trust) to take it, and nothing of the previous pack was reused"),
+            "\(rekeyed.stderr)")
+        #expect(rekeyed.stderr.contains(": 0 reused, 2 packed"), "\(rekeyed.stderr)")
+        #expect(try pack(["--pack-version", "5", "--allow-rollback", "--fresh"]).status == 0)
         #expect(try pack(["--pack-version", "6"]).status == 0)
         let allowed = try pack(["--pack-version", "2", "--allow-rollback"])
         #expect(allowed.status == 0, "\(allowed.stderr)")
