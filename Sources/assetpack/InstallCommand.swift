@@ -38,26 +38,41 @@ extension AssetPackCommand {
         }
 
         func run() throws {
-            try reporting {
-                let keys = try trust.keys()
-                if Self.isRelease(pack) { return try installRelease(keys) }
-                if AssetPacks.isRemote(pack) { return try installRemote(keys) }
-                // Refuse to install something that is not a pack: under --trust, untrusted (exit 5),
-                // as the readers say for the same file.
-                do { _ = try AssetPacks.sniff(pack) } catch let error as AssetPackError {
-                    throw error.untrustedIfUnreadable(trusting: keys)
-                }
-                let result = try installer(keys).install(URL(fileURLWithPath: pack), as: name)
-                print(result.path.path)
-                if result.copied {
-                    let size = (try? FileSystem.stat(result.path.path).size) ?? 0
-                    quiet.say("assetpack: installed \(result.path.lastPathComponent) (\(size) bytes)")
-                } else {
-                    quiet.say("assetpack: already installed and current")
-                }
-                if let publisher = result.publisher {
-                    quiet.say("assetpack: signed by trusted key \(publisher.fingerprint)")
-                }
+            try reporting { try offeringRollback(install) }
+        }
+
+        /// A refused rollback (or another release under an installed version) says how to
+        /// install it all the same.
+        private func offeringRollback(_ body: () throws -> Void) throws {
+            do { try body() } catch var error as AssetPackError
+                where error.code == .untrusted
+                && (error.message.hasPrefix("rollback: ")
+                    || error.message.hasSuffix("a new release must have a higher version"))
+            {
+                error.message += " (--allow-rollback installs it all the same)"
+                throw error
+            }
+        }
+
+        private func install() throws {
+            let keys = try trust.keys()
+            if Self.isRelease(pack) { return try installRelease(keys) }
+            if AssetPacks.isRemote(pack) { return try installRemote(keys) }
+            // Refuse to install something that is not a pack: under --trust, untrusted (exit 5),
+            // as the readers say for the same file.
+            do { _ = try AssetPacks.sniff(pack) } catch let error as AssetPackError {
+                throw error.untrustedIfUnreadable(trusting: keys)
+            }
+            let result = try installer(keys).install(URL(fileURLWithPath: pack), as: name)
+            print(result.path.path)
+            if result.copied {
+                let size = (try? FileSystem.stat(result.path.path).size) ?? 0
+                quiet.say("assetpack: installed \(result.path.lastPathComponent) (\(size) bytes)")
+            } else {
+                quiet.say("assetpack: already installed and current")
+            }
+            if let publisher = result.publisher {
+                quiet.say("assetpack: signed by trusted key \(publisher.fingerprint)")
             }
         }
 
