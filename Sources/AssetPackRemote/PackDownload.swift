@@ -75,6 +75,17 @@ struct PackDownload {
                 "\(url) is not signed: an unsigned pack from a URL is installed only if it can be checked once downloaded. Give its password or key (every entry is read back), publish \(url).sha256, or sign the pack"
             )
         }
+        // An unsigned container is read back with the credential once downloaded: a wrong one
+        // is found now, from the header and index already fetched, not after the download.
+        // (A zip's password is checked per entry, on its data.)
+        if let credential, driver?.format == .container {
+            do { _ = try driver?.open(mirror, credential: credential, limits: limits, trustedKeys: []) } catch var error
+                as AssetPackError where error.code == .wrongPassword || error.code == .missingPassword
+            {
+                error.message = "\(url): \(error.message) (nothing was downloaded beyond its header and index)"
+                throw error
+            }
+        }
     }
 
     /// Fills the staging file: spans reused from `previous` where the format names them

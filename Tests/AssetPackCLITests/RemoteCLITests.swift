@@ -154,6 +154,25 @@ import Testing
         #expect(left == [".assetpack.lock", ".p.container.install", "p.container"], "\(left)")
     }
 
+    /// A wrong password for an unsigned container from a URL is found from its header and index,
+    /// before the download (it was found after downloading all of it), and the message names the URL.
+    @Test func aWrongPasswordIsFoundBeforeTheDownload() throws {
+        _ = try dir.write(["big.bin": testBytes(3_000_000, seed: 10)], under: "src")
+        try FileManager.default.createDirectory(at: dir.appending("www"), withIntermediateDirectories: true)
+        let out = dir.appending("www/u.container").path
+        #expect(try run(["pack", dir.appending("src").path, "-o", out, "--format", "container"]).status == 0)
+        let nginx = try NginxServer(root: dir.appending("www"))
+        let url = nginx.url("u.container").absoluteString
+        let home = dir.appending("home").path
+        let wrong = try CLI.run(["install", url, "--into", home], password: "not it")
+        #expect(wrong.status == 2, "\(wrong.status) \(wrong.stderr)")
+        #expect(wrong.stderr.contains(url) && wrong.stderr.contains("nothing was downloaded"), "\(wrong.stderr)")
+        let sent = try nginx.accessLog().reduce(0) { $0 + $1.bodyBytes }
+        #expect(sent < 300_000, "\(sent) bytes sent for a refused install")
+        #expect(!FileManager.default.fileExists(atPath: home + "/u.container"))
+        #expect(try run(["install", url, "--into", home]).status == 0)
+    }
+
     @Test func installTakesAURL() throws {
         let (local, pub) = try setUp("zip")
         let nginx = try NginxServer(root: dir.appending("www"))
