@@ -190,7 +190,15 @@ struct PackDownload {
                     source, what: "the pack downloaded from \(url)",
                     why: "it is damaged, or changed on the server during the download")
             } else {
-                publisher = try AssetPacks.verifiedBlock(source, trustedKeys: trustedKeys).publisher
+                do { publisher = try AssetPacks.verifiedBlock(source, trustedKeys: trustedKeys).publisher } catch var
+                    error
+                    as AssetPackError where error.code == .untrusted
+                {
+                    // Its key was checked before the download: what fails now is the bytes.
+                    error.message =
+                        "the pack downloaded from \(url): \(error.message) (it is damaged, or changed on the server during the download)"
+                    throw error
+                }
             }
         } else if let credential {
             try readBack(source, credential: credential)

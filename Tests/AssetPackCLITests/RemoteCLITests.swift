@@ -56,7 +56,7 @@ import Testing
     }
 
     @Test func serverFailuresExitSixAndCorruptBytesExitFour() throws {
-        let (local, _) = try setUp("container")
+        let (local, pub) = try setUp("container")
         let plain = try NginxServer(root: dir.appending("www"), allowRanges: false)
         let refused = try run(["cat", plain.url("p.container").absoluteString, "a.txt"])
         #expect(refused.status == 6 && refused.stdout.isEmpty, "\(refused.stderr)")
@@ -70,6 +70,18 @@ import Testing
         try faulty.setFault(.corruptByte(offsetInFile: Int(size / 2)))
         let corrupt = try run(["cat", faulty.url("p.container").absoluteString, "img/big.bin"])
         #expect(corrupt.status == 4 && corrupt.stdout.isEmpty, "\(corrupt.stderr)")
+        // Installed with --trust: exit 5, and the message says which download failed and why,
+        // as it does without --trust.
+        let url = faulty.url("p.container").absoluteString
+        let home = dir.appending("home").path
+        let trusted = try run(["install", url, "--into", home, "--trust", pub])
+        #expect(trusted.status == 5, "\(trusted.status) \(trusted.stderr)")
+        #expect(
+            trusted.stderr.contains("the pack downloaded from \(url)")
+                && trusted.stderr.contains("changed on the server during the download"), "\(trusted.stderr)")
+        let untrusted = try run(["install", url, "--into", home])
+        #expect(untrusted.status == 4 && untrusted.stderr.contains(url), "\(untrusted.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: home + "/p.container"))
     }
 
     @Test func aKilledInstallLeavesNothingTornAndTheNextOneCompletes() throws {
