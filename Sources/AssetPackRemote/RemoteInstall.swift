@@ -24,6 +24,9 @@ extension PrivateInstaller {
         /// Whether the installed pack was updated in place: the remote's new header and tail
         /// appended to it (a version-6 container of a later generation), nothing else rewritten.
         public var updatedInPlace = false
+        /// Whether the server ignored `Range` requests, so the pack came whole in one response:
+        /// nothing reused, and an interrupted download starts over.
+        public var rangesIgnored = false
     }
 
     /// Downloads the pack at `url` into the directory under `name` (default: the URL's last
@@ -131,9 +134,11 @@ extension PrivateInstaller {
         let trustedBefore = trustedKeys.isEmpty || recordedPublisher.map(trustedKeys.contains) == true
         func summary(_ installation: Installation, _ download: PackDownload) -> RemoteInstallation {
             let transferred = client.transferred
-            return RemoteInstallation(
+            var result = RemoteInstallation(
                 installation: installation, downloaded: transferred.bytes, reused: download.reused,
                 resumed: download.resumed, requests: transferred.requests)
+            result.rangesIgnored = whole
+            return result
         }
         if release == nil, let recorded, let installed, installed.size == recorded.size, trustedBefore,
             recorded.sourceFingerprint == fingerprint

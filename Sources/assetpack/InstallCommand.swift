@@ -108,8 +108,11 @@ extension AssetPackCommand {
                     result.updatedInPlace
                     ? "reused \(result.reused) bytes of the installed pack in place (appended the rest)"
                     : "reused \(result.reused) bytes from the installed pack"
+                let whole =
+                    result.rangesIgnored
+                    ? " (the server ignores Range requests: no delta update and no resume from it)" : ""
                 quiet.say(
-                    "assetpack: downloaded \(result.downloaded) bytes in \(plural(result.requests, "request")), \(reuse)"
+                    "assetpack: downloaded \(result.downloaded) bytes in \(plural(result.requests, "request"))\(whole), \(reuse)"
                         + (result.resumed > 0 ? ", resumed \(result.resumed) bytes downloaded before" : "")
                         + "; \(result.written) bytes written")
             }

@@ -63,6 +63,17 @@ import Testing
         #expect(refused.stderr.contains("ignores Range"), "\(refused.stderr)")
         let missing = try run(["list", plain.url("nothing.container").absoluteString])
         #expect(missing.status == 6 && missing.stderr.contains("404"), "\(missing.stderr)")
+        // install takes the whole file from it, signed and checked, and says what that costs.
+        let whole = try run(["install", plain.url("p.container").absoluteString, "--into", dir.appending("w").path])
+        #expect(whole.status == 0, "\(whole.stderr)")
+        #expect(
+            whole.stderr.contains("(the server ignores Range requests: no delta update and no resume from it)"),
+            "\(whole.stderr)")
+        let withRanges = try NginxServer(root: dir.appending("www"))
+        let ranged = try run([
+            "install", withRanges.url("p.container").absoluteString, "--into", dir.appending("r").path,
+        ])
+        #expect(ranged.status == 0 && !ranged.stderr.contains("ignores Range"), "\(ranged.stderr)")
 
         let faulty = try FaultyHTTPServer(root: dir.appending("www"))
         // Flip a byte in the middle of the pack: inside img/big.bin's chunks.
