@@ -24,16 +24,17 @@ import Testing
 
     var trust: [String] { ["--trust", dir.appending("k.pub").path] }
 
-    /// `assets.<format>` signed with release `version`, in folder `v<version>` (the default name is
-    /// the output's name without extension, so every version is named "assets").
-    func pack(_ format: String, version: Int, extra: [String] = []) throws -> String {
-        let folder = dir.appending("v\(version)-\(format)")
+    /// `assets.<format>` signed by `key` (`k`, or another `keygen` made) with release `version`,
+    /// in folder `v<version>` (the default name is the output's name without extension, so every
+    /// version is named "assets").
+    func pack(_ format: String, version: Int, key: String = "k", extra: [String] = []) throws -> String {
+        let folder = dir.appending("v\(version)-\(format)" + (key == "k" ? "" : "-\(key)"))
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let out = folder.appendingPathComponent("assets.\(format)").path
         let pack = try run(
             [
                 "pack", dir.appending("src").path, "-o", out, "--format", format, "--sign-key",
-                dir.appending("k.key").path, "--pack-version", String(version),
+                dir.appending("\(key).key").path, "--pack-version", String(version),
             ] + extra)
         #expect(pack.status == 0, "\(pack.stderr)")
         return out
@@ -372,14 +373,7 @@ import Testing
         try setUp()
         #expect(try run(["keygen", "--out", dir.appending("k2").path]).status == 0)
         let v5 = try pack(format, version: 5)
-        let folder = dir.appending("v6-new-key-\(format)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let v6 = folder.appendingPathComponent("assets.\(format)").path
-        let signed = try run([
-            "pack", dir.appending("src").path, "-o", v6, "--format", format, "--sign-key",
-            dir.appending("k2.key").path, "--pack-version", "6",
-        ])
-        #expect(signed.status == 0, "\(signed.stderr)")
+        let v6 = try pack(format, version: 6, key: "k2")
         let both = trust + ["--trust", dir.appending("k2.pub").path]
         let into = dir.appending("home-\(format)").path
         #expect(try run(["install", v5, "--into", into] + both).status == 0)
@@ -414,14 +408,7 @@ import Testing
         try setUp()
         #expect(try run(["keygen", "--out", dir.appending("k2").path]).status == 0)
         let stolen = try pack(format, version: 1000)
-        let folder = dir.appending("v7-new-key-\(format)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let v7 = folder.appendingPathComponent("assets.\(format)").path
-        let signed = try run([
-            "pack", dir.appending("src").path, "-o", v7, "--format", format, "--sign-key",
-            dir.appending("k2.key").path, "--pack-version", "7",
-        ])
-        #expect(signed.status == 0, "\(signed.stderr)")
+        let v7 = try pack(format, version: 7, key: "k2")
         let into = dir.appending("home-\(format)").path
         #expect(try run(["install", stolen, "--into", into] + trust).status == 0)
         let trustingBoth = try run(

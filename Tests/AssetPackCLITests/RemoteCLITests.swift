@@ -95,61 +95,25 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: home + "/p.container"))
     }
 
-    @Test func aKilledInstallLeavesNothingTornAndTheNextOneCompletes() throws {
-        _ = try dir.write(["big.bin": testBytes(6_000_000, seed: 8), "a.txt": Array("a".utf8)], under: "src")
+    /// An `install URL` of a 6 MB container from nginx at 1 MB/s per response, started and
+    /// followed until its download file appears: long enough to be killed in the middle.
+    /// Its stderr goes to `stderr` (or nowhere).
+    func startSlowInstall(seed: UInt64, stderr: Pipe? = nil) throws -> (
+        process: Process, url: String, home: URL, out: String, staging: String, nginx: NginxServer
+    ) {
+        _ = try dir.write(["big.bin": testBytes(6_000_000, seed: seed), "a.txt": Array("a".utf8)], under: "src")
         try FileManager.default.createDirectory(at: dir.appending("www"), withIntermediateDirectories: true)
         let out = dir.appending("www/p.container").path
         #expect(try run(["pack", dir.appending("src").path, "-o", out, "--format", "container"]).status == 0)
-        // 1 MB/s per response: the download lasts long enough to be killed in the middle.
         let nginx = try NginxServer(root: dir.appending("www"), rateLimit: 1 << 20)
+        let url = nginx.url("p.container").absoluteString
         let home = dir.appending("home")
         try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
         let process = Process()
         process.executableURL = CLI.binary
-        process.arguments = ["install", nginx.url("p.container").absoluteString, "--into", home.path]
+        process.arguments = ["install", url, "--into", home.path]
         process.environment = ProcessInfo.processInfo.environment.merging(["ASSETPACK_PASSWORD": "pw"]) { $1 }
-        process.standardError = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let deadline = Date().addingTimeInterval(20)
-        var sawDownload = false
-        while Date() < deadline, process.isRunning, !sawDownload {
-            sawDownload = FileManager.default.fileExists(
-                atPath: home.appendingPathComponent(".p.container.download").path)
-            usleep(20_000)
-        }
-        usleep(300_000)
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        #expect(sawDownload)
-        #expect(!FileManager.default.fileExists(atPath: home.appendingPathComponent("p.container").path))
-        let again = try run(["install", nginx.url("p.container").absoluteString, "--into", home.path])
-        #expect(again.status == 0, "\(again.stderr)")
-        #expect(
-            FileManager.default.contents(atPath: home.appendingPathComponent("p.container").path)
-                == FileManager.default.contents(atPath: out))
-        let left = try FileManager.default.contentsOfDirectory(atPath: home.path).sorted()
-        #expect(left == [".assetpack.lock", ".p.container.install", "p.container"], "\(left)")
-    }
-
-    /// Ctrl-C (SIGINT) during `install URL` keeps what arrived, recorded, and says so: the same
-    /// install then resumes it. (It left the bytes unrecorded before the first 32 MiB save, so
-    /// the next install downloaded everything again.)
-    @Test func ctrlCDuringAnInstallKeepsTheDownloadToResume() throws {
-        _ = try dir.write(["big.bin": testBytes(6_000_000, seed: 9), "a.txt": Array("a".utf8)], under: "src")
-        try FileManager.default.createDirectory(at: dir.appending("www"), withIntermediateDirectories: true)
-        let out = dir.appending("www/p.container").path
-        #expect(try run(["pack", dir.appending("src").path, "-o", out, "--format", "container"]).status == 0)
-        // 1 MB/s per response: the download lasts long enough to be interrupted in the middle.
-        let nginx = try NginxServer(root: dir.appending("www"), rateLimit: 1 << 20)
-        let home = dir.appending("home")
-        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true)
-        let process = Process()
-        process.executableURL = CLI.binary
-        process.arguments = ["install", nginx.url("p.container").absoluteString, "--into", home.path]
-        process.environment = ProcessInfo.processInfo.environment.merging(["ASSETPACK_PASSWORD": "pw"]) { $1 }
-        let stderr = Pipe()
-        process.standardError = stderr
+        process.standardError = stderr ?? FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         let staging = home.appendingPathComponent(".p.container.download").path
@@ -157,24 +121,50 @@ import Testing
         while Date() < deadline, process.isRunning, !FileManager.default.fileExists(atPath: staging) {
             usleep(20_000)
         }
-        usleep(1_200_000)
-        kill(process.processIdentifier, SIGINT)
-        let said = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGINT)
-        #expect(said.contains("interrupted: what was downloaded is kept; the same install resumes it"), "\(said)")
-        #expect(FileManager.default.fileExists(atPath: staging + ".json"), "no progress record")
-        #expect(!FileManager.default.fileExists(atPath: home.appendingPathComponent("p.container").path))
+        #expect(FileManager.default.fileExists(atPath: staging), "the download never started")
+        return (process, url, home, out, staging, nginx)
+    }
 
-        let again = try run(["install", nginx.url("p.container").absoluteString, "--into", home.path])
+    /// The install directory holds the installed pack and its records, nothing else.
+    func expectInstalled(_ install: (url: String, home: URL, out: String)) throws {
+        let again = try run(["install", install.url, "--into", install.home.path])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(
+            FileManager.default.contents(atPath: install.home.appendingPathComponent("p.container").path)
+                == FileManager.default.contents(atPath: install.out))
+        let left = try FileManager.default.contentsOfDirectory(atPath: install.home.path).sorted()
+        #expect(left == [".assetpack.lock", ".p.container.install", "p.container"], "\(left)")
+    }
+
+    @Test func aKilledInstallLeavesNothingTornAndTheNextOneCompletes() throws {
+        let install = try startSlowInstall(seed: 8)
+        usleep(300_000)
+        kill(install.process.processIdentifier, SIGKILL)
+        install.process.waitUntilExit()
+        #expect(!FileManager.default.fileExists(atPath: install.home.appendingPathComponent("p.container").path))
+        try expectInstalled((install.url, install.home, install.out))
+    }
+
+    /// Ctrl-C (SIGINT) during `install URL` keeps what arrived, recorded, and says so: the same
+    /// install then resumes it. (It left the bytes unrecorded before the first 32 MiB save, so
+    /// the next install downloaded everything again.)
+    @Test func ctrlCDuringAnInstallKeepsTheDownloadToResume() throws {
+        let stderr = Pipe()
+        let install = try startSlowInstall(seed: 9, stderr: stderr)
+        usleep(1_200_000)
+        kill(install.process.processIdentifier, SIGINT)
+        let said = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        install.process.waitUntilExit()
+        #expect(install.process.terminationReason == .uncaughtSignal && install.process.terminationStatus == SIGINT)
+        #expect(said.contains("interrupted: what was downloaded is kept; the same install resumes it"), "\(said)")
+        #expect(FileManager.default.fileExists(atPath: install.staging + ".json"), "no progress record")
+        #expect(!FileManager.default.fileExists(atPath: install.home.appendingPathComponent("p.container").path))
+
+        let again = try run(["install", install.url, "--into", install.home.path])
         #expect(again.status == 0, "\(again.stderr)")
         let resumed = again.stderr.firstMatch(of: /resumed (\d+) bytes/).flatMap { UInt64($0.1) } ?? 0
         #expect(resumed > 500_000, "\(again.stderr)")
-        #expect(
-            FileManager.default.contents(atPath: home.appendingPathComponent("p.container").path)
-                == FileManager.default.contents(atPath: out))
-        let left = try FileManager.default.contentsOfDirectory(atPath: home.path).sorted()
-        #expect(left == [".assetpack.lock", ".p.container.install", "p.container"], "\(left)")
+        try expectInstalled((install.url, install.home, install.out))
     }
 
     /// A wrong password for an unsigned container from a URL is found from its header and index,
