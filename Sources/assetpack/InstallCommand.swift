@@ -89,8 +89,12 @@ extension AssetPackCommand {
                 throw AssetPackError(.invalidArgument, "\(pack) is not a valid URL")
             }
             let progress = ProgressLine(enabled: !quiet.quiet && isatty(STDERR_FILENO) == 1, unit: nil)
+            // (Said before the download starts too, and for a server that ignores Range, where
+            // nothing is kept: the same install is the way on in every case.)
             Interrupts.onInterrupt(
-                say: "what was downloaded is kept; the same install resumes it (nothing was installed)")
+                say:
+                    "nothing was installed; the same install goes on from what was downloaded (where the server answers Range requests)"
+            )
             let result = try installer(keys).installRemote(
                 url, as: name, credential: try credentials.given(), limits: try network.limits(),
                 options: .init(transfer: try network.transfer()),
