@@ -20,12 +20,13 @@ package enum TemporaryFiles {
         /// descriptor (the file appended to, whatever the path names by then), and the size it had.
         var appends: [String: (descriptor: FileDescriptor, size: UInt64)] = [:]
         /// Downloads to keep (by path): each saves what it holds, for the next run to resume.
-        var keepers: [String: @Sendable () -> Void] = [:]
+        private var keepers: [String: @Sendable () -> Void] = [:]
 
-        /// The keepers, no longer tracked (the caller holds the lock).
-        func takeKeepers() -> [@Sendable () -> Void] {
-            defer { keepers.removeAll() }
-            return Array(keepers.values)
+        /// Runs `body` under the lock, with the keepers.
+        func updateKeepers<R>(_ body: (inout [String: @Sendable () -> Void]) -> R) -> R {
+            lock.lock()
+            defer { lock.unlock() }
+            return body(&keepers)
         }
 
         func update<R>(_ body: (inout Set<String>) -> R) -> R {
@@ -62,7 +63,10 @@ package enum TemporaryFiles {
     /// returns how many were tracked.
     @discardableResult
     package static func removeAll() -> Int {
-        let keepers = registry.updateAppends { _ in registry.takeKeepers() }
+        let keepers = registry.updateKeepers { keepers in
+            defer { keepers.removeAll() }
+            return Array(keepers.values)
+        }
         for save in keepers { save() }
         let all = registry.update { set -> Set<String> in
             defer { set.removeAll() }
@@ -108,12 +112,12 @@ package enum TemporaryFiles {
     /// the interrupt's thread while the download goes on) records what it holds, so that the
     /// next run resumes it instead of starting over. Until ``forgetKeep(_:)``.
     package static func keepOnInterrupt(_ path: String, save: @escaping @Sendable () -> Void) {
-        registry.updateAppends { _ in registry.keepers[path] = save }
+        registry.updateKeepers { $0[path] = save }
     }
 
     /// Stops keeping the download at `path` (it finished, or failed and saved or removed itself).
     package static func forgetKeep(_ path: String) {
-        registry.updateAppends { _ in _ = registry.keepers.removeValue(forKey: path) }
+        _ = registry.updateKeepers { $0.removeValue(forKey: path) }
     }
 }
 
