@@ -29,6 +29,11 @@ public struct PrivateInstaller: Sendable {
     /// installed. Off by default: an older version is refused as a rollback. An expired pack is
     /// refused either way.
     public var allowRollback = false
+    /// Install a release manifest of another name than the release installed in the directory,
+    /// replacing that release line. Off by default: a directory holds one release line, and a
+    /// release of another name (a demo, an old line renamed) never meets the installed line's
+    /// version record, so it is refused. The version record of the new name still applies.
+    public var replacesReleaseLine = false
     /// The time signature expiry is checked against (tests set it; never slept on).
     package var clock: @Sendable () -> Date = { Date() }
     /// Whether a signed pack's version is recorded in `.assetpack.releases`. A release install

@@ -104,7 +104,7 @@ extension PrivateInstaller {
     package func installRelease(document: Data, base: String, fetch: PackFetcher) throws -> ReleaseInstallation {
         let manifest = try ReleaseManifest.parse(document, trustedKeys: trustedKeys)
         return try locked(name: "release") { _ in
-            if !trustedKeys.isEmpty { try checkRelease(manifest) }
+            try checkRelease(manifest)
             let current = directory.appendingPathComponent(Self.currentReleaseName).path
             let pending = directory.appendingPathComponent(Self.pendingReleaseName).path
             let previous = try? ReleaseManifest.parse(Self.readManifest(current), trustedKeys: [])

@@ -29,6 +29,10 @@ struct ReleaseRecord: Codable, Equatable {
     /// pack replacing that file must not be older than, or of another name. Absent from records
     /// written before it existed.
     var files: [String: Line]?
+    /// The name of the release manifest installed last: the directory's release line, which a
+    /// release of another name does not replace unless told to. Absent from records written
+    /// before it existed.
+    var line: String?
 
     static let fileName = ".assetpack.releases"
 
@@ -173,15 +177,27 @@ extension PrivateInstaller {
     }
 
     /// Refuses a release manifest that expired, or is older than (or other than, at the same
-    /// version) the release of its name and publisher installed before, or the release of its
-    /// name installed now whatever its trusted key (a rotation), unless ``allowRollback`` (never
-    /// the expiry): the rules of signed packs, in a namespace of their own.
+    /// version) the release of its name installed before under any key trusted now (a
+    /// rotation), unless ``allowRollback`` (never the expiry): the rules of signed packs, in a
+    /// namespace of their own. And, trusted or not, refuses a release of another name than the
+    /// directory's release line (``releaseLine()``) unless ``replacesReleaseLine``.
     /// - Throws: `.untrusted`; `.integrityFailure` for a damaged record.
     package func checkRelease(_ manifest: ReleaseManifest) throws {
-        try manifest.release.checkNotExpired(now: clock())
-        guard !allowRollback, let publisher = manifest.publisher?.text else { return }
+        if !trustedKeys.isEmpty { try manifest.release.checkNotExpired(now: clock()) }
+        if !replacesReleaseLine, let line = try releaseLine(), line != manifest.name {
+            throw AssetPackError(
+                .untrusted,
+                "\(directory.path) holds the release \(EntryPath.printable(line)); release "
+                    + "\(EntryPath.printable(manifest.name)) is another release line, which cannot replace it "
+                    + "(--replace-release, or PrivateInstaller.replacesReleaseLine, says it does; "
+                    + "or install it into another directory)")
+        }
+        guard !allowRollback, !trustedKeys.isEmpty, let publisher = manifest.publisher?.text else { return }
         let record = try ReleaseRecord.load(directory)
-        var lines = (record.manifests ?? []).filter { $0.name == manifest.name && $0.publisher == publisher }
+        // Every trusted key's line of this name: during a rotation an old-key release must not
+        // pass a new-key release of the same name because the record is kept per key.
+        let trusted = Set(trustedKeys.map(\.text) + [publisher])
+        var lines = (record.manifests ?? []).filter { $0.name == manifest.name && trusted.contains($0.publisher) }
         // As for packs, the release installed now counts whatever its key (a rotation).
         let current = directory.appendingPathComponent(Self.currentReleaseName).path
         if let installed = try? ReleaseManifest.parse(Self.readManifest(current), trustedKeys: trustedKeys),
@@ -206,6 +222,20 @@ extension PrivateInstaller {
         }
     }
 
+    /// The name of the release line the directory holds: the release installed now (its
+    /// manifest, read without checking its signature: only its name counts here), else the
+    /// line the record names last (the release file removed); `nil` when no release was
+    /// installed.
+    /// - Throws: `.integrityFailure` for a damaged record.
+    package func releaseLine() throws -> String? {
+        let current = directory.appendingPathComponent(Self.currentReleaseName).path
+        if let installed = try? ReleaseManifest.parse(Self.readManifest(current), trustedKeys: []) {
+            return installed.name
+        }
+        let record = try ReleaseRecord.load(directory)
+        return record.line ?? record.manifests?.last?.name
+    }
+
     /// Records that the release `manifest` was installed (as ``recordRelease(_:as:)`` records a pack).
     package func recordRelease(_ manifest: ReleaseManifest) throws {
         guard let publisher = manifest.publisher?.text else { return }
@@ -214,12 +244,12 @@ extension PrivateInstaller {
             name: manifest.name, publisher: publisher, version: manifest.version, body: manifest.digest)
         var lines = record.manifests ?? []
         if let i = lines.firstIndex(where: { $0.name == manifest.name && $0.publisher == publisher }) {
-            guard lines[i] != line, line.version > lines[i].version || allowRollback else { return }
-            lines[i] = line
+            if lines[i] != line, line.version > lines[i].version || allowRollback { lines[i] = line }
         } else {
             lines.append(line)
         }
         record.manifests = lines
+        record.line = manifest.name
         try record.save(directory)
     }
 

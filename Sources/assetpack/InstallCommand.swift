@@ -23,6 +23,11 @@ extension AssetPackCommand {
                 "With --trust: install a signed pack even if it is older than the version of its name installed before (refused by default as a rollback, exit 5). An expired pack is refused all the same."
         )
         var allowRollback = false
+        @Flag(
+            help:
+                "Install a release manifest of another name than the release installed in the directory, replacing that release line (refused by default, exit 5: a directory holds one release line). The new name's own version record still applies."
+        )
+        var replaceRelease = false
         @OptionGroup var quiet: QuietOption
         @OptionGroup var trust: TrustOptions
         @OptionGroup var network: NetworkOptions
@@ -31,6 +36,9 @@ extension AssetPackCommand {
         func validate() throws {
             if (into == nil) == (appId == nil) {
                 throw ValidationError("give exactly one of --into DIR or --app-id ID")
+            }
+            if replaceRelease && !Self.isRelease(pack) {
+                throw ValidationError("--replace-release applies to a release manifest (NAME.json)")
             }
             if Self.isRelease(pack) && name != nil {
                 throw ValidationError("--name names one pack: a release's packs are named by its manifest")
@@ -77,11 +85,14 @@ extension AssetPackCommand {
         }
 
         func installer(_ keys: [PublisherKey]) throws -> PrivateInstaller {
-            if let into {
-                return PrivateInstaller(
-                    directory: URL(fileURLWithPath: into), trustedKeys: keys, allowRollback: allowRollback)
-            }
-            return try PrivateInstaller(appID: appId!, trustedKeys: keys, allowRollback: allowRollback)
+            var installer =
+                if let into {
+                    PrivateInstaller(directory: URL(fileURLWithPath: into), trustedKeys: keys, allowRollback: allowRollback)
+                } else {
+                    try PrivateInstaller(appID: appId!, trustedKeys: keys, allowRollback: allowRollback)
+                }
+            installer.replacesReleaseLine = replaceRelease
+            return installer
         }
 
         private func installRemote(_ keys: [PublisherKey]) throws {

@@ -39,13 +39,14 @@ import Testing
     /// `pub/<file>` naming `packs` (names under pub/) as release `version`.
     @discardableResult
     func release(
-        _ version: Int, _ packs: [String], file: String = "game.json", under folder: String = "", key: String = "k"
+        _ version: Int, _ packs: [String], file: String = "game.json", under folder: String = "", key: String = "k",
+        name: String = "game"
     ) throws -> String {
         let into = pub.appendingPathComponent(folder)
         let out = into.appendingPathComponent(file).path
         let made = try run(
             ["release"] + packs.map { into.appendingPathComponent("\($0).pack").path } + [
-                "--release-name", "game", "--release-version", String(version), "--sign-key",
+                "--release-name", name, "--release-version", String(version), "--sign-key",
                 dir.appending("\(key).key").path, "-o", out,
             ])
         #expect(made.status == 0, "\(made.stderr)")
@@ -130,6 +131,42 @@ import Testing
             ),
             "\(older.stderr)")
         #expect(try current()?.manifest.version == 2, "the newer release stays")
+    }
+
+    /// A directory holds one release line: a release of another name (a demo, an old line
+    /// renamed) cannot replace the installed one, whose version record it never meets, unless
+    /// the caller says it replaces the line (--replace-release). During a rotation the demo of
+    /// the old key must not open a way for the old key's older "game" either.
+    @Test func aReleaseOfAnotherNameIsRefusedUnlessItReplacesTheLine() throws {
+        try pack("base", version: 5, seed: 1, key: "other", under: "5")
+        let game5 = try release(5, ["base"], under: "5", key: "other")
+        try pack("base", version: 1, seed: 4, under: "demo")
+        let demo1 = try release(1, ["base"], file: "demo.json", under: "demo", name: "game-demo")
+        try pack("base", version: 3, seed: 6, under: "3")
+        let game3 = try release(3, ["base"], under: "3")
+        let both = trust + ["--trust", dir.appending("other.pub").path]
+        #expect(try run(["install", game5, "--into", home] + both).status == 0)
+        let demo = try run(["install", demo1, "--into", home] + both)
+        #expect(demo.status == 5, "\(demo.status) \(demo.stderr)")
+        #expect(
+            demo.stderr.contains(
+                "holds the release game; release game-demo is another release line, which cannot replace it"),
+            "\(demo.stderr)")
+        #expect(demo.stderr.contains("--replace-release"), "\(demo.stderr)")
+        #expect(try current()?.manifest.name == "game" && current()?.manifest.version == 5, "game 5 stays")
+        // --allow-rollback does not lift it: it is not an older version of this line.
+        #expect(try run(["install", demo1, "--into", home, "--allow-rollback"] + both).status == 5)
+        #expect(try current()?.manifest.version == 5)
+        // Said explicitly, the line is replaced; the old key's game 3 is still older than game 5.
+        let replaced = try run(["install", demo1, "--into", home, "--replace-release"] + both)
+        #expect(replaced.status == 0, "\(replaced.stderr)")
+        #expect(try current()?.manifest.name == "game-demo")
+        let older = try run(["install", game3, "--into", home, "--replace-release"] + both)
+        #expect(older.status == 5, "\(older.status) \(older.stderr)")
+        #expect(
+            older.stderr.contains("rollback: release game version 3 is older than the installed version 5"),
+            "\(older.stderr)")
+        #expect(try current()?.manifest.name == "game-demo")
     }
 
     @Test func aPackThatIsNotTheOneNamedIsRefusedAndNothingIsInstalled() throws {
