@@ -111,7 +111,10 @@ public final class ContainerPackReader: PackReader {
         var dictionary: (bytes: [UInt8], decoder: Zstd.Decompressor)?
         do {
             if let position = opened.deletionPosition {
-                deleted = try DeletionRecord.decode(opened.readRecord(position)) { opened.index.lookup($0) != nil }
+                try limits.checkDeletionRecord(opened.records[position].info)  // before it is read
+                deleted = try DeletionRecord.decode(opened.readRecord(position), limits: limits) {
+                    opened.index.lookup($0) != nil
+                }
             }
             // Version 4 and 5 only: before them no codec could name a dictionary.
             if let position = opened.dictionaryPosition, opened.records[position].codec != nil {

@@ -33,6 +33,13 @@ package enum DeletionRecord {
     /// The encoded record of `paths` (sorted and checked here).
     /// - Throws: `.invalidArgument` for a path that is not storable, or one named twice.
     package static func encode(_ paths: [String]) throws -> [UInt8] {
+        let limits = ReadLimits.default  // what the default reader refuses, the writer refuses
+        guard paths.count <= limits.maxDeletedPaths else {
+            throw AssetPackError(
+                .limitExceeded,
+                "\(paths.count) deleted paths; readers refuse a deletion record of more than \(limits.maxDeletedPaths) (ReadLimits.maxDeletedPaths)"
+            )
+        }
         let sorted = paths.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         var out = magic + [version]
         appendLE(&out, UInt32(sorted.count), bytes: 4)
@@ -48,6 +55,12 @@ package enum DeletionRecord {
             appendLE(&out, UInt64(path.utf8.count), bytes: 2)
             out += Array(path.utf8)
         }
+        guard out.count <= limits.maxDeletionRecordSize else {
+            throw AssetPackError(
+                .limitExceeded,
+                "the deletion record would be \(out.count) bytes; readers refuse one over \(limits.maxDeletionRecordSize) (ReadLimits.maxDeletionRecordSize)"
+            )
+        }
         return out
     }
 
@@ -55,7 +68,9 @@ package enum DeletionRecord {
     /// - Throws: `.unsupportedFormat` for another magic or version; `.integrityFailure` when it is
     ///   truncated, has trailing bytes, a path that is not valid UTF-8, not NFC or not normalised,
     ///   paths out of order or repeated, or a path the same pack also holds.
-    package static func decode(_ bytes: [UInt8], packHas contains: (String) -> Bool) throws -> [String] {
+    package static func decode(_ bytes: [UInt8], limits: ReadLimits, packHas contains: (String) -> Bool) throws
+        -> [String]
+    {
         try bytes.withUnsafeBytes { buffer in
             var r = ByteReader(buffer, structure: "deletion record")
             guard buffer.count >= 5, try r.bytes(4) == magic, try r.u8() == version else {
@@ -65,6 +80,12 @@ package enum DeletionRecord {
             guard count <= r.remaining / 3 else {  // each path takes at least 3 bytes
                 throw AssetPackError(
                     .integrityFailure, "deletion record declares more paths than it holds", path: entryName)
+            }
+            guard count <= limits.maxDeletedPaths else {
+                throw AssetPackError(
+                    .limitExceeded,
+                    "the deletion record names \(count) paths; the limit is \(limits.maxDeletedPaths) (ReadLimits.maxDeletedPaths)",
+                    path: entryName)
             }
             var paths: [String] = []
             paths.reserveCapacity(count)

@@ -23,6 +23,12 @@ public struct ReadLimits: Sendable, Hashable {
     /// claims is checked against it before a byte is fetched or written (a signed pack's size is
     /// also checked against the size its publisher signed).
     public var maxPackSize: UInt64 = 16 << 30
+    /// Largest deletion record (a patch's `.assetpack/deleted`), in bytes, as its entry declares
+    /// it: checked before it is read, since every open decodes it whole. 16 MiB holds some
+    /// 250,000 paths of 60 bytes.
+    public var maxDeletionRecordSize: UInt64 = 16 << 20
+    /// Most paths one deletion record may name.
+    public var maxDeletedPaths: Int = 1_000_000
 
     /// The default limits.
     public init() {}
@@ -53,6 +59,19 @@ extension ReadLimits {
                 "entry's compression ratio exceeds \(maxCompressionRatio):1 (ReadLimits.maxCompressionRatio)",
                 path: entry.path)
         }
+    }
+
+    /// The check of a patch's deletion record `entry` before it is read (every open reads it
+    /// whole, so the per-entry limits are far too loose for it).
+    /// - Throws: `.limitExceeded` naming the record, its size and the limit.
+    package func checkDeletionRecord(_ entry: EntryInfo) throws {
+        guard entry.size <= maxDeletionRecordSize else {
+            throw AssetPackError(
+                .limitExceeded,
+                "the deletion record declares \(entry.size) bytes; the limit is \(maxDeletionRecordSize) (ReadLimits.maxDeletionRecordSize)",
+                path: entry.path)
+        }
+        try check(entry)
     }
 
     /// The check of a remote pack's size, as its server claims it, before anything is fetched.

@@ -154,8 +154,9 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
         self.ambiguous = ambiguous
         self.entries = table.map(\.info)
         if let deletion {  // read like any entry (decrypted, checked, signed), then checked
+            try limits.checkDeletionRecord(deletion.info)  // before it is read
             let bytes = try readWhole(DeletionRecord.entryName, reserved: deletion).bytes
-            deletedPaths = try DeletionRecord.decode(bytes) { index.lookup($0) != nil }
+            deletedPaths = try DeletionRecord.decode(bytes, limits: limits) { index.lookup($0) != nil }
         }
         self.openSeconds = watch.elapsed
     }

@@ -20,8 +20,8 @@ import Testing
         #expect(
             bytes.map { String(format: "%02x", $0) }.joined()
                 == "4150444c01020000000500612e7478740a006469722fc3a92e706e67")
-        #expect(try DeletionRecord.decode(bytes) { _ in false } == ["a.txt", "dir/\u{E9}.png"])
-        #expect(try DeletionRecord.decode(try DeletionRecord.encode([])) { _ in false } == [])
+        #expect(try DeletionRecord.decode(bytes, limits: .default) { _ in false } == ["a.txt", "dir/\u{E9}.png"])
+        #expect(try DeletionRecord.decode(try DeletionRecord.encode([]), limits: .default) { _ in false } == [])
     }
 
     @Test(arguments: [PackFormat.zip, .container])
@@ -125,7 +125,7 @@ import Testing
         ]
         for (bytes, code) in cases {
             let error = #expect(throws: AssetPackError.self) {
-                try DeletionRecord.decode(Array(bytes)) { $0 == "held.txt" }
+                try DeletionRecord.decode(Array(bytes), limits: .default) { $0 == "held.txt" }
             }
             #expect(error?.code == code, "\(bytes)")
         }
