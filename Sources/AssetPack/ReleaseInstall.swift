@@ -173,7 +173,9 @@ extension PrivateInstaller {
     private func isInstalled(_ pack: ReleaseManifest.Pack) throws -> Bool {
         let path = directory.appendingPathComponent(pack.storedName).path
         let record = InstallRecord.load(directory.appendingPathComponent(".\(pack.storedName).install"))
-        guard let record, record.sha256 == pack.sha256, (try? Self.regularFile(path))?.size == pack.size else {
+        guard let record, record.sha256 == pack.sha256, (try? Self.regularFile(path))?.size == pack.size,
+            record.holdsInstalled(path)
+        else {
             return false
         }
         try checkInstalledNotExpired(path)

@@ -142,7 +142,12 @@ package struct ContainerHeader: Equatable {
             } : []
         // A valid slot 1 makes the file version 6 or 7, whatever slot 0 holds: slot 0 damaged
         // (its magic, or a version byte of 1 to 5) is a damaged slot, not another format.
-        let slot1Valid = slots.count == 2 && isValidSlot(slots[1])
+        // So does slot 1's magic where slot 0 has none (slot 0 wiped by the append that wrote
+        // slot 1, and slot 1 damaged since): a damaged version-6 or -7 pack.
+        let slot1Valid =
+            slots.count == 2
+            && (isValidSlot(slots[1])
+                || (!first.starts(with: ContainerFormat.magic) && slots[1].starts(with: ContainerFormat.magic)))
         guard (6...7).contains(first[8]) || slot1Valid else {
             return (first, try first.withUnsafeBytes { try parse($0) })
         }
@@ -159,6 +164,17 @@ package struct ContainerHeader: Equatable {
         }
         guard let best else {
             throw AssetPackError(.integrityFailure, "container header is corrupt (both header slots are damaged)")
+        }
+        // The other slot is empty (zeros: a new pack's, or one a writer wiped once the next
+        // generation was synced) or valid. Anything else is a damaged slot, which may be the
+        // newer generation's: reading the valid one would serve an earlier version in its place
+        // (a rollback no key is needed for), so the pack is refused.
+        let other = slots[1 - best.header.slot]
+        if !isValidSlot(other), other.contains(where: { $0 != 0 }) {
+            throw AssetPackError(
+                .integrityFailure,
+                "container header is corrupt (header slot \(1 - best.header.slot) is damaged; the pack is refused "
+                    + "rather than read as the generation in the other slot, which may be an earlier version)")
         }
         guard !tie else {
             throw AssetPackError(.integrityFailure, "container header is corrupt (two slots of one generation)")
@@ -185,7 +201,11 @@ package struct ContainerHeader: Equatable {
         guard !first.starts(with: [0x50, 0x4B]) else { return false }
         let slot = ContainerFormat.slotStride
         guard source.size >= UInt64(ContainerFormat.appendableDataStart) else { return false }
-        return isValidSlot(try preadArray(source, count: ContainerFormat.slotSize, at: UInt64(slot)))
+        // Slot 1 valid, or holding the magic at least: a container whose slot 0 is gone (wiped
+        // by the append that wrote slot 1) and whose slot 1 is damaged is a damaged container
+        // (`read(from:)` says so), not "not a pack".
+        let second = try preadArray(source, count: ContainerFormat.slotSize, at: UInt64(slot))
+        return isValidSlot(second) || second.starts(with: magic)
     }
 
     /// Parses and sanity-checks a header. Nothing here is authenticated yet.

@@ -68,6 +68,7 @@ package struct ContainerFormatDriver: PackFormatDriver {
         return AppendPlan(
             kept: old.dataStart..<old.end, tail: old.end..<remote.size,
             head: new.slotOffset..<new.slotOffset + UInt64(ContainerFormat.slotSize),
-            headAt: UInt64((1 - old.slot) * ContainerFormat.slotStride))
+            headAt: UInt64((1 - old.slot) * ContainerFormat.slotStride),
+            supersedes: old.slotOffset..<old.slotOffset + UInt64(ContainerFormat.slotSize))
     }
 }

@@ -280,6 +280,20 @@ public final class ContainerPackReader: PackReader {
         guard
             HMACSHA256.isValid(header.commitment, for: header.committedBytes(), key: keys.commitmentKey)
         else {
+            // The other slot committed under this key: the key is right and this slot is damaged
+            // (a crafted higher generation, say), which is damage (exit 4), not a wrong password.
+            if header.isAppendable,
+                let otherBytes = try? preadArray(
+                    source, count: ContainerFormat.slotSize, at: UInt64((1 - header.slot) * ContainerFormat.slotStride)),
+                let other = try? otherBytes.withUnsafeBytes({ try ContainerHeader.parse($0) }),
+                other.salt == header.salt, other.kdf == header.kdf, other.params == header.params,
+                HMACSHA256.isValid(other.commitment, for: other.committedBytes(), key: keys.commitmentKey)
+            {
+                throw AssetPackError(
+                    .integrityFailure,
+                    "container header is corrupt (header slot \(header.slot) fails its commitment, while the other slot's holds under this key)"
+                )
+            }
             throw AssetPackError(.wrongPassword, "wrong password or key (or a damaged header)")
         }
 

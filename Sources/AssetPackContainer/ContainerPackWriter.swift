@@ -29,6 +29,11 @@ package struct ContainerPackWriter: PackWriter {
     /// Test hook: runs after a rewrite wrote its new pack and before it locks the previous one
     /// to rename over it (where another writer could get in).
     var beforeRewrite: () throws -> Void = {}
+    /// Test hook: append as the writer of AssetPack 0.2 did: a re-pack that removed or replaced
+    /// content appends too (leaving the old chunks in the file), and the previous generation's
+    /// header slot is kept. Packs written so are in the field: readers, installers and re-packs
+    /// must handle them, and the tests of those make them this way.
+    var legacyAppends = false
 
     /// A writer; the KDF and chunk size come from `options.container`.
     package init() {}
@@ -111,13 +116,23 @@ package struct ContainerPackWriter: PackWriter {
         // append would change the other name's pack too; a rewrite renames a new file).
         // What the previous pack holds of earlier versions: kept by an append, dropped by a rewrite.
         let previousEarlier = previous.map(Self.earlierBytes) ?? 0
-        let appending =
-            options.compact || !FileSystem.isSoleWritableFile(output)
-            ? nil : previous.flatMap { Self.appendable($0, earlier: previousEarlier) }
         var report = PackWriteReport()
         // The summary's "removed", from the pack already open here: the CLI need not open it again
         // (one more key derivation) to count it.
         report.removed = previous.map { Set($0.entries.map(\.path)).subtracting(sorted.map(\.path)).count }
+        // An append keeps every byte of the previous generation, so it is only for a re-pack
+        // that keeps all of the previous content: what a re-pack removed or replaced must not
+        // stay readable in the published pack (the password ships inside the app; docs/SECURITY.md,
+        // "Removed content"). An entry removed, or one whose size changed, is known now; an edit
+        // of the same size once its chunks are hashed (`LeavesContentBehind`, then a rewrite).
+        let changesKnown =
+            (report.removed ?? 0) > 0
+            || sorted.contains { file in reusable[file.path].map { $0.info.size != file.size } ?? false }
+        var appending =
+            options.compact || (changesKnown && !legacyAppends) || !FileSystem.isSoleWritableFile(output)
+            ? nil : previous.flatMap { Self.appendable($0, earlier: previousEarlier) }
+        let previousChunks = previous?.chunks.payload.count ?? 0
+        var newDigests = Set<[UInt8]>()  // the plaintext digests of the pack written, for the summary
         report.dictionaryBytes = dictionary?.count ?? 0
         let bytesTotal = sorted.reduce(UInt64(0)) { $0 + $1.size }
         var bytesDone: UInt64 = 0
@@ -185,6 +200,16 @@ package struct ContainerPackWriter: PackWriter {
                 if let previous, try Self.holds(previous, exactly: records, options: options, output: output) {
                     throw Unchanged()
                 }
+                // An append that left a chunk of the previous generation unnamed would ship
+                // content this version removed: rewrite instead (every kept chunk is copied).
+                // (An append writes new chunks from the previous end on, so the chunks named below
+                // it are the previous generation's, kept in place.)
+                if let appending, !legacyAppends {
+                    var kept = Set<UInt64>()
+                    for r in records { for c in r.chunks where c.offset < appending.end { kept.insert(c.offset) } }
+                    if kept.count < previousChunks { throw LeavesContentBehind() }
+                }
+                newDigests = Set(records.flatMap { $0.chunks.map(\.digest) })
                 let live = records.reduce(UInt64(0)) { sum, r in
                     r.chunks.reduce(sum) {
                         $0 + UInt64($1.payload & ~ChunkTable.compressedBit) + UInt64(ContainerFormat.tagSize)
@@ -230,14 +255,16 @@ package struct ContainerPackWriter: PackWriter {
                 }
                 // A reused entry that failed its tag check, or an unfinished append before this
                 // one, may have left bytes past the end.
-                do { try fd.truncate(to: end) } catch let e as Errno {
-                    throw e.io("cannot size the pack")
+                try TemporaryFiles.appendWrite(fd) {
+                    do { try fd.truncate(to: end) } catch let e as Errno {
+                        throw e.io("cannot size the pack")
+                    }
                 }
                 return headerBytes
             }
             if let appending {
                 try beforeAppend()
-                try Self.append(to: output, after: appending, fill)
+                try Self.append(to: output, after: appending, wipingPrevious: !legacyAppends, fill)
                 report.appended = true
             } else {
                 // Held from the check to after the rename: no append runs into the pack replaced.
@@ -257,7 +284,7 @@ package struct ContainerPackWriter: PackWriter {
                     })
             }
         }
-        do {
+        func run() throws {
             if let dictionary {
                 try TemporaryFiles.withFile(named: "zstd-dictionary", holding: dictionary) { url in
                     try writeAll(
@@ -267,19 +294,46 @@ package struct ContainerPackWriter: PackWriter {
             } else {
                 try writeAll(dictionaryFile: nil)
             }
+        }
+        var replacedContent = changesKnown && previous?.header.isAppendable == true
+        do {
+            let initial = report
+            do { try run() } catch is LeavesContentBehind {
+                // The append was cut back (the file is the previous pack); rewrite it whole.
+                report = initial
+                appending = nil
+                replacedContent = true
+                chunkDigests = options.signingKey == nil ? nil : []
+                bytesDone = 0
+                try run()
+            }
         } catch is Unchanged {
             report.bytesWritten = 0
             report.earlierBytes = previousEarlier
         }
-        if !report.appended, report.bytesWritten > 0 {
-            report.droppedBytes = previousEarlier
-            report.compacted = previousEarlier > 0 && !options.compact && previous?.header.isAppendable == true
+        if !report.appended, report.bytesWritten > 0, let previous, previous.header.isAppendable {
+            // Everything of the previous file's data that this pack does not name: earlier
+            // versions', and what this re-pack removed or replaced.
+            report.droppedBytes = previousEarlier + Self.liveBytes(previous, notIn: newDigests)
+            report.compacted = !options.compact && (previousEarlier > 0 || replacedContent) && report.droppedBytes > 0
         }
         return report
     }
 
     /// Thrown inside the atomic write when the pack would only differ by its index nonce.
     private struct Unchanged: Error {}
+    /// Thrown inside an append that would leave a chunk of the previous generation unnamed.
+    private struct LeavesContentBehind: Error {}
+
+    /// The bytes of `previous`'s live chunks whose plaintext is in none of `digests` (the new
+    /// pack's chunks): content a re-pack removed or replaced.
+    private static func liveBytes(_ previous: ContainerPackReader, notIn digests: Set<[UInt8]>) -> UInt64 {
+        var bytes: UInt64 = 0
+        for (k, payload) in previous.chunks.payload.enumerated() where !digests.contains(previous.chunks.digest(k)) {
+            bytes += UInt64(payload & ~ChunkTable.compressedBit) + UInt64(ContainerFormat.tagSize)
+        }
+        return bytes
+    }
 
     /// Whether `previous` holds exactly `records` (every chunk kept, in the same order, with the
     /// same nonces and offsets) and would be signed the same way: the same key and release, or
@@ -352,7 +406,8 @@ package struct ContainerPackWriter: PackWriter {
     /// appends, and appends only if the file still holds the generation it read (`previous`), so
     /// the second fails, writing nothing, instead of appending over the first.
     private static func append(
-        to output: String, after previous: ContainerHeader, _ fill: (FileDescriptor) throws -> [UInt8]
+        to output: String, after previous: ContainerHeader, wipingPrevious: Bool,
+        _ fill: (FileDescriptor) throws -> [UInt8]
     ) throws {
         let previousEnd = previous.end, slot = 1 - previous.slot
         let fd: FileDescriptor
@@ -391,6 +446,18 @@ package struct ContainerPackWriter: PackWriter {
         }
         // The new generation is whole on the disk before its slot names it; a failure here leaves
         // one generation or the other, each whole, so nothing is cut.
+        do { try fd.fsync() } catch { throw error.io("cannot sync \(output)") }
+        // Then the previous generation's slot is wiped (zeros: no slot there), so nothing leads a
+        // reader back to it: a damaged new slot is refused, never read as the older version
+        // (docs/SECURITY.md, "Rollback through an older slot"). A crash before this leaves two
+        // valid slots, of which readers take the newer.
+        if wipingPrevious { try wipeSlot(fd, previous.slot, output) }
+    }
+
+    /// Overwrites header slot `slot` of the pack open as `fd` with zeros and syncs.
+    static func wipeSlot(_ fd: FileDescriptor, _ slot: Int, _ output: String) throws {
+        let zeros = [UInt8](repeating: 0, count: ContainerFormat.slotSize)
+        try pwriteAll(fd, zeros, at: UInt64(slot * ContainerFormat.slotStride))
         do { try fd.fsync() } catch { throw error.io("cannot sync \(output)") }
     }
 
@@ -464,5 +531,8 @@ func pwriteAll(_ fd: FileDescriptor, _ bytes: [UInt8], at offset: UInt64) throws
 }
 
 func pwriteAll(_ fd: FileDescriptor, _ buffer: UnsafeRawBufferPointer, at offset: UInt64) throws {
-    do { try fd.pwriteAll(buffer, at: offset) } catch { throw error.io("cannot write the pack") }
+    // Through the interrupt gate: an append cut back by Ctrl-C is not grown again by this write.
+    try TemporaryFiles.appendWrite(fd) {
+        do { try fd.pwriteAll(buffer, at: offset) } catch let e as Errno { throw e.io("cannot write the pack") }
+    }
 }

@@ -47,6 +47,33 @@ package enum TemporaryFiles {
 
     private static let registry = Registry()
 
+    /// Orders every write into a file being appended to (``appendWrite(_:_:)``, shared) before an
+    /// interrupt's cut of it (``removeAll()``, exclusive): a write that started before the cut
+    /// finished before it, and one after it finds its descriptor cut and writes nothing. Without
+    /// it the writer thread's next `pwrite` or `ftruncate` grew the file again after the handler
+    /// had cut it back, while the tool said it "was not changed".
+    nonisolated(unsafe) private static let gate: UnsafeMutablePointer<pthread_rwlock_t> = {
+        let lock = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
+        pthread_rwlock_init(lock, nil)
+        return lock
+    }()
+    /// Descriptors of appends an interrupt cut back: written under the gate's exclusive hold,
+    /// read under its shared one.
+    nonisolated(unsafe) private static var cut: Set<Int32> = []
+
+    /// Runs `body`, a write into the file open as `descriptor` (an append's, or any other: the
+    /// check costs a shared lock), unless an interrupt cut that append back: then it throws
+    /// `.io` and writes nothing. Holds the gate shared for the whole write, so an interrupt's cut
+    /// waits for it.
+    package static func appendWrite<R>(_ descriptor: FileDescriptor, _ body: () throws -> R) throws -> R {
+        pthread_rwlock_rdlock(gate)
+        defer { pthread_rwlock_unlock(gate) }
+        guard !cut.contains(descriptor.rawValue) else {
+            throw AssetPackError(.io, "interrupted: the append was cut back")
+        }
+        return try body()
+    }
+
     /// Starts tracking `path`.
     package static func register(_ path: String) {
         _ = registry.update { $0.insert(path) }
@@ -75,8 +102,16 @@ package enum TemporaryFiles {
         for path in all { try? FileManager.default.removeItem(atPath: path) }
         let appends = registry.updateAppends { appends -> Int in
             defer { appends.removeAll() }
-            for (_, append) in appends where (try? append.descriptor.status().size) != append.size {
-                try? append.descriptor.truncate(to: append.size)
+            // Exclusive: no write into an append is under way while it is cut, and none lands
+            // after. Taken inside the registry's lock, as a commit takes it (shared) inside that
+            // lock too: one order, no deadlock.
+            pthread_rwlock_wrlock(gate)
+            defer { pthread_rwlock_unlock(gate) }
+            for (_, append) in appends {
+                cut.insert(append.descriptor.rawValue)
+                if (try? append.descriptor.status().size) != append.size {
+                    try? append.descriptor.truncate(to: append.size)
+                }
             }
             return appends.count
         }

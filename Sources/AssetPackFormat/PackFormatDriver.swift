@@ -76,12 +76,20 @@ package struct AppendPlan: Sendable, Equatable {
     package var head: Range<UInt64>
     /// Where `head` goes in the installed pack.
     package var headAt: UInt64
+    /// The installed pack's own header, which `head` supersedes: zeroed once `head` is synced,
+    /// so that nothing leads a reader back to the installed version (a damaged `head` is then
+    /// refused, not read as the older version).
+    package var supersedes: Range<UInt64>?
 
-    package init(kept: Range<UInt64>, tail: Range<UInt64>, head: Range<UInt64>, headAt: UInt64) {
+    package init(
+        kept: Range<UInt64>, tail: Range<UInt64>, head: Range<UInt64>, headAt: UInt64,
+        supersedes: Range<UInt64>? = nil
+    ) {
         self.kept = kept
         self.tail = tail
         self.head = head
         self.headAt = headAt
+        self.supersedes = supersedes
     }
 
     /// The pack the plan makes of `installed` and `remote`, read before anything is written:

@@ -141,7 +141,7 @@ extension PrivateInstaller {
             return result
         }
         if release == nil, let recorded, let installed, installed.size == recorded.size, trustedBefore,
-            recorded.sourceFingerprint == fingerprint
+            recorded.sourceFingerprint == fingerprint, recorded.holdsInstalled(destination.path)
         {
             // A server frozen on this pack: once its signature expired, "current" is no answer.
             try checkInstalledNotExpired(destination.path)
@@ -173,7 +173,7 @@ extension PrivateInstaller {
             try InstallRecord(
                 sha256: digest, size: version.size, sourceSize: version.size, sourceModified: 0,
                 sourceFingerprint: fingerprint, publisher: publisher?.text
-            ).save(manifestURL)
+            ).installed(at: destination.path).save(manifestURL)
             var result = summary(
                 Installation(path: destination, copied: true, sha256: digest, publisher: publisher), download)
             result.written = written
@@ -281,6 +281,15 @@ extension PrivateInstaller {
         }
         try copy(plan.headAt..<plan.headAt + UInt64(plan.head.count))
         try sync()
+        // The installed version's header goes: a crash before this leaves both, of which readers
+        // take the newer; after it, nothing leads back to the older version.
+        if let old = plan.supersedes {
+            let zeros = [UInt8](repeating: 0, count: old.count)
+            do { try zeros.withUnsafeBytes { try fd.pwriteAll($0, at: old.lowerBound) } } catch let e as Errno {
+                throw e.io("cannot write \(path)")
+            }
+            try sync()
+        }
         return UInt64(plan.tail.count + plan.head.count)
     }
 }

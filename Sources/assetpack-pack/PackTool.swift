@@ -232,6 +232,8 @@ struct Request {
             "packed \(count) \(count == 1 ? "entry" : "entries") (\(inputBytes) bytes) into \(output) "
             + "(\(summary.packSize) bytes, \(format.rawValue)) in \(String(format: "%.2f", summary.seconds)) s: "
             + "\(summary.reused) reused, \(summary.packed) packed"
+            + (summary.removed.map { $0 > 0 ? ", \($0) removed" : "" } ?? "")
+            + (summary.droppedBytes > 0 ? ", \(summary.droppedBytes) bytes of removed or replaced content dropped" : "")
         if let key = options.signingKey {
             line += ", signed by key \(key.publicKey.fingerprint) as \(try options.release(for: output).summary)"
         }

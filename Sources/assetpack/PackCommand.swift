@@ -288,12 +288,12 @@ private func chunkNote(_ summary: AssetPacks.PackSummary) -> String {
     guard summary.chunks > 0 else { return "" }
     let history =
         summary.droppedBytes > 0
-        ? ", rewritten whole: \(summary.droppedBytes) bytes of earlier versions dropped"
-            + (summary.compacted ? " (they were half the file)" : "")
+        ? ", rewritten whole: \(summary.droppedBytes) bytes of removed or replaced content dropped"
+            + (summary.compacted ? " (a re-pack leaves nothing it removed in the pack)" : "")
         : summary.earlierBytes > 0
             ? (summary.appended ? ", appended" : "")
-                + ": the file keeps \(summary.earlierBytes) bytes of earlier versions, readable with the password (--compact drops them)"
-            : ""
+                + ": the file keeps \(summary.earlierBytes) bytes of earlier indexes (no content this version lacks; --compact drops them)"
+            : (summary.appended ? ", appended" : "")
     return
         "; \(summary.reusedChunks) of \(plural(summary.chunks, "chunk", "chunks")) reused, \(summary.bytesWritten) bytes written"
         + history

@@ -13,6 +13,8 @@ import Testing
         let scratch = Scratch()
         var root: URL { scratch.url.appendingPathComponent("src") }
         var output: String { scratch.url.appendingPathComponent("out.apack").path }
+        /// Packs as the 0.2 writer appended (``ContainerPackWriter/legacyAppends``).
+        var legacyAppends = false
 
         init(_ files: [String: [UInt8]]) throws {
             for (path, bytes) in files { try set(path, bytes) }
@@ -44,7 +46,9 @@ import Testing
             options.level = level
             options.signingKey = signingKey
             let files = try SourceTree.scan(root: root, includeHidden: false)
-            return try ContainerPackWriter().write(files + extra, to: output, options: options)
+            var writer = ContainerPackWriter()
+            writer.legacyAppends = legacyAppends
+            return try writer.write(files + extra, to: output, options: options)
         }
 
         /// Every entry read back equals the file on disk, and nothing else is in the pack.

@@ -238,6 +238,7 @@ import Testing
             return SourceFile(path: e.path, url: url, size: UInt64(e.hex.count / 2))
         }
         var writer = ContainerPackWriter()
+        writer.legacyAppends = true  // the version-6 vector's second generation was appended so
         writer.fixedSalt = unhex(v.salt)
         writer.random = random
         var options = PackOptions()

@@ -144,10 +144,11 @@ extension CLI {
     /// file appears in `folder` (or, given `growing`, until that file grew: a container re-pack
     /// appending in place; and, with `terminal`, until the progress bar was drawn), sends
     /// `signal`, and reports what the process and folder show. With `terminal`, stderr is a
-    /// pseudo-terminal, so the command draws its progress bar there.
+    /// pseudo-terminal, so the command draws its progress bar there. `delay` (µs) waits that
+    /// much longer before the signal, to hit a later point of the write.
     public static func interruptWhileWriting(
         _ arguments: [String], password: String, in folder: URL, signal: Int32, terminal: Bool = false,
-        growing: URL? = nil
+        growing: URL? = nil, after delay: useconds_t = 0
     ) throws -> Interrupted {
         let initialSize = growing.flatMap { try? FileManager.default.attributesOfItem(atPath: $0.path)[.size] as? Int }
         let process = Process()
@@ -199,6 +200,7 @@ extension CLI {
             if sawTemporary && (!terminal || output.text.contains("\r[")) { break }
             usleep(2000)
         }
+        if delay > 0 { usleep(delay) }
         kill(process.processIdentifier, signal)
         process.waitUntilExit()
         output.waitUntilFinished()

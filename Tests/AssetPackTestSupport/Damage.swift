@@ -34,12 +34,22 @@ public func flipOffsets(_ pack: [UInt8]) -> [Int] {
 }
 
 /// A version-6 or -7 container's bytes that no reader reads while its second slot is empty: from
-/// the end of slot 0 to the data (docs/FORMAT.md, "Version 6"); `nil` for anything else.
-public func appendablePadding(_ pack: [UInt8]) -> Range<Int>? {
+/// the end of slot 0 to the data, but for the empty second slot itself, which a reader checks is
+/// all zeros (a damaged slot there may be a newer generation's: docs/FORMAT.md, "Version 6");
+/// `nil` for anything else.
+public func appendablePadding(_ pack: [UInt8]) -> UnreadBytes? {
     guard pack.count > 8192, pack.starts(with: Array("APACK\0\r\n".utf8)), [6, 7].contains(pack[8]),
         !pack[4096..<4104].elementsEqual(Array("APACK\0\r\n".utf8))
     else { return nil }
-    return 128..<8192
+    return UnreadBytes(ranges: [128..<4096, 4224..<8192])
+}
+
+/// Offsets of a pack that no reader reads.
+public struct UnreadBytes: Sendable {
+    public let ranges: [Range<Int>]
+    public func contains(_ offset: Int) -> Bool { ranges.contains { $0.contains(offset) } }
+    /// The first of them.
+    public var lowerBound: Int { ranges.first?.lowerBound ?? 0 }
 }
 
 /// Byte-level surgery on zip files, for building damaged and hostile archives in tests.
