@@ -205,6 +205,7 @@ public enum AssetPacks {
     public static func pack(source: URL, to output: URL, options: PackOptions) throws -> PackSummary {
         let watch = Stopwatch()
         try AtomicFile.checkTarget(output.path)  // before the scan, for both writers
+        try checkNotALink(output.path)
         let (files, skipped) = try SourceTree.scanReporting(
             root: source, includeHidden: options.includeHidden, excluding: output)
         return try pack(files, skipped: skipped, to: output, options: options, watch: watch)
@@ -215,6 +216,9 @@ public enum AssetPacks {
         _ files: [SourceFile], skipped: [SkippedFile], to output: URL, options: PackOptions, watch: Stopwatch
     ) throws -> PackSummary {
         var options = options
+        try checkNotALink(output.path)
+        // What a writer killed here before (SIGKILL: no chance to clean up) left beside the output.
+        AtomicFile.removeStaleTemporaries(in: AtomicFile.folder(of: output.path))
         if let key = options.signingKey {
             let release = try options.release(for: output.path)  // a bad name, before any work
             // Read only when it matters: to reuse the previous pack, or to compare its version.
@@ -245,6 +249,18 @@ public enum AssetPacks {
 }
 
 extension AssetPacks {
+    /// Refuses an output that is a symbolic link: the pack is renamed into place, which would
+    /// replace the link with a file and leave its target as it was, silently.
+    /// - Throws: `.invalidArgument` naming the link and its target.
+    static func checkNotALink(_ path: String) throws {
+        guard (try? FileSystem.lstat(path))?.kind == .symbolicLink else { return }
+        let target = (try? FileSystem.readlink(path)) ?? "?"
+        throw AssetPackError(
+            .invalidArgument,
+            "\(path) is a symbolic link (to \(target)): writing the pack would replace the link with a file and leave \(target) as it was; give the target's path, or remove the link"
+        )
+    }
+
     /// Writes `files` with the format's writer, and `options.deletions` as the pack's deletion
     /// record (a reserved entry written from a temporary file, removed afterwards).
     /// - Throws: `.invalidArgument` for a file below `.assetpack/`, or a path both packed and deleted.

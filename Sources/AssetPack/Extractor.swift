@@ -10,13 +10,16 @@ import Foundation
 /// `PATH_MAX`, two entries that would land on one file, and the sum of the declared sizes
 /// against `ReadLimits.maxExtractBytes`, an entry that another entry needs as its folder, and
 /// what the disk already holds on the way: no folder may be a symbolic link or a file, and no
-/// destination a directory, FIFO or device. Directories an extraction created are removed again
+/// destination a directory, FIFO or device, nor (unless ``overwrites``) an existing file. Directories an extraction created are removed again
 /// if it fails and they are still empty.
 public struct Extractor: Sendable {
     /// The directory entries are written below.
     public let directory: URL
     /// The limits; `ReadLimits.maxExtractBytes` caps one extraction.
     public let limits: ReadLimits
+    /// Replace files that already exist where entries go. Off by default: an existing file is
+    /// refused before anything is written (as `tar -k` and `unzip -n` keep what is there).
+    public var overwrites = false
 
     /// Longest path the kernel accepts (`PATH_MAX`, including the terminating NUL).
     static let pathMax = 4096
@@ -149,7 +152,15 @@ public struct Extractor: Sendable {
                 }
                 if !exists { break }
             }
-            if exists { try AtomicFile.checkTarget(dir + "/" + item.parts.last!) }
+            guard exists else { continue }
+            let destination = dir + "/" + item.parts.last!
+            try AtomicFile.checkTarget(destination)
+            if !overwrites, (try? FileSystem.lstat(destination)) != nil {
+                throw AssetPackError(
+                    .invalidArgument,
+                    "\(destination) exists: extract does not replace files (--force, or Extractor.overwrites, does); nothing was extracted",
+                    path: item.entry.path)
+            }
         }
     }
 

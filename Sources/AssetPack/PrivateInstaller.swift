@@ -125,11 +125,22 @@ public struct PrivateInstaller: Sendable {
         guard !name.isEmpty, !name.hasPrefix("."), !name.contains("/") else {
             throw AssetPackError(.invalidArgument, "installed name '\(name)' must be a plain file name")
         }
-        try makePrivateDirectory()
-        let lock = try FileLock(directory.appendingPathComponent(".assetpack.lock").path)
+        let created = try makePrivateDirectory()
+        let lockPath = directory.appendingPathComponent(".assetpack.lock").path
+        let lock = try FileLock(lockPath)
         defer { lock.unlock() }
         removeStaleTemporaries()
-        return try body(name)
+        do { return try body(name) } catch {
+            // A first install that failed leaves no folder behind: the lock file was its only
+            // content (a download kept to resume is content, and keeps it).
+            if created, let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path),
+                names == [".assetpack.lock"]
+            {
+                try? FileSystem.unlink(lockPath)
+                try? FileSystem.rmdir(directory.path)
+            }
+            throw error
+        }
     }
 
     /// Installs `pack` as `name`, the lock held, for a release: it must be the pack `expected`
@@ -186,8 +197,11 @@ public struct PrivateInstaller: Sendable {
 
     // MARK: - Steps
 
-    private func makePrivateDirectory() throws {
+    /// Creates the directory (0700) or tightens it. - Returns: whether it was created.
+    @discardableResult
+    private func makePrivateDirectory() throws -> Bool {
         let path = directory.path
+        let existed = (try? FileSystem.lstat(path)) != nil
         do {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         } catch {
@@ -197,6 +211,7 @@ public struct PrivateInstaller: Sendable {
             throw AssetPackError(.io, "\(path) is not a directory")
         }
         do { try FileSystem.chmod(path, 0o700) } catch { throw error.io("cannot make \(path) private") }
+        return !existed
     }
 
     /// Any temporary left in the directory while we hold the lock is from a crashed install.
@@ -237,6 +252,16 @@ public struct PrivateInstaller: Sendable {
                 }
                 if !trustedKeys.isEmpty {
                     let verified = try AssetPacks.verifiedBlock(at: temporary, trustedKeys: trustedKeys)
+                    // Bytes after the signed end are never read, and must not be installed either.
+                    let size = try Self.regularFile(temporary).size
+                    if let signed = verified.release.size, signed != size {
+                        throw AssetPackError(
+                            .integrityFailure,
+                            "\(source) is \(size) bytes; its signature says \(signed)"
+                                + (signed < size
+                                    ? " (\(size - signed) bytes after the signed end: an interrupted re-pack of a container leaves them, and the next re-pack cuts them; otherwise the file is damaged)"
+                                    : ""))
+                    }
                     try checkRelease(verified, replacing: destination)
                     // Recorded before the rename: a failure after it refuses older versions all the same.
                     try recordRelease(verified, as: destination)

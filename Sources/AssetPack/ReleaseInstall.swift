@@ -113,6 +113,9 @@ extension PrivateInstaller {
             // What a crashed install of another release stored: nobody names it now.
             let crashed = try? ReleaseManifest.parse(Self.readManifest(pending), trustedKeys: [])
             for pack in crashed?.packs ?? [] where !kept.contains(pack.storedName) { removeStored(pack.storedName) }
+            // And what a kill between an earlier switch and the removal of the packs it replaced
+            // left: stored packs of releases no manifest names any more.
+            removeOrphanedPacks(keeping: kept.union(crashed?.packs.map(\.storedName) ?? []))
             try Self.writeManifest(document, to: pending)
 
             var inner = self
@@ -180,6 +183,19 @@ extension PrivateInstaller {
         }
         try checkInstalledNotExpired(path)
         return true
+    }
+
+    /// Removes the stored release packs in the directory that `kept` does not name. A stored
+    /// pack is one whose name carries the first 16 hex digits of the SHA-256 its install record
+    /// holds (``ReleaseManifest/Pack/storedName``): a pack installed by itself under a name of
+    /// its own is never taken for one.
+    private func removeOrphanedPacks(keeping kept: Set<String>) {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        for name in names where !name.hasPrefix(".") && !kept.contains(name) {
+            let record = InstallRecord.load(directory.appendingPathComponent(".\(name).install"))
+            guard let record, record.sha256.count == 64, name.contains("-" + record.sha256.prefix(16)) else { continue }
+            removeStored(name)
+        }
     }
 
     /// Removes a stored pack, its install record and any download of it left behind.

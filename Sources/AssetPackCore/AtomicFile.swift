@@ -11,8 +11,33 @@ package enum AtomicFile {
     /// How every temporary file starts, so that an installer can sweep ones a crash left behind.
     package static let temporaryPrefix = ".assetpack-tmp-"
 
-    /// Bytes a temporary name adds to its directory's path: `/`, the prefix and a UUID.
-    package static let temporaryNameBytes = 1 + temporaryPrefix.utf8.count + 36
+    /// Bytes a temporary name adds to its directory's path: `/`, the prefix, the writer's process
+    /// id and `-` (at most 11 bytes), and a UUID.
+    package static let temporaryNameBytes = 1 + temporaryPrefix.utf8.count + 11 + 36
+
+    /// A new temporary name in `folder`: the prefix, this process's id (so a later writer can
+    /// tell a temporary whose writer died from one being written), and a random UUID.
+    package static func temporaryName(in folder: String) -> String {
+        folder + "/" + temporaryPrefix + "\(getpid())-" + UUID().uuidString
+    }
+
+    /// Removes the temporaries in `folder` whose writing process is gone (killed during a write:
+    /// SIGKILL leaves no chance to clean up), files or folders. A temporary of a live process, or
+    /// one named before process ids were part of the name, is left alone: it may be in use.
+    /// - Returns: How many were removed.
+    @discardableResult
+    package static func removeStaleTemporaries(in folder: String) -> Int {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        var removed = 0
+        for name in names where name.hasPrefix(temporaryPrefix) {
+            let rest = name.dropFirst(temporaryPrefix.count)
+            guard let dash = rest.firstIndex(of: "-"), let pid = pid_t(rest[..<dash]), pid > 0 else { continue }
+            // ESRCH: no such process (EPERM means it exists under another user).
+            guard kill(pid, 0) == -1, errno == ESRCH else { continue }
+            if (try? FileManager.default.removeItem(atPath: folder + "/" + name)) != nil { removed += 1 }
+        }
+        return removed
+    }
 
     /// The folder of `path` as the caller spelled it (NSString would also tidy "//" and "/.").
     package static func folder(of path: String) -> String {
@@ -120,7 +145,7 @@ package enum AtomicFile {
         -> (FileDescriptor, String)
     {
         while true {
-            let temporary = folder + "/" + temporaryPrefix + UUID().uuidString
+            let temporary = temporaryName(in: folder)
             TemporaryFiles.register(temporary)  // before it exists: an interrupt removes it
             do {
                 let fd = try FileDescriptor.open(

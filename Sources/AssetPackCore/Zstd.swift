@@ -119,7 +119,11 @@ extension Zstd {
             self.init()
             let loaded = dictionary.withUnsafeBytes { ZSTD_DCtx_loadDictionary(context, $0.baseAddress, $0.count) }
             if ZSTD_isError(loaded) != 0 {
-                throw Zstd.corrupt("the zstd dictionary is corrupt (\(Zstd.errorName(loaded)))")
+                // zstd builds its dictionary object here and reports a malformed one (a header or
+                // entropy table that does not parse) as "Allocation error: not enough memory";
+                // the dictionary is at most 1 MiB, so that is what it means.
+                throw Zstd.corrupt(
+                    "the zstd dictionary is corrupt: its header or entropy tables do not parse (re-pack with --fresh)")
             }
         }
 

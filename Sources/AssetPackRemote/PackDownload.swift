@@ -45,7 +45,13 @@ struct PackDownload {
         } catch let error as AssetPackError {
             throw error.untrustedIfUnreadable(trusting: trustedKeys)
         }
-        sidecar = try client.sidecar(suffix: ".sha256")
+        do { sidecar = try client.sidecar(suffix: ".sha256") } catch let error as AssetPackError
+            where signatureBlock != nil && error.code == .remote
+        {
+            // A signed pack is checked by its signature: a sidecar the server fails to serve
+            // (401, 410, 500) does not stop the install.
+            sidecar = nil
+        }
         if let block = signatureBlock {
             // Not a trust decision: a pack whose signed size is not the server's would fail its
             // own signature once downloaded.

@@ -15,7 +15,7 @@ enum LibzipZipCryptoWriter {
     {
         try AtomicFile.checkTarget(output)
         let folder = AtomicFile.folder(of: output)
-        let directory = folder + "/" + AtomicFile.temporaryPrefix + UUID().uuidString
+        let directory = AtomicFile.temporaryName(in: folder)
         let temporary = directory + "/pack.zip"
         TemporaryFiles.register(directory)  // before it exists: an interrupt removes it
         defer {

@@ -9,14 +9,16 @@ extension AssetPackCommand {
             discussion: """
                 Each entry is written to a temporary file and renamed after it verified; nothing is written outside \
                 --into, which is created with its parents if missing. Names, and what is already on disk where the \
-                files go (a folder that is a symbolic link, a directory or FIFO in a file's place), are checked \
-                before anything is written, and the declared sizes may add up to 64 GiB at most \
+                files go (a folder that is a symbolic link, a directory or FIFO in a file's place, a file already \
+                there unless --force), are checked before anything is written, and the declared sizes may add up to 64 GiB at most \
                 (ReadLimits.maxExtractBytes). Each file written is printed on stdout; the summary goes to stderr.
                 """)
 
         @Argument(help: PackSetOptions.packHelp) var pack: String
         @Argument(help: "Entries to extract (default: all).") var entries: [String] = []
         @Option(help: "The directory to extract into.") var into: String
+        @Flag(help: "Replace files that already exist where entries go (refused by default, before anything is written).")
+        var force = false
         @OptionGroup var set: PackSetOptions
         @OptionGroup var quiet: QuietOption
         @OptionGroup var credentials: CredentialOptions
@@ -27,7 +29,9 @@ extension AssetPackCommand {
             try reporting {
                 let reader = try credentials.open(pack, set: set, forData: true, trust: trust, network: network).reader
                 var count = 0
-                try Extractor(directory: URL(fileURLWithPath: into)).extract(from: reader, paths: entries) { url, _ in
+                var extractor = Extractor(directory: URL(fileURLWithPath: into))
+                extractor.overwrites = force
+                try extractor.extract(from: reader, paths: entries) { url, _ in
                     count += 1
                     print(url.path)
                 }

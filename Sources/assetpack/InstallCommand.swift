@@ -25,7 +25,7 @@ extension AssetPackCommand {
         var allowRollback = false
         @Flag(
             help:
-                "Install a release manifest of another name than the release installed in the directory, replacing that release line (refused by default, exit 5: a directory holds one release line). The new name's own version record still applies."
+                "A release manifest (NAME.json) only: install a release of another name than the release installed in the directory, replacing that release line (refused by default, exit 5: a directory holds one release line). The new name's own version record still applies."
         )
         var replaceRelease = false
         @OptionGroup var quiet: QuietOption
@@ -36,9 +36,6 @@ extension AssetPackCommand {
         func validate() throws {
             if (into == nil) == (appId == nil) {
                 throw ValidationError("give exactly one of --into DIR or --app-id ID")
-            }
-            if replaceRelease && !Self.isRelease(pack) {
-                throw ValidationError("--replace-release applies to a release manifest (NAME.json)")
             }
             if Self.isRelease(pack) && name != nil {
                 throw ValidationError("--name names one pack: a release's packs are named by its manifest")

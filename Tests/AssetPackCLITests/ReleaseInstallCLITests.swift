@@ -169,6 +169,36 @@ import Testing
         #expect(try current()?.manifest.name == "game-demo")
     }
 
+    /// A kill right after a release switch, before the previous release's packs were removed,
+    /// left them for good (only what `.pending` names was cleaned up): the next release install
+    /// removes stored packs no manifest names, and leaves a pack installed by itself.
+    @Test func packsAKilledSwitchLeftAreRemovedByTheNextInstall() throws {
+        try pack("base", version: 1, seed: 1, under: "1")
+        let v1 = try release(1, ["base"], under: "1")
+        try pack("base", version: 2, seed: 4, under: "2")
+        let v2 = try release(2, ["base"], under: "2")
+        let first = try run(["install", v1, "--into", home] + trust)
+        #expect(first.status == 0, "\(first.stderr)")
+        let old = first.text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let oldName = URL(fileURLWithPath: old).lastPathComponent
+        let record = home + "/.\(oldName).install"
+        let (bytes, recorded) = (try Data(contentsOf: URL(fileURLWithPath: old)), try Data(contentsOf: URL(fileURLWithPath: record)))
+        #expect(try run(["install", v2, "--into", home] + trust).status == 0)
+        #expect(!FileManager.default.fileExists(atPath: old))
+        // As a kill at the first unlink would have left it: the old pack and its record.
+        try bytes.write(to: URL(fileURLWithPath: old))
+        try recorded.write(to: URL(fileURLWithPath: record))
+        // And a pack installed by itself, beside the release.
+        let single = try run(["install", v1.replacingOccurrences(of: "game.json", with: "base.pack"), "--into", home, "--name", "mine.pack"] + trust)
+        #expect(single.status == 0, "\(single.stderr)")
+        let again = try run(["install", v2, "--into", home] + trust)
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: old), "the orphaned pack of release 1 stays")
+        #expect(!FileManager.default.fileExists(atPath: record))
+        #expect(FileManager.default.fileExists(atPath: home + "/mine.pack"))
+        #expect(try current()?.manifest.version == 2)
+    }
+
     @Test func aPackThatIsNotTheOneNamedIsRefusedAndNothingIsInstalled() throws {
         try pack("base", version: 1, seed: 1)
         try pack("patch", version: 1, seed: 2)

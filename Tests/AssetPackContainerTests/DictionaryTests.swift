@@ -98,7 +98,7 @@ import Testing
         var broken: [UInt8] = [0x37, 0xA4, 0x30, 0xEC]  // ZDICT's magic, little-endian
         broken += [0, 0, 0, 1] + noise(5000, seed: 9)
         let corrupt = scratch.write(broken, name: "corrupt")
-        for (path, message) in [(compressed, "compressed or over 1 MiB"), (corrupt, "dictionary is corrupt")] {
+        for (path, message) in [(compressed, "compressed or over 1 MiB"), (corrupt, "dictionary is corrupt: its header or entropy tables do not parse")] {
             let tree = try Self.game(3)
             let file = SourceFile(
                 path: PackDictionary.entryName, url: URL(fileURLWithPath: path), size: UInt64(bytes(of: path).count))
@@ -107,6 +107,12 @@ import Testing
             do { _ = try tree.reader() } catch let e as AssetPackError {
                 #expect(e.code == .integrityFailure && e.message.contains(message), "\(e)")
             }
+            // Through the binary: damage (exit 4), said as such; zstd's own name for this
+            // failure ("Allocation error: not enough memory") is not what the user reads.
+            let key = scratch.write(Array(0..<32), name: "key")
+            let list = try CLI.run(["list", tree.output, "--key-file", key])
+            #expect(list.status == 4, "\(list.stderr)")
+            #expect(list.stderr.contains(message) && !list.stderr.contains("Allocation"), "\(list.stderr)")
         }
     }
 

@@ -108,14 +108,14 @@ import Testing
     /// device whose disk holds the installed pack and little more still takes the update.
     @Test(.enabled(if: SmallFileSystem.isAvailable, "needs root to mount a small tmpfs"))
     func anUpdateInPlaceNeedsRoomOnlyForWhatItAppends() throws {
-        var big = testBytes(2_500_000, seed: 21)
+        let big = testBytes(2_500_000, seed: 21)
         let out = try pack(["big.bin": big], to: "p")
         let server = try FaultyHTTPServer(root: dir.appending("www"))
         let disk = try SmallFileSystem(megabytes: 4)
         let installer = PrivateInstaller(directory: disk.url.appendingPathComponent("private"))
         try installer.installRemote(server.url("p"), credential: .password("pw"), options: Self.options)
-        big[1_000_000] ^= 0xFF
-        try pack(["big.bin": big], to: "p")  // appended to the served pack
+        // A file added: appended to the served pack (an edit would rewrite it).
+        try pack(["big.bin": big, "added.bin": testBytes(100_000, seed: 24)], to: "p")
         try FileManager.default.setAttributes(
             [.modificationDate: Date().addingTimeInterval(60)], ofItemAtPath: out.path)
         // 1.5 MB free: not enough for a second copy of the 2.5 MB pack.
@@ -135,7 +135,7 @@ import Testing
     /// An installed pack with another hard link is not updated in place (that would change the
     /// other name's bytes too): it is downloaded into a new file and renamed, as before version 6.
     @Test func aHardLinkedInstalledPackIsReplacedNotUpdatedInPlace() throws {
-        var big = testBytes(600_000, seed: 23)
+        let big = testBytes(600_000, seed: 23)
         let out = try pack(["big.bin": big], to: "p")
         let server = try FaultyHTTPServer(root: dir.appending("www"))
         let into = dir.appending("into")
@@ -145,8 +145,7 @@ import Testing
         let before = try Data(contentsOf: installed)
         let link = dir.appending("backup-of-p")
         try FileManager.default.linkItem(at: installed, to: link)
-        big[300_000] ^= 0xFF
-        try pack(["big.bin": big], to: "p")  // appended to the served pack
+        try pack(["big.bin": big, "added.bin": testBytes(100_000, seed: 25)], to: "p")  // appended to the served pack
         try FileManager.default.setAttributes(
             [.modificationDate: Date().addingTimeInterval(60)], ofItemAtPath: out.path)
         let update = try installer.installRemote(server.url("p"), credential: .password("pw"), options: Self.options)

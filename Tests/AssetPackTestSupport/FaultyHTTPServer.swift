@@ -58,6 +58,9 @@ public final class FaultyHTTPServer: @unchecked Sendable {
         /// `If-Range` never matches, whatever it holds: a ranged request with `If-Range` gets `200`
         /// and the whole file (a server, or a cache in front of one, that trusts no validator).
         case refuseIfRange
+        /// Every request for a path ending in `suffix` (`.sha256`): an error `status` (401, 410,
+        /// 500), whatever is on disk.
+        case statusFor(suffix: String, status: Int)
     }
 
     /// The directory served at `/`.
@@ -183,6 +186,8 @@ public final class FaultyHTTPServer: @unchecked Sendable {
         var size: UInt64 = 0
         var rate = 0
         var cap = 0
+        var suffix = ""
+        var status = 0
     }
 
     private static func writeControl(_ fault: Fault, generation: Int, to file: URL) throws {
@@ -201,6 +206,7 @@ public final class FaultyHTTPServer: @unchecked Sendable {
         case .capRanges(let bytes): control = Control(mode: "cap", cap: bytes)
         case .capRangesSlowly(let bytes, let seconds): control = Control(mode: "capSlow", rate: seconds, cap: bytes)
         case .weakValidators(let requests): control = Control(mode: "weak", requests: requests)
+        case .statusFor(let suffix, let status): control = Control(mode: "statusFor", suffix: suffix, status: status)
         case .refuseIfRange: control = Control(mode: "refuseIfRange")
         }
         control.generation = generation

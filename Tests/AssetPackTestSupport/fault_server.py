@@ -30,6 +30,7 @@ every request; a changed text restarts the request counts, and a missing file me
     {"mode": "capSlow", "cap": N, "rate": S}      as cap, each 206 sent after S seconds (a drip of whole answers)
     {"mode": "weak", "requests": R}               requests 1..R: weak ETag, If-Range never matches
     {"mode": "refuseIfRange"}                     If-Range never matches
+    {"mode": "statusFor", "suffix": S, "status": N}  paths ending in S: status N, an error body
 """
 
 import email.utils, http.server, json, os, re, signal, sys, threading, time, urllib.parse
@@ -117,6 +118,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if mode == "drop" and nth <= fault["times"]:
             self.close_connection = True
             log(self.command, self.path, 0, 0, 0, rng)
+            return
+        if mode == "statusFor" and urllib.parse.urlsplit(self.path).path.endswith(fault["suffix"]):
+            body = b"injected fault\n"
+            self.respond(fault["status"], [("Content-Type", "text/plain")], body, with_body, rng)
             return
         if mode == "status503" and nth <= fault["times"]:
             body = b"503 Service Unavailable (injected fault)\n"
