@@ -170,14 +170,15 @@ public enum AssetPacks {
         /// Container: the size of the zstd dictionary the pack's small files are compressed with
         /// (0 when it has none; docs/FORMAT.md, "The pack's dictionary").
         public var dictionaryBytes = 0
-        /// Container: whether the pack was appended to the one at the output (its unchanged chunks
-        /// kept where they were), and how many bytes of earlier versions the file still holds
-        /// (docs/INCREMENTAL.md, "Appending"; ``PackOptions/compact`` drops them).
+        /// Container: whether the pack was appended to the one at the output (a re-pack that
+        /// only adds: its chunks kept where they were), and how many bytes of earlier indexes the
+        /// file still holds (docs/INCREMENTAL.md; ``PackOptions/compact`` drops them).
         public var appended = false
         public var earlierBytes: UInt64 = 0
-        /// Container: bytes of earlier versions the pack at the output held that this write
-        /// dropped by rewriting it whole (``PackOptions/compact``, or `compacted`: a re-pack
-        /// rewrites by itself once they are half of the file).
+        /// Container: bytes of the pack at the output that this write dropped by rewriting it
+        /// whole: content this version removed or replaced, and earlier indexes
+        /// (``PackOptions/compact``, or `compacted`: the writer rewrote by itself, because
+        /// content was removed or replaced, or earlier indexes were half of the file).
         public var droppedBytes: UInt64 = 0
         public var compacted = false
         /// Entries of the pack that was at the output that this pack no longer has, when the writer

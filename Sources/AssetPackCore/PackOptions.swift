@@ -59,9 +59,10 @@ public struct PackOptions: Sendable {
     /// encrypt (`.invalidArgument`). `fresh` replaces either.
     public var fresh = false
     /// Container: rewrite the pack at `output` whole (keeping its keys, so that installed copies
-    /// still reuse its chunks) instead of appending what changed to it, which leaves the earlier
-    /// versions' chunks in the file (docs/INCREMENTAL.md, "Appending"). A re-pack also rewrites
-    /// on its own once more than half of the file is earlier versions'.
+    /// still reuse its chunks) even when the re-pack only adds, which otherwise appends the new
+    /// chunks in place and leaves the earlier index in the file (docs/INCREMENTAL.md). A re-pack
+    /// that removes or replaces content always rewrites, so nothing it removed stays readable,
+    /// and one also rewrites on its own once more than half of the file is earlier indexes.
     public var compact = false
     /// Zip-only settings.
     public var zip = ZipPackOptions()

@@ -17,7 +17,8 @@ extension AssetPackCommand {
         @Argument(help: PackSetOptions.packHelp) var pack: String
         @Argument(help: "Entries to extract (default: all).") var entries: [String] = []
         @Option(help: "The directory to extract into.") var into: String
-        @Flag(help: "Replace files that already exist where entries go (refused by default, before anything is written).")
+        @Flag(
+            help: "Replace files that already exist where entries go (refused by default, before anything is written).")
         var force = false
         @OptionGroup var set: PackSetOptions
         @OptionGroup var quiet: QuietOption

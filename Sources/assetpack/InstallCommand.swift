@@ -8,7 +8,7 @@ extension AssetPackCommand {
         static let configuration = CommandConfiguration(
             abstract: "Install a pack into a private directory (0700; pack 0600), atomically and idempotently.",
             discussion:
-                "Prints the installed path on stdout, and on stderr what was installed (NAME and its size), unless it was already installed and current, or --quiet. A release manifest (NAME.json, from assetpack release; a path or a URL) installs every pack it names, each checked against the manifest's size and SHA-256 (exit 5 otherwise), packs already installed costing nothing, then switches to the new release at once: an interrupted install leaves the previous release whole. It prints the installed packs' paths, in the release's order. Without --into, installs into the app's default directory for --app-id. A URL (http:// or https://) is downloaded by range requests: resumable after an interruption, and, when an older version is installed under the same name, only the entries that changed are downloaded (signed packs; unsigned containers given their password or key; a container always needs it for this). From a server that ignores Range, the whole file is downloaded in one request, without resume. The password options are used only for that. See docs/REMOTE.md."
+                "Prints the installed path on stdout, and on stderr what was installed (NAME and its size), unless it was already installed and current, or --quiet. A release manifest (NAME.json, from assetpack release; a path or a URL) installs every pack it names, each checked against the manifest's size and SHA-256 (exit 5 otherwise), packs already installed costing nothing, then switches to the new release at once: an interrupted install leaves the previous release whole. It prints the installed packs' paths, in the release's order. Without --into, installs into the app's default directory for --app-id. A URL (http:// or https://) is downloaded by range requests: resumable after an interruption, and, when an older version is installed under the same name, only the entries that changed are downloaded (signed packs; unsigned containers given their password or key; a container always needs it for this). From a server that ignores Range, the whole file is downloaded in one request, without resume. The password options are used only for that. A pack from a file is copied and compared with its source byte for byte; its content is checked only when it is signed (against its own key, or the --trust keys): an unsigned pack is not read back. See docs/REMOTE.md."
         )
 
         @Argument(
@@ -84,7 +84,8 @@ extension AssetPackCommand {
         func installer(_ keys: [PublisherKey]) throws -> PrivateInstaller {
             var installer =
                 if let into {
-                    PrivateInstaller(directory: URL(fileURLWithPath: into), trustedKeys: keys, allowRollback: allowRollback)
+                    PrivateInstaller(
+                        directory: URL(fileURLWithPath: into), trustedKeys: keys, allowRollback: allowRollback)
                 } else {
                     try PrivateInstaller(appID: appId!, trustedKeys: keys, allowRollback: allowRollback)
                 }

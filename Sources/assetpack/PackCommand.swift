@@ -52,7 +52,7 @@ extension AssetPackCommand {
         var fresh = false
         @Flag(
             help:
-                "container: rewrite the pack at --output whole, keeping its keys, instead of appending what changed to it. An appending re-pack writes only the changed chunks, but earlier versions' chunks stay in the file (readable with the password) until a re-pack rewrites it: by itself once they are over half of it, or now with --compact."
+                "container: rewrite the pack at --output whole, keeping its keys, even when the re-pack only adds (which appends the new chunks in place, leaving the earlier index in the file). A re-pack that removes or replaces content always rewrites the pack, so nothing it removed stays readable."
         )
         var compact = false
         @Option(

@@ -182,14 +182,20 @@ import Testing
         let old = first.text.trimmingCharacters(in: .whitespacesAndNewlines)
         let oldName = URL(fileURLWithPath: old).lastPathComponent
         let record = home + "/.\(oldName).install"
-        let (bytes, recorded) = (try Data(contentsOf: URL(fileURLWithPath: old)), try Data(contentsOf: URL(fileURLWithPath: record)))
+        let (bytes, recorded) = (
+            try Data(contentsOf: URL(fileURLWithPath: old)), try Data(contentsOf: URL(fileURLWithPath: record))
+        )
         #expect(try run(["install", v2, "--into", home] + trust).status == 0)
         #expect(!FileManager.default.fileExists(atPath: old))
         // As a kill at the first unlink would have left it: the old pack and its record.
         try bytes.write(to: URL(fileURLWithPath: old))
         try recorded.write(to: URL(fileURLWithPath: record))
         // And a pack installed by itself, beside the release.
-        let single = try run(["install", v1.replacingOccurrences(of: "game.json", with: "base.pack"), "--into", home, "--name", "mine.pack"] + trust)
+        let single = try run(
+            [
+                "install", v1.replacingOccurrences(of: "game.json", with: "base.pack"), "--into", home, "--name",
+                "mine.pack",
+            ] + trust)
         #expect(single.status == 0, "\(single.stderr)")
         let again = try run(["install", v2, "--into", home] + trust)
         #expect(again.status == 0, "\(again.stderr)")

@@ -25,12 +25,12 @@ import Testing
         #expect(made.status == 0, "\(made.stderr)")
     }
 
-    func release(in folder: String, version: Int, packs: [String]) throws -> String {
-        let out = dir.appending(folder).appendingPathComponent("game.json").path
+    func release(in folder: String, version: Int, packs: [String], name: String? = nil) throws -> String {
+        let out = dir.appending(folder).appendingPathComponent("\(name ?? "game").json").path
         let made = try CLI.run(
             ["release"] + packs.map { dir.appending(folder).appendingPathComponent("\($0).pack").path } + [
                 "--release-version", String(version), "--sign-key", dir.appending("k.key").path, "-o", out, "--quiet",
-            ])
+            ] + (name.map { ["--release-name", $0] } ?? []))
         #expect(made.status == 0, "\(made.stderr)")
         return out
     }
@@ -119,6 +119,15 @@ import Testing
         _ = try release(in: "www", version: 1, packs: ["base", "patch"])
         let older = try CLI.run(["install", url, "--into", home] + trust)
         #expect(older.status == 5 && older.stderr.contains("rollback: release game version 1"), "\(older.stderr)")
+
+        // Another release line over the network (a demo of the same packs, version 1): refused
+        // before a pack is fetched, unless the caller says it replaces the line.
+        let demo = try release(in: "www", version: 1, packs: ["base", "patch"], name: "demo")
+        #expect(FileManager.default.fileExists(atPath: demo))
+        let other = try CLI.run(["install", nginx.url("demo.json").absoluteString, "--into", home] + trust)
+        #expect(
+            other.status == 5 && other.stderr.contains("release demo is another release line"), "\(other.stderr)")
+        #expect(try installedWhole() == 2)
     }
 
     /// A release update whose download the server cuts, again and again, until the install gives

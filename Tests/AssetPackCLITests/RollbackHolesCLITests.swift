@@ -16,11 +16,14 @@ import Testing
     /// A container of `src/` at `out.apack` (signed by `k` when `signed`): version 1 holds a.txt,
     /// version 2 adds b.txt (an append: nothing removed). Returns the pack's path and the trust options.
     func twoGenerations(signed: Bool) throws -> (pack: String, trust: [String]) {
-        let src = try dir.write(["a.txt": Array("version 1\n".utf8), "big.bin": testBytes(300_000, seed: 9)], under: "src")
+        let src = try dir.write(
+            ["a.txt": Array("version 1\n".utf8), "big.bin": testBytes(300_000, seed: 9)], under: "src")
         if signed { try CLI.keygen(["k"], in: dir) }
         let out = dir.appending("out.apack").path
         let sign = signed ? ["--sign-key", dir.appending("k.key").path] : []
-        let first = try run(["pack", src.path, "-o", out, "--format", "container"] + sign + ["--pack-version", "1"].filter { _ in signed })
+        let first = try run(
+            ["pack", src.path, "-o", out, "--format", "container"] + sign
+                + ["--pack-version", "1"].filter { _ in signed })
         #expect(first.status == 0, "\(first.stderr)")
         try Data("added in version 2\n".utf8).write(to: src.appendingPathComponent("b.txt"))
         let second = try run(["pack", src.path, "-o", out] + sign + ["--pack-version", "2"].filter { _ in signed })
@@ -98,14 +101,14 @@ import Testing
             return made
         }
         try pack()
-        let withBoss = try FileSystem.stat(out).size
+        let withBoss = Int(try FileSystem.stat(out).size)
         try FileManager.default.removeItem(at: src.appendingPathComponent("unreleased_boss.bin"))
         let removed = try pack()
         let fresh = dir.appending("fresh.apack").path
         #expect(try run(["pack", src.path, "-o", fresh, "--format", "container"]).status == 0)
-        let size = try FileSystem.stat(out).size
-        #expect(withBoss - size >= UInt64(boss.count), "the boss's bytes are gone: \(withBoss) → \(size)")
-        #expect(size <= (try FileSystem.stat(fresh).size) + 4096, "no bigger than a fresh pack of the tree")
+        let size = Int(try FileSystem.stat(out).size)
+        #expect(withBoss - size >= boss.count, "the boss's bytes are gone: \(withBoss) → \(size)")
+        #expect(size <= Int(try FileSystem.stat(fresh).size) + 4096, "no bigger than a fresh pack of the tree")
         #expect(removed.stderr.contains("1 removed"), "\(removed.stderr)")
         #expect(removed.stderr.contains("rewritten whole"), "\(removed.stderr)")
         #expect(removed.stderr.contains("removed or replaced content dropped"), "\(removed.stderr)")
@@ -118,7 +121,7 @@ import Testing
         level[200_000] ^= 0xFF
         try Data(level).write(to: src.appendingPathComponent("level.bin"))
         let edited = try pack()
-        #expect(try FileSystem.stat(out).size == size, "the edited chunk replaced, not appended")
+        #expect(Int(try FileSystem.stat(out).size) == size, "the edited chunk replaced, not appended")
         #expect(edited.stderr.contains("rewritten whole"), "\(edited.stderr)")
         let cat = try run(["cat", out, "level.bin"])
         #expect(cat.status == 0 && cat.stdout == level)
@@ -155,10 +158,10 @@ import Testing
         ]
         let tool = CLI.binary.deletingLastPathComponent().appendingPathComponent("assetpack-pack").path
         #expect(try CLI.run(arguments, password: Self.password, executable: tool).status == 0)
-        let before = try FileSystem.stat(out).size
+        let before = Int(try FileSystem.stat(out).size)
         try FileManager.default.removeItem(at: src.appendingPathComponent("unreleased_boss.bin"))
         let again = try CLI.run(arguments, password: Self.password, executable: tool)
         #expect(again.status == 0, "\(again.stderr)")
-        #expect(before - (try FileSystem.stat(out).size) >= 1_000_000, "the removed asset's bytes are gone")
+        #expect(before - Int(try FileSystem.stat(out).size) >= 1_000_000, "the removed asset's bytes are gone")
     }
 }

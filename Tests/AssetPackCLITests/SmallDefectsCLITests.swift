@@ -73,8 +73,10 @@ import Testing
         try CLI.keygen(["k"], in: dir)
         let pack = dir.appending("p.apack")
         #expect(
-            try run(["pack", src.path, "-o", pack.path, "--format", "container", "--sign-key", dir.appending("k.key").path])
-                .status == 0)
+            try run([
+                "pack", src.path, "-o", pack.path, "--format", "container", "--sign-key", dir.appending("k.key").path,
+            ])
+            .status == 0)
         let handle = try FileHandle(forWritingTo: pack)
         try handle.seekToEnd()
         try handle.write(contentsOf: Data(testBytes(5000, seed: 8)))
@@ -125,7 +127,8 @@ import Testing
         process.waitUntilExit()
         let hex = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).prefix(16)
         return stride(from: 0, to: 16, by: 2).map {
-            UInt8(hex[hex.index(hex.startIndex, offsetBy: $0)..<hex.index(hex.startIndex, offsetBy: $0 + 2)], radix: 16)!
+            UInt8(
+                hex[hex.index(hex.startIndex, offsetBy: $0)..<hex.index(hex.startIndex, offsetBy: $0 + 2)], radix: 16)!
         }
     }
 

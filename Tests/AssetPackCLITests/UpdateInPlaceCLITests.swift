@@ -56,7 +56,8 @@ import Testing
     /// (a re-pack that replaces or removes content rewrites the pack instead, so nothing removed
     /// ships: docs/INCREMENTAL.md).
     func edit(_ s: Setup, at seed: Int = 1) throws {
-        try Data(testBytes(60_000, seed: UInt64(1000 + seed))).write(to: s.src.appendingPathComponent("added-\(seed).bin"))
+        try Data(testBytes(60_000, seed: UInt64(1000 + seed))).write(
+            to: s.src.appendingPathComponent("added-\(seed).bin"))
     }
 
     /// A signed pack needs no password: the headers say it is an append, the signature checks the
@@ -90,6 +91,18 @@ import Testing
         // Installing again: current, one request.
         let again = try CLI.run(["install", s.url, "--into", s.home] + trust)
         #expect(again.stderr.contains("already installed and current"), "\(again.stderr)")
+        // The installed copy's current slot damaged (one byte of its check): no longer current,
+        // installed again from the server, never read as the earlier generation.
+        var damaged = [UInt8](try Data(contentsOf: URL(fileURLWithPath: s.home + "/p.apack")))
+        let current = damaged[0..<8].elementsEqual(Array("APACK\0\r\n".utf8)) ? 0 : 4096
+        damaged[current + 125] ^= 1
+        try Data(damaged).write(to: URL(fileURLWithPath: s.home + "/p.apack"))
+        #expect(try CLI.run(["list", s.home + "/p.apack"] + trust, password: Self.password).status != 0)
+        let repaired = try CLI.run(["install", s.url, "--into", s.home] + trust)
+        #expect(repaired.status == 0 && !repaired.stderr.contains("current"), "\(repaired.stderr)")
+        #expect(
+            FileManager.default.contents(atPath: s.home + "/p.apack")
+                == FileManager.default.contents(atPath: s.out.path))
     }
 
     /// An unsigned container is updated in place only when its password checks every entry of
@@ -111,7 +124,9 @@ import Testing
         let served = [UInt8](try Data(contentsOf: s.out))
         #expect(installed.count == served.count && installed[8192...] == served[8192...])
         #expect(installed[4096..<4224] == served[0..<128], "the server's current slot, generation 3, in slot 1")
-        #expect(firstSlot.contains { $0 != 0 } && installed[0..<128].allSatisfy { $0 == 0 }, "the installed generation's slot is wiped")
+        #expect(
+            firstSlot.contains { $0 != 0 } && installed[0..<128].allSatisfy { $0 == 0 },
+            "the installed generation's slot is wiped")
         #expect(try CLI.run(["verify", s.home + "/p.apack", "--quiet"], password: Self.password).status == 0)
         let (downloaded, _, _) = try #require(Self.numbers(update.stderr), "\(update.stderr)")
         #expect(downloaded < 600_000, "\(update.stderr)")

@@ -98,7 +98,10 @@ import Testing
         var broken: [UInt8] = [0x37, 0xA4, 0x30, 0xEC]  // ZDICT's magic, little-endian
         broken += [0, 0, 0, 1] + noise(5000, seed: 9)
         let corrupt = scratch.write(broken, name: "corrupt")
-        for (path, message) in [(compressed, "compressed or over 1 MiB"), (corrupt, "dictionary is corrupt: its header or entropy tables do not parse")] {
+        for (path, message) in [
+            (compressed, "compressed or over 1 MiB"),
+            (corrupt, "dictionary is corrupt: its header or entropy tables do not parse"),
+        ] {
             let tree = try Self.game(3)
             let file = SourceFile(
                 path: PackDictionary.entryName, url: URL(fileURLWithPath: path), size: UInt64(bytes(of: path).count))
