@@ -374,8 +374,8 @@ import Testing
             { try installer.installRemote(server.url("q.pack"), limits: limits, options: Self.options) },
             "over the limit")
         // A failed first install leaves no folder; had there been one, nothing of q.pack in it.
-        let left = (try? FileManager.default.contentsOfDirectory(atPath: home.path)) ?? []
-        #expect(left.filter { $0.hasPrefix(".q.pack") } == [])
+        let afterRefusal = (try? FileManager.default.contentsOfDirectory(atPath: home.path)) ?? []
+        #expect(afterRefusal.filter { $0.hasPrefix(".q.pack") } == [])
         let result = try installer.installRemote(server.url("p.pack"), options: Self.options)
         #expect(try Data(contentsOf: home.appendingPathComponent("p.pack")) == Data(contentsOf: local))
         #expect(result.installation.publisher == publisher.publicKey)
