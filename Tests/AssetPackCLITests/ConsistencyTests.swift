@@ -175,7 +175,8 @@ import Testing
         #expect(extract.status == 0)
         #expect(extract.text == "\(into)/a.txt\n\(into)/b.txt\n", "extract prints the files it wrote, nothing else")
         #expect(extract.stderr.contains("extracted 2 entries"))
-        let quietExtract = try CLI.run(["extract", pack, "--into", into, "--quiet", "--force"], password: Self.password)
+        let quietExtract = try CLI.run(
+            ["extract", pack, "--into", into, "--quiet", "--force"], password: Self.password)
         #expect(quietExtract.status == 0 && quietExtract.stderr.isEmpty, "\(quietExtract.stderr)")
         #expect(quietExtract.text == extract.text, "--quiet keeps the data on stdout")
 
