@@ -11,12 +11,12 @@ SWIFT_TEST = $(SWIFT) test --disable-xctest
 
 .PHONY: deps test-deps build release install test test-full demo fmt lint samples clean tsan asan fuzz
 
-## deps: install the C libraries' headers with apt when missing: libzip, zlib, OpenSSL, nettle (PBKDF2),
+## deps: install the C libraries' headers with apt when missing: libzip, zlib, OpenSSL (the AES-ECB keystream),
 ## libdeflate, libzstd, and libcurl (remote packs).
 deps:
-	@if ! pkg-config --exists libzip zlib libcrypto nettle libdeflate libzstd libcurl 2>/dev/null; then \
-	  echo "installing libzip-dev zlib1g-dev libssl-dev nettle-dev libdeflate-dev libzstd-dev libcurl4-openssl-dev pkg-config"; \
-	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libzip-dev zlib1g-dev libssl-dev nettle-dev libdeflate-dev libzstd-dev libcurl4-openssl-dev pkg-config; \
+	@if ! pkg-config --exists libzip zlib libcrypto libdeflate libzstd libcurl 2>/dev/null; then \
+	  echo "installing libzip-dev zlib1g-dev libssl-dev libdeflate-dev libzstd-dev libcurl4-openssl-dev pkg-config"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libzip-dev zlib1g-dev libssl-dev libdeflate-dev libzstd-dev libcurl4-openssl-dev pkg-config; \
 	fi
 
 ## test-deps: what the tests need beyond the libraries: nginx, Apache httpd and lighttpd (remote-pack

@@ -21,21 +21,21 @@ let package = Package(
         .plugin(name: "PackAssets", targets: ["PackAssets"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2")
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        // Every cryptographic primitive (AES-GCM, SHA-256, HMAC, HKDF, PBKDF2, scrypt, Ed25519):
+        // the Swift ecosystem's own, CryptoKit on Apple platforms and BoringSSL elsewhere.
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
         // C libraries, each imported by exactly one Swift module: libzip by AssetPackZip, libcrypto
-        // (OpenSSL 3) and nettle (PBKDF2 only) by AssetPackCrypto, zlib, libdeflate and libzstd by AssetPackCore, libcurl by
-        // AssetPackHTTP.
+        // (OpenSSL 3: the AES-ECB keystream only) by AssetPackCrypto, zlib, libdeflate and libzstd by
+        // AssetPackCore, libcurl by AssetPackHTTP.
         .systemLibrary(
             name: "CLibzip", pkgConfig: "libzip",
             providers: [.apt(["libzip-dev"]), .brew(["libzip"])]),
         .systemLibrary(
             name: "CLibcrypto", pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]),
-        .systemLibrary(
-            name: "CNettle", pkgConfig: "nettle",
-            providers: [.apt(["nettle-dev"]), .brew(["nettle"])]),
         .systemLibrary(
             name: "CLibdeflate", pkgConfig: "libdeflate",
             providers: [.apt(["libdeflate-dev"])]),
@@ -51,9 +51,15 @@ let package = Package(
 
         // Backend-neutral vocabulary: reader protocol, errors, timing, CRC, paths, limits, the codecs.
         .target(name: "AssetPackCore", dependencies: ["CZlib", "CLibdeflate", "CZstd"]),
-        // The cryptographic primitives, over the system OpenSSL 3 (libcrypto): AES-256-GCM,
-        // SHA-256, HMAC, HKDF, scrypt, random bytes; PBKDF2 from nettle. See docs/ARCHITECTURE.md, "Crypto".
-        .target(name: "AssetPackCrypto", dependencies: ["AssetPackCore", "CLibcrypto", "CNettle"]),
+        // The cryptographic primitives, over swift-crypto: AES-256-GCM, SHA-256, HMAC, HKDF,
+        // PBKDF2, scrypt, Ed25519, random bytes; libcrypto only for the AES-ECB keystream of
+        // WinZip AES's little-endian counter. See docs/ARCHITECTURE.md, "Crypto".
+        .target(
+            name: "AssetPackCrypto",
+            dependencies: [
+                "AssetPackCore", "CLibcrypto", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]),
         // What every pack format shares above the primitives: the format-driver protocol (the
         // seam between formats and byte sources) and the signature block.
         .target(name: "AssetPackFormat", dependencies: ["AssetPackCore", "AssetPackCrypto"]),

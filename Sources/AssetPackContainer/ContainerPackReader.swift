@@ -626,7 +626,7 @@ public final class ContainerPackReader: PackReader {
             let lo = range.lowerBound + range.count * task / tasks
             let hi = range.lowerBound + range.count * (task + 1) / tasks
             let scratch = UnsafeMutableRawBufferPointer.allocate(
-                byteCount: maxPlain + ContainerFormat.tagSize, alignment: 64)
+                byteCount: AESGCM.nonceSize + maxPlain + ContainerFormat.tagSize, alignment: 64)
             defer { scratch.deallocate() }
             let gcm = AESGCM()
             let hasher = signed == nil ? nil : SHA256Hasher()
@@ -690,31 +690,39 @@ public final class ContainerPackReader: PackReader {
         guard compressed ? payload < plainLen : payload == plainLen else {
             throw AssetPackError(.integrityFailure, "chunk \(c) has the wrong length", path: e.info.path)
         }
-        let ciphertext = compressed ? UnsafeMutableRawBufferPointer(rebasing: scratch[0..<payload]) : dest
-        let tag = UnsafeMutableRawBufferPointer(rebasing: scratch[(scratch.count - tagSize)...])
-        try readExactly(source, ciphertext, at: offset)
-        try readExactly(source, tag, at: offset + UInt64(payload))
+        // The sealed chunk (payload ‖ tag, adjacent in the file) is read in one call behind its
+        // nonce: swift-crypto's combined form, opened without a copy; the plaintext it returns
+        // is copied into `dest` once, or inflated straight from it.
+        let nonceSize = AESGCM.nonceSize
+        let combined = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<nonceSize + stored])
+        let sealed = UnsafeMutableRawBufferPointer(rebasing: combined[nonceSize...])
+        try readExactly(source, sealed, at: offset)
         if let hasher, let (block, firstChunk) = signed {
             hasher.reset()
-            hasher.update(UnsafeRawBufferPointer(ciphertext))
-            hasher.update(UnsafeRawBufferPointer(tag))
+            hasher.update(UnsafeRawBufferPointer(sealed))
             guard block.item(firstChunk[Int(e.id)] + c, is: hasher.finalize()) else {
                 throw AssetPackError(
                     .untrusted, "chunk \(c) is not the one its publisher signed", path: e.info.path)
             }
         }
-        guard gcm.open(ciphertext, tag: UnsafeRawBufferPointer(tag), nonce: nonce(e, c), key: key) else {
-            throw AssetPackError(.integrityFailure, "chunk \(c) failed authentication", path: e.info.path)
-        }
-        guard compressed else { return }
-        do {
-            if e.codec?.isZstd == true {
-                try zstd().decompress(UnsafeRawBufferPointer(ciphertext), into: dest)
-            } else {
-                try RawDeflate.decompress(UnsafeRawBufferPointer(ciphertext), into: dest)
+        nonce(e, c).withUnsafeBytes { combined.copyMemory(from: $0) }
+        let opened = try gcm.open(combined: UnsafeRawBufferPointer(combined), key: key) { plain in
+            guard compressed else {
+                dest.copyMemory(from: plain)
+                return
             }
-        } catch let error as AssetPackError {
-            throw error.naming(e.info.path)
+            do {
+                if e.codec?.isZstd == true {
+                    try zstd().decompress(plain, into: dest)
+                } else {
+                    try RawDeflate.decompress(plain, into: dest)
+                }
+            } catch let error as AssetPackError {
+                throw error.naming(e.info.path)
+            }
+        }
+        guard opened != nil else {
+            throw AssetPackError(.integrityFailure, "chunk \(c) failed authentication", path: e.info.path)
         }
     }
 

@@ -1,8 +1,14 @@
 import AssetPackCore
-internal import CLibcrypto
+import Crypto
+import Foundation
 
-/// AES-256-GCM with a 96-bit nonce and a 128-bit tag, sealing and opening in place through the
-/// system OpenSSL's EVP interface. One instance per thread: the cipher context is reused.
+/// AES-256-GCM with a 96-bit nonce and a 128-bit tag, sealing and opening in place, through
+/// swift-crypto (BoringSSL off Apple platforms, CryptoKit on them). One instance per thread: it
+/// keeps the last key it was given as a `SymmetricKey`, so a chunk loop under one entry key makes
+/// it once.
+///
+/// The buffers are handed to swift-crypto without a copy (`Data(bytesNoCopy:)`); what it returns
+/// is copied back into the caller's buffer once (docs/PERFORMANCE.md, "swift-crypto").
 package final class AESGCM {
     /// Key bytes.
     package static let keySize = 32
@@ -11,14 +17,17 @@ package final class AESGCM {
     /// Tag bytes.
     package static let tagSize = 16
 
-    private let context: OpaquePointer
+    private var lastKey: [UInt8] = []
+    private var symmetricKey: SymmetricKey?
 
-    package init() {
-        guard let ctx = EVP_CIPHER_CTX_new() else { allocationFailed("EVP_CIPHER_CTX_new") }
-        context = ctx
+    package init() {}
+
+    private func key(_ bytes: [UInt8]) -> SymmetricKey {
+        if let symmetricKey, bytes == lastKey { return symmetricKey }
+        let made = SymmetricKey(data: bytes)
+        (lastKey, symmetricKey) = (bytes, made)
+        return made
     }
-
-    deinit { EVP_CIPHER_CTX_free(context) }
 
     /// Encrypts `buffer` in place and writes the tag into `tag`.
     package func seal(
@@ -26,19 +35,16 @@ package final class AESGCM {
         authenticating aad: [UInt8] = []
     ) {
         precondition(key.count == Self.keySize && nonce.count == Self.nonceSize && tag.count == Self.tagSize)
-        precondition(buffer.count < Int(Int32.max))
-        var ok = EVP_EncryptInit_ex(context, EVP_aes_256_gcm(), nil, key, nonce)
-        var produced: Int32 = 0
-        if ok == 1, !aad.isEmpty { ok = EVP_EncryptUpdate(context, nil, &produced, aad, Int32(aad.count)) }
-        if ok == 1, buffer.count > 0 {
-            let p = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
-            ok = EVP_EncryptUpdate(context, p, &produced, p, Int32(buffer.count))
+        do {
+            let box = try AES.GCM.seal(
+                borrowed(UnsafeRawBufferPointer(buffer)), using: self.key(key), nonce: AES.GCM.Nonce(data: nonce),
+                authenticating: aad)
+            box.ciphertext.withUnsafeBytes { buffer.copyMemory(from: $0) }
+            box.tag.withUnsafeBytes { tag.copyMemory(from: $0) }
+        } catch {
+            // A 32-byte key and a 12-byte nonce cannot be refused; only memory can run out.
+            allocationFailed("AES.GCM.seal: \(error)")
         }
-        var tail = [UInt8](repeating: 0, count: 16)
-        if ok == 1 { ok = EVP_EncryptFinal_ex(context, &tail, &produced) }
-        if ok == 1 { ok = EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_GET_TAG, 16, tag.baseAddress) }
-        // Encryption with a valid key and nonce cannot fail short of memory exhaustion.
-        if ok != 1 { allocationFailed("EVP_aes_256_gcm encrypt") }
     }
 
     /// Encrypts `plain` and returns ciphertext followed by the tag.
@@ -54,29 +60,35 @@ package final class AESGCM {
     }
 
     /// Authenticates and decrypts `buffer` in place.
-    /// - Returns: `false` if the tag does not match (the buffer then holds unauthenticated
-    ///   bytes that must not be used).
+    /// - Returns: `false` if the tag does not match (the buffer is then left as it was).
     package func open(
         _ buffer: UnsafeMutableRawBufferPointer, tag: UnsafeRawBufferPointer, nonce: [UInt8], key: [UInt8],
         authenticating aad: [UInt8] = []
     ) -> Bool {
         precondition(key.count == Self.keySize && nonce.count == Self.nonceSize && tag.count == Self.tagSize)
-        precondition(buffer.count < Int(Int32.max))
-        guard EVP_DecryptInit_ex(context, EVP_aes_256_gcm(), nil, key, nonce) == 1 else { return false }
-        var produced: Int32 = 0
-        if !aad.isEmpty {
-            guard EVP_DecryptUpdate(context, nil, &produced, aad, Int32(aad.count)) == 1 else { return false }
-        }
-        if buffer.count > 0 {
-            let p = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
-            guard EVP_DecryptUpdate(context, p, &produced, p, Int32(buffer.count)) == 1 else { return false }
-        }
         guard
-            EVP_CIPHER_CTX_ctrl(context, EVP_CTRL_GCM_SET_TAG, 16, UnsafeMutableRawPointer(mutating: tag.baseAddress!))
-                == 1
+            let box = try? AES.GCM.SealedBox(
+                nonce: AES.GCM.Nonce(data: nonce), ciphertext: borrowed(UnsafeRawBufferPointer(buffer)),
+                tag: borrowed(tag)),
+            let plain = try? AES.GCM.open(box, using: self.key(key), authenticating: aad)
         else { return false }
-        var tail = [UInt8](repeating: 0, count: 16)
-        return EVP_DecryptFinal_ex(context, &tail, &produced) == 1
+        plain.withUnsafeBytes { buffer.copyMemory(from: $0) }
+        return true
+    }
+
+    /// Authenticates and decrypts `sealed`, laid out as nonce ‖ ciphertext ‖ tag (swift-crypto's
+    /// combined form, handed over without a copy), and passes the plaintext to `body` (valid only
+    /// within it).
+    /// - Returns: `nil` if the tag does not match (then `body` is not called).
+    package func open<R>(
+        combined sealed: UnsafeRawBufferPointer, key: [UInt8], authenticating aad: [UInt8] = [],
+        _ body: (UnsafeRawBufferPointer) throws -> R
+    ) rethrows -> R? {
+        precondition(key.count == Self.keySize && sealed.count >= Self.nonceSize + Self.tagSize)
+        guard let box = try? AES.GCM.SealedBox(combined: borrowed(sealed)),
+            let plain = try? AES.GCM.open(box, using: self.key(key), authenticating: aad)
+        else { return nil }
+        return try plain.withUnsafeBytes { try body($0) }
     }
 
     /// Opens ciphertext followed by its tag; `nil` if the tag does not match.
@@ -89,4 +101,10 @@ package final class AESGCM {
         }
         return ok ? plain : nil
     }
+}
+
+/// `bytes` as `Data` without a copy, valid while `bytes` is (the calls above use it only within).
+func borrowed(_ bytes: UnsafeRawBufferPointer) -> Data {
+    guard let base = bytes.baseAddress, bytes.count > 0 else { return Data() }
+    return Data(bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: bytes.count, deallocator: .none)
 }

@@ -1,71 +1,50 @@
 import AssetPackCore
-internal import CLibcrypto
+import Crypto
+import Foundation
 
-/// SHA-256, fed in pieces (one owner at a time).
+/// SHA-256 (FIPS 180-4), incremental, through swift-crypto.
 package final class SHA256Hasher {
-    private let context: OpaquePointer
+    private var hasher = SHA256()
 
-    package init() {
-        guard let ctx = EVP_MD_CTX_new() else { allocationFailed("EVP_MD_CTX_new") }
-        guard EVP_DigestInit_ex(ctx, EVP_sha256(), nil) == 1 else { allocationFailed("EVP_DigestInit_ex") }
-        context = ctx
-    }
+    package init() {}
 
-    deinit { EVP_MD_CTX_free(context) }
-
-    /// Starts a new hash, forgetting what was added.
-    package func reset() {
-        guard EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1 else { allocationFailed("EVP_DigestInit_ex") }
-    }
+    /// Starts over, as a new hasher.
+    package func reset() { hasher = SHA256() }
 
     /// Adds `bytes` to the hash.
     package func update(_ bytes: UnsafeRawBufferPointer) {
         guard bytes.count > 0 else { return }
-        guard EVP_DigestUpdate(context, bytes.baseAddress, bytes.count) == 1 else {
-            allocationFailed("EVP_DigestUpdate")
-        }
+        hasher.update(bufferPointer: bytes)
     }
 
     /// Adds `bytes` to the hash.
     package func update(_ bytes: [UInt8]) { bytes.withUnsafeBytes { update($0) } }
 
-    /// The 32-byte SHA-256 of `bytes`.
+    /// SHA-256 of `bytes`.
     package static func digest(_ bytes: [UInt8]) -> [UInt8] {
         bytes.withUnsafeBytes { digest($0) }
     }
 
-    /// The 32-byte SHA-256 of `bytes`, in one call (`EVP_Digest`).
+    /// SHA-256 of `bytes`.
     package static func digest(_ bytes: UnsafeRawBufferPointer) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 0
-        let base = bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
-        guard EVP_Digest(base, bytes.count, &out, &length, EVP_sha256(), nil) == 1, length == 32 else {
-            allocationFailed("EVP_Digest")
-        }
-        return out
+        var one = SHA256()
+        if bytes.count > 0 { one.update(bufferPointer: bytes) }
+        return Array(one.finalize())
     }
 
-    /// The 32-byte digest of everything added.
-    package func finalize() -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 0
-        guard EVP_DigestFinal_ex(context, &out, &length) == 1, length == 32 else {
-            allocationFailed("EVP_DigestFinal_ex")
-        }
-        return out
-    }
+    /// The 32-byte digest of what was added; the hasher must be reset before it is used again.
+    package func finalize() -> [UInt8] { Array(hasher.finalize()) }
 }
 
 extension SHA256Hasher {
-    /// The SHA-256 of bytes `[range)` of `fd` (a writer's own output, hashed to be signed).
-    /// - Throws: `.integrityFailure` when the file ends first, `.io` naming `path`.
+    /// SHA-256 of the bytes `range` of the file open as `fd`, read in 1 MiB pieces.
+    /// - Throws: `.io` (naming `path`) when a read fails or ends early.
     package static func digest(of fd: FileDescriptor, _ range: Range<UInt64>, path: String) throws -> [UInt8] {
         try digest(of: FileByteSource(borrowing: fd, name: path, size: range.upperBound), range)
     }
 
-    /// The SHA-256 of bytes `[range)` of `source`, read in 1 MiB pieces (a signed pack's data
-    /// region hashed as one stream, or a span of an installed pack).
-    /// - Throws: `.integrityFailure` when the pack ends first, and what the source throws.
+    /// SHA-256 of the bytes `range` of `source`, read in 1 MiB pieces.
+    /// - Throws: What the source throws.
     package static func digest(of source: any ByteSource, _ range: Range<UInt64>) throws -> [UInt8] {
         let buffer = UnsafeMutableRawBufferPointer.allocate(
             byteCount: Int(min(1 << 20, max(1, range.count))), alignment: 64)
@@ -83,31 +62,42 @@ extension SHA256Hasher {
     }
 }
 
-/// HMAC-SHA-256 and a constant-time comparison.
+/// HMAC-SHA-256 (RFC 2104), through swift-crypto.
 package enum HMACSHA256 {
-    /// The 32-byte HMAC-SHA-256 of `data` under `key`.
+    /// The 32-byte authentication code of `data` under `key`.
     package static func authenticationCode(_ data: [UInt8], key: [UInt8]) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 0
-        let done = HMAC(EVP_sha256(), key, Int32(key.count), data, data.count, &out, &length)
-        guard done != nil, length == 32 else { allocationFailed("HMAC-SHA-256") }
-        return out
+        Array(HMAC<SHA256>.authenticationCode(for: data, using: SymmetricKey(data: key)))
     }
 
-    /// Whether `code` is the HMAC-SHA-256 of `data` under `key`, compared in constant time.
+    /// Whether `code` is the authentication code of `data` under `key`, compared in constant time.
     package static func isValid(_ code: [UInt8], for data: [UInt8], key: [UInt8]) -> Bool {
-        constantTimeEqual(code, authenticationCode(data, key: key))
+        HMAC<SHA256>.isValidAuthenticationCode(code, authenticating: data, using: SymmetricKey(data: key))
     }
 }
 
-/// Whether `a` and `b` are equal, in time that depends on their length only (CRYPTO_memcmp).
+/// Whether `a` and `b` are equal, in time that depends only on their lengths.
 package func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-    a.count == b.count && (a.isEmpty || CRYPTO_memcmp(a, b, a.count) == 0)
+    guard a.count == b.count else { return false }
+    var difference: UInt8 = 0
+    for i in a.indices { difference |= a[i] ^ b[i] }
+    return difference == 0
 }
 
-/// Cryptographically secure random bytes from OpenSSL's DRBG.
+/// `count` bytes from the system's cryptographically secure generator (`getrandom` on Linux,
+/// `SecRandomCopyBytes` on Apple platforms: Swift's `SystemRandomNumberGenerator`).
 package func secureRandomBytes(_ count: Int) -> [UInt8] {
-    var out = [UInt8](repeating: 0, count: count)
-    guard RAND_bytes(&out, Int32(count)) == 1 else { fatalError("RAND_bytes failed: the system has no entropy source") }
-    return out
+    var generator = SystemRandomNumberGenerator()
+    return [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+        var at = 0
+        while at < count {
+            var word = generator.next()
+            let take = min(8, count - at)
+            withUnsafeBytes(of: &word) {
+                buffer.baseAddress!.advanced(by: at).update(
+                    from: $0.bindMemory(to: UInt8.self).baseAddress!, count: take)
+            }
+            at += take
+        }
+        initialized = count
+    }
 }

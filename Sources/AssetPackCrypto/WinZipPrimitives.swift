@@ -1,11 +1,12 @@
 import AssetPackCore
 internal import CLibcrypto
+import Crypto
+import Foundation
 
 // The primitives WinZip AES is built from, which its format fixes: raw AES block encryption
 // (its counter is little-endian, so no standard CTR mode fits) and a streaming HMAC-SHA-1.
 
 // Algorithm objects fetched once per process; OpenSSL reference-counts them and they are immutable.
-nonisolated(unsafe) private let hmacAlgorithm = EVP_MAC_fetch(nil, "HMAC", nil)
 nonisolated(unsafe) private let ecbCiphers: [Int: OpaquePointer?] = [
     16: EVP_CIPHER_fetch(nil, "AES-128-ECB", nil),
     24: EVP_CIPHER_fetch(nil, "AES-192-ECB", nil),
@@ -40,49 +41,30 @@ package final class AESBlockEncryptor {
     }
 }
 
-/// HMAC-SHA-1 over data fed in pieces. One thread at a time.
+/// HMAC-SHA-1 over a stream, keyed once (WinZip AES authenticates the ciphertext of an entry
+/// with it), through swift-crypto.
 package final class HMACSHA1Stream {
-    private let context: OpaquePointer
+    private var mac: HMAC<Insecure.SHA1>
 
-    /// - Throws: `.unsupportedFormat` when OpenSSL cannot set HMAC-SHA-1 up.
+    /// - Throws: never for a key of any length (HMAC takes every key); kept for the callers.
     package init(key: UnsafeRawBufferPointer) throws {
-        guard let m = EVP_MAC_CTX_new(hmacAlgorithm) else { allocationFailed("EVP_MAC_CTX_new") }
-        context = m
-        var digest = Array("SHA1".utf8CString)
-        let ok = digest.withUnsafeMutableBufferPointer { d in
-            let params = [
-                OSSL_PARAM_construct_utf8_string(
-                    UnsafeRawPointer(("digest" as StaticString).utf8Start).assumingMemoryBound(to: CChar.self),
-                    d.baseAddress, 0),
-                OSSL_PARAM_construct_end(),
-            ]
-            return EVP_MAC_init(m, key.bindMemory(to: UInt8.self).baseAddress, key.count, params)
-        }
-        guard ok == 1 else { throw AssetPackError(.unsupportedFormat, "OpenSSL: cannot set up HMAC-SHA1") }
+        mac = HMAC<Insecure.SHA1>(key: SymmetricKey(data: borrowed(key)))
     }
 
-    deinit { EVP_MAC_CTX_free(context) }
-
-    /// Feeds `buffer` to the MAC.
+    /// Adds `buffer` to the code.
     package func update(_ buffer: UnsafeRawBufferPointer) {
-        guard let p = buffer.baseAddress, buffer.count > 0 else { return }
-        guard EVP_MAC_update(context, p.assumingMemoryBound(to: UInt8.self), buffer.count) == 1 else {
-            allocationFailed("EVP_MAC_update")
-        }
+        guard buffer.count > 0 else { return }
+        mac.update(data: borrowed(buffer))
     }
 
-    /// The 20-byte MAC of everything fed. Call once.
-    package func finalize() -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: 20)
-        var length = 0
-        let ok = EVP_MAC_final(context, &out, &length, out.count)
-        precondition(ok == 1 && length == 20, "OpenSSL HMAC-SHA1 final failed")
-        return out
-    }
+    /// The 20-byte authentication code.
+    package func finalize() -> [UInt8] { Array(mac.finalize()) }
 }
 
-/// Whether the first `count` bytes of `a` and `b` are equal, in time that depends on `count` only.
+/// Whether the first `count` bytes of `a` and `b` are equal, in time that depends only on `count`.
 package func constantTimeEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer, count: Int) -> Bool {
     precondition(a.count >= count && b.count >= count)
-    return count == 0 || CRYPTO_memcmp(a.baseAddress, b.baseAddress, count) == 0
+    var difference: UInt8 = 0
+    for i in 0..<count { difference |= a[i] ^ b[i] }
+    return difference == 0
 }

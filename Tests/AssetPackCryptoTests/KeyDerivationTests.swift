@@ -3,8 +3,8 @@ import AssetPackCrypto
 import CLibcrypto
 import Testing
 
-/// PBKDF2 through nettle: the RFCs' vectors, agreement with OpenSSL's PKCS5_PBKDF2_HMAC (which it
-/// replaced) on generated inputs, and the refusals that keep nettle's assertions unreachable.
+/// PBKDF2 through swift-crypto: the RFCs' vectors, agreement with OpenSSL's PKCS5_PBKDF2_HMAC (an
+/// independent implementation) on generated inputs, and the refusals of counts the formats never allow.
 @Suite struct KeyDerivationTests {
     struct Vector: Sendable, CustomTestStringConvertible {
         var name: String
@@ -111,7 +111,7 @@ import Testing
         }
     }
 
-    /// Nettle asserts (aborts the process) on zero iterations; the wrapper refuses first.
+    /// Zero or negative iterations (which nettle, used before, aborted on) are refused first.
     @Test func refusesIterationCountsNettleWouldAbortOn() throws {
         for iterations in [0, -1, Int(Int32.max) + 1] {
             #expect(throws: KeyDerivation.Refused.self) {
