@@ -51,6 +51,26 @@ let hasPyzipper: Bool = {
         "naïve/日本.txt": Array("non-ASCII name\n".utf8),
     ]
 
+    /// `AESBlockEncryptor`'s swift-crypto backend (AES-CFB decryption yielding the blocks), for a run.
+    static let swiftCryptoBlocks = ["ASSETPACK_AES_BLOCKS": "swift-crypto"]
+
+    /// WinZip AES through both keystream backends, both ways: a pack written through the
+    /// swift-crypto blocks reads through libcrypto's and through libzip's own decoder, and one
+    /// written through libcrypto's reads through swift-crypto's (issue 38: the portable build's path).
+    @Test(arguments: [PackEncryption.aes256])
+    func packsWrittenThroughEitherKeystreamBackendReadThroughTheOther(encryption: PackEncryption) throws {
+        let dir = TemporaryDirectory()
+        let src = try dir.write(Self.tree, under: "src")
+        let portable = dir.appending("portable.zip").path
+        let packed = try CLI.run(
+            ["pack", src.path, "-o", portable, "--fresh"], password: Self.password, environment: Self.swiftCryptoBlocks)
+        #expect(packed.status == 0, "\(packed.stderr)")
+        try expectReadable(portable)
+        let native = dir.appending("native.zip").path
+        #expect(try CLI.run(["pack", src.path, "-o", native, "--fresh"], password: Self.password).status == 0)
+        try expectReadable(native)
+    }
+
     /// Reads every entry of `archive` through the CLI and compares with `tree`; then reads it
     /// through both decoders in-process and requires identical bytes wherever libzip succeeds.
     func expectReadable(_ archive: String, tree: [String: [UInt8]] = tree, libzipRejectsAE2: Bool = false) throws {
@@ -58,6 +78,10 @@ let hasPyzipper: Bool = {
             let run = try CLI.run(["cat", archive, path], password: Self.password)
             #expect(run.status == 0, "\(archive) \(path): \(run.stderr)")
             #expect(run.stdout == bytes, "\(archive) \(path)")
+            // The keystream through swift-crypto (what a build without libcrypto uses) too.
+            let portable = try CLI.run(
+                ["cat", archive, path], password: Self.password, environment: Self.swiftCryptoBlocks)
+            #expect(portable.status == 0 && portable.stdout == bytes, "\(archive) \(path), swift-crypto blocks")
         }
         let bulk = try ZipPackReader(path: archive, credential: .password(Self.password))
         let libzip = try ZipPackReader(path: archive, credential: .password(Self.password), decoder: .libzip)
