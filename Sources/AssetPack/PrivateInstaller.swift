@@ -125,9 +125,21 @@ public struct PrivateInstaller: Sendable {
         guard !name.isEmpty, !name.hasPrefix("."), !name.contains("/") else {
             throw AssetPackError(.invalidArgument, "installed name '\(name)' must be a plain file name")
         }
-        let created = try makePrivateDirectory()
         let lockPath = directory.appendingPathComponent(".assetpack.lock").path
-        let lock = try FileLock(lockPath)
+        var created = false
+        var attempts = 0
+        var lock: FileLock
+        // A failed first install removes its folder and lock file (below): an installer that
+        // was waiting on that file then holds a lock nobody else can see, so it starts over
+        // (the folder made again) until the file it locked is the one the path names.
+        while true {
+            created = try makePrivateDirectory() || created
+            lock = try FileLock(lockPath)
+            if lock.holds(lockPath) { break }
+            lock.unlock()
+            attempts += 1
+            guard attempts < 100 else { throw AssetPackError(.io, "cannot lock \(lockPath): it keeps being replaced") }
+        }
         defer { lock.unlock() }
         removeStaleTemporaries()
         do { return try body(name) } catch {
@@ -173,7 +185,7 @@ public struct PrivateInstaller: Sendable {
         let recordedPublisher = recorded?.publisher.flatMap { try? PublisherKey(text: $0) }
         let trustedBefore = trustedKeys.isEmpty || recordedPublisher.map(trustedKeys.contains) == true
         if expected == nil, let recorded, let installed, installed.size == recorded.size, trustedBefore,
-            recorded.holdsInstalled(destination.path)
+            recorded.holdsInstalled(destination.path, recordedAt: manifestURL)
         {
             // A bundled pack whose signature expired is not current, however unchanged.
             try checkInstalledNotExpired(destination.path)
@@ -373,6 +385,12 @@ struct FileLock {
         try? fd.unlock()
         try? fd.close()
     }
+
+    /// Whether `path` still names the file this lock is on (not removed or replaced since).
+    func holds(_ path: String) -> Bool {
+        guard let mine = try? fd.status(), let named = try? FileSystem.stat(path) else { return false }
+        return mine.inode == named.inode && mine.device == named.device
+    }
 }
 
 /// What an install recorded, in a small file beside the pack.
@@ -415,6 +433,15 @@ package struct InstallRecord: Codable, Equatable {
     package func holdsInstalled(_ path: String) -> Bool {
         if let installedHead { return (try? PrivateInstaller.installedHead(of: path)) == installedHead }
         return (try? PrivateInstaller.sha256(of: path)) == sha256
+    }
+
+    /// ``holdsInstalled(_:)``, and a record from before `installedHead` that holds gets it,
+    /// saved at `url` (the lock held by the caller), so the whole SHA-256 is read once, not at
+    /// every launch.
+    package func holdsInstalled(_ path: String, recordedAt url: URL) -> Bool {
+        guard holdsInstalled(path) else { return false }
+        if installedHead == nil { try? installed(at: path).save(url) }
+        return true
     }
 
     package static func load(_ url: URL) -> InstallRecord? {

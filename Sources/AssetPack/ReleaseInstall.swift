@@ -175,9 +175,10 @@ extension PrivateInstaller {
     /// record the SHA-256 named (and, trusting keys, its signature has not expired).
     private func isInstalled(_ pack: ReleaseManifest.Pack) throws -> Bool {
         let path = directory.appendingPathComponent(pack.storedName).path
-        let record = InstallRecord.load(directory.appendingPathComponent(".\(pack.storedName).install"))
+        let recordURL = directory.appendingPathComponent(".\(pack.storedName).install")
+        let record = InstallRecord.load(recordURL)
         guard let record, record.sha256 == pack.sha256, (try? Self.regularFile(path))?.size == pack.size,
-            record.holdsInstalled(path)
+            record.holdsInstalled(path, recordedAt: recordURL)
         else {
             return false
         }

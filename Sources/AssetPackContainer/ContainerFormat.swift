@@ -264,6 +264,15 @@ package struct ContainerHeader: Equatable {
             guard !o3, work <= UInt64(limits.maxKDFIterations) else {
                 throw AssetPackError(.limitExceeded, "scrypt cost N·p exceeds the limit \(limits.maxKDFIterations)")
             }
+            // swift-crypto's scrypt gives BoringSSL 128·N·r·p bytes plus a page, where N + p + 1
+            // blocks of 128·r are needed: with p = 1 that holds for r ≤ 16 only (4 KiB pages).
+            // Refused by name rather than failing as a wrong key; our packs use r = 8.
+            guard p > 1 || r <= 16 else {
+                throw AssetPackError(
+                    .unsupportedFormat,
+                    "scrypt with block size r = \(r) and p = 1 is not supported (r up to 16, or p of 2 and more; AssetPack packs use r = 8)"
+                )
+            }
         }
     }
 }

@@ -125,9 +125,12 @@ package struct ContainerPackWriter: PackWriter {
         // stay readable in the published pack (the password ships inside the app; docs/SECURITY.md,
         // "Removed content"). An entry removed, or one whose size changed, is known now; an edit
         // of the same size once its chunks are hashed (`LeavesContentBehind`, then a rewrite).
+        // A pack appended by 0.2 (its earlier slot still valid: 0.2 never wiped it) may hold
+        // content an earlier re-pack removed: its first re-pack now rewrites it.
         let changesKnown =
             (report.removed ?? 0) > 0
             || sorted.contains { file in reusable[file.path].map { $0.info.size != file.size } ?? false }
+            || previous.map(Self.keepsAnEarlierSlot) == true
         var appending =
             options.compact || (changesKnown && !legacyAppends) || !FileSystem.isSoleWritableFile(output)
             ? nil : previous.flatMap { Self.appendable($0, earlier: previousEarlier) }
@@ -325,6 +328,15 @@ package struct ContainerPackWriter: PackWriter {
     /// Thrown inside an append that would leave a chunk of the previous generation unnamed.
     private struct LeavesContentBehind: Error {}
 
+    /// Whether `pack` (version 6 or 7) still has a valid slot besides its current one: an
+    /// append by 0.2, which kept every earlier generation readable.
+    private static func keepsAnEarlierSlot(_ pack: ContainerPackReader) -> Bool {
+        guard pack.header.isAppendable else { return false }
+        let other = UInt64((1 - pack.header.slot) * ContainerFormat.slotStride)
+        guard let bytes = try? preadArray(pack.source, count: ContainerFormat.slotSize, at: other) else { return false }
+        return ContainerHeader.isValidSlot(bytes)
+    }
+
     /// The bytes of `previous`'s live chunks whose plaintext is in none of `digests` (the new
     /// pack's chunks): content a re-pack removed or replaced.
     private static func liveBytes(_ previous: ContainerPackReader, notIn digests: Set<[UInt8]>) -> UInt64 {
@@ -429,7 +441,10 @@ package struct ContainerPackWriter: PackWriter {
         do {
             let headerBytes = try fill(fd)
             do { try fd.fsync() } catch { throw error.io("cannot sync \(output)") }
-            // A slot written in part fails its check (its last 8 bytes), so the previous one stays.
+            // One 128-byte write inside one 4 KiB block (a sector-atomic write on the disks we
+            // know): a slot written in part needs a power cut in the middle of it, fails its check,
+            // and readers then refuse the pack rather than read the previous generation
+            // (docs/FORMAT.md, "Version 6"); re-running the pack rewrites it.
             let committed = try TemporaryFiles.commitAppend(output) {
                 try pwriteAll(fd, headerBytes, at: UInt64(slot * ContainerFormat.slotStride))
             }
@@ -451,7 +466,9 @@ package struct ContainerPackWriter: PackWriter {
         // reader back to it: a damaged new slot is refused, never read as the older version
         // (docs/SECURITY.md, "Rollback through an older slot"). A crash before this leaves two
         // valid slots, of which readers take the newer.
-        if wipingPrevious { try wipeSlot(fd, previous.slot, output) }
+        // Best effort: the new generation is committed, and a reader takes the newer of two
+        // valid slots, so a failure here does not make the re-pack a failure.
+        if wipingPrevious { try? wipeSlot(fd, previous.slot, output) }
     }
 
     /// Overwrites header slot `slot` of the pack open as `fd` with zeros and syncs.

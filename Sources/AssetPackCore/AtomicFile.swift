@@ -11,27 +11,41 @@ package enum AtomicFile {
     /// How every temporary file starts, so that an installer can sweep ones a crash left behind.
     package static let temporaryPrefix = ".assetpack-tmp-"
 
-    /// Bytes a temporary name adds to its directory's path: `/`, the prefix, the writer's process
-    /// id and `-` (at most 11 bytes), and a UUID.
-    package static let temporaryNameBytes = 1 + temporaryPrefix.utf8.count + 11 + 36
+    /// Bytes a temporary name adds to its directory's path: `/`, the prefix, the writer's host
+    /// (8 hex digits) and process id (at most 10 digits), each followed by `-`, and a UUID.
+    package static let temporaryNameBytes = 1 + temporaryPrefix.utf8.count + 9 + 11 + 36
 
-    /// A new temporary name in `folder`: the prefix, this process's id (so a later writer can
-    /// tell a temporary whose writer died from one being written), and a random UUID.
+    /// This host, as 8 hex digits of a hash of its name (FNV-1a: an identifier, not a secret):
+    /// a folder shared between hosts (NFS, two containers) holds temporaries of processes this
+    /// host cannot see.
+    package static let hostTag: String = {
+        var name = [CChar](repeating: 0, count: 256)
+        _ = gethostname(&name, name.count - 1)
+        var hash: UInt32 = 2_166_136_261
+        for byte in name.prefix(while: { $0 != 0 }) { hash = (hash ^ UInt32(UInt8(bitPattern: byte))) &* 16_777_619 }
+        return String(hash, radix: 16).leftPadded(to: 8)
+    }()
+
+    /// A new temporary name in `folder`: the prefix, this host and process (so that a later
+    /// writer can tell a temporary whose writer died from one being written), and a random UUID.
     package static func temporaryName(in folder: String) -> String {
-        folder + "/" + temporaryPrefix + "\(getpid())-" + UUID().uuidString
+        folder + "/" + temporaryPrefix + hostTag + "-\(getpid())-" + UUID().uuidString
     }
 
-    /// Removes the temporaries in `folder` whose writing process is gone (killed during a write:
-    /// SIGKILL leaves no chance to clean up), files or folders. A temporary of a live process, or
-    /// one named before process ids were part of the name, is left alone: it may be in use.
+    /// Removes the temporaries in `folder` that this host's processes left and that no process
+    /// of this host writes any more (killed during a write: SIGKILL leaves no chance to clean
+    /// up), files or folders. A temporary of a live process, of another host, or named otherwise
+    /// (before host and process ids were part of the name) is left alone: it may be in use.
     /// - Returns: How many were removed.
     @discardableResult
     package static func removeStaleTemporaries(in folder: String) -> Int {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
         var removed = 0
         for name in names where name.hasPrefix(temporaryPrefix) {
-            let rest = name.dropFirst(temporaryPrefix.count)
-            guard let dash = rest.firstIndex(of: "-"), let pid = pid_t(rest[..<dash]), pid > 0 else { continue }
+            let fields = name.dropFirst(temporaryPrefix.count).split(separator: "-", maxSplits: 2)
+            guard fields.count == 3, fields[0] == hostTag, let pid = pid_t(fields[1]), pid > 0,
+                UUID(uuidString: String(fields[2])) != nil
+            else { continue }
             // ESRCH: no such process (EPERM means it exists under another user).
             guard kill(pid, 0) == -1, errno == ESRCH else { continue }
             if (try? FileManager.default.removeItem(atPath: folder + "/" + name)) != nil { removed += 1 }
@@ -159,5 +173,12 @@ package enum AtomicFile {
                 throw error.io("cannot write \(path)")
             }
         }
+    }
+}
+
+extension String {
+    /// This string with zeros before it, up to `width` characters.
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }

@@ -141,7 +141,8 @@ extension PrivateInstaller {
             return result
         }
         if release == nil, let recorded, let installed, installed.size == recorded.size, trustedBefore,
-            recorded.sourceFingerprint == fingerprint, recorded.holdsInstalled(destination.path)
+            recorded.sourceFingerprint == fingerprint,
+            recorded.holdsInstalled(destination.path, recordedAt: manifestURL)
         {
             // A server frozen on this pack: once its signature expired, "current" is no answer.
             try checkInstalledNotExpired(destination.path)
@@ -245,9 +246,10 @@ extension PrivateInstaller {
 
     /// Updates the installed pack at `path` in place as `plan` says, with the bytes `pack` (the
     /// verified result) holds: the tail appended and synced, then the new header written and
-    /// synced. Until the header is written the file is the installed pack (readers ignore bytes
-    /// after its end, and a header written in part fails its check), and a failure before then
-    /// cuts it back to that.
+    /// synced, then the installed pack's own header wiped. Until the header is written the file
+    /// is the installed pack (readers ignore bytes after its end), and a failure before then cuts
+    /// it back to that; a header written in part (a power cut within one 128-byte write) makes
+    /// readers refuse the pack, and the next install, finding it not current, installs it again.
     /// - Returns: The bytes written.
     /// - Throws: `.io`.
     static func update(_ path: String, inPlace plan: AppendPlan, from pack: any ByteSource) throws -> UInt64 {

@@ -64,6 +64,40 @@ import Testing
         try tree.expectReadsBack()
     }
 
+    /// A pack appended by 0.2 keeps its earlier slot valid, and with it content an edit
+    /// replaced: its first re-pack by this version rewrites it even when it only adds, dropping
+    /// those bytes; the next additions append again.
+    @Test func aPackAppendedBy02IsRewrittenByItsFirstRepack() throws {
+        let tree = try Self.tree(legacy: true)
+        try tree.pack()
+        try Self.edit(tree, at: 100_000)
+        #expect(try tree.pack().appended, "0.2 appended the edit")
+        tree.legacyAppends = false
+        try tree.set("added.bin", noise(30_000, seed: 12))
+        let first = try tree.pack()
+        #expect(!first.appended && first.droppedBytes > 0, "\(first)")
+        try tree.expectReadsBack()
+        try tree.set("more.bin", noise(30_000, seed: 13))
+        let next = try tree.pack()
+        #expect(next.appended, "\(next)")
+        try tree.expectReadsBack()
+    }
+
+    /// scrypt with p = 1 and r above 16 is refused by name when packing (swift-crypto's scrypt
+    /// gives BoringSSL too little memory for it), not left to fail later as a wrong key.
+    @Test func scryptParametersTheCryptoLibraryRefusesAreRefusedByName() throws {
+        let scratch = Scratch()
+        do {
+            _ = try scratch.pack([("a", [1, 2, 3])], credential: .password("pw"), kdf: .scrypt(logN: 10, r: 32, p: 1))
+            Issue.record("packed with r = 32, p = 1")
+        } catch let error as AssetPackError {
+            #expect(error.code == .invalidArgument && error.message.contains("r = 32 and p = 1"), "\(error)")
+        }
+        let ok = try scratch.pack(
+            [("a", [1, 2, 3])], name: "ok.apack", credential: .password("pw"), kdf: .scrypt(logN: 10, r: 32, p: 2))
+        #expect(try ContainerPackReader(path: ok, credential: .password("pw")).read("a") == [1, 2, 3])
+    }
+
     /// Appending writes into the file itself: a pack with another hard link (a build cache, an
     /// rsync --link-dest snapshot, a web root made with `ln`) is rewritten and renamed instead,
     /// as before version 6, so the other name keeps the previous pack.

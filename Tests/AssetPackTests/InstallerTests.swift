@@ -41,6 +41,24 @@ import Testing
         #expect(try !installer.install(dir.appending("assets.pack")).copied)
     }
 
+    /// A record written before the installed head was recorded: the first install that finds
+    /// the pack current checks its whole SHA-256 and records the head, so the next one reads 72
+    /// KiB, not the whole pack (it read it all at every launch).
+    @Test func aRecordWithoutTheInstalledHeadGetsItOnce() throws {
+        let dir = TemporaryDirectory()
+        try dir.write(["assets.pack": testBytes(300_000)])
+        let installer = PrivateInstaller(directory: dir.appending("p"))
+        try installer.install(dir.appending("assets.pack"))
+        let recordURL = dir.appending("p/.assets.pack.install")
+        var json = try JSONSerialization.jsonObject(with: Data(contentsOf: recordURL)) as! [String: Any]
+        #expect(json["installedHead"] is String)
+        json.removeValue(forKey: "installedHead")
+        try JSONSerialization.data(withJSONObject: json).write(to: recordURL)
+        #expect(!(try installer.install(dir.appending("assets.pack"))).copied)
+        let after = try JSONSerialization.jsonObject(with: Data(contentsOf: recordURL)) as! [String: Any]
+        #expect(after["installedHead"] is String, "the record got the installed head")
+    }
+
     @Test func aNewVersionReplacesTheOldOne() throws {
         let dir = TemporaryDirectory()
         try dir.write(["assets.pack": testBytes(10_000, seed: 1)])
