@@ -206,7 +206,7 @@ public enum AssetPacks {
     public static func pack(source: URL, to output: URL, options: PackOptions) throws -> PackSummary {
         let watch = Stopwatch()
         try AtomicFile.checkTarget(output.path)  // before the scan, for both writers
-        try checkNotALink(output.path)
+        try checkNotALink(output.path)  // before the scan too; pack(_:…) checks again for its other callers
         let (files, skipped) = try SourceTree.scanReporting(
             root: source, includeHidden: options.includeHidden, excluding: output)
         return try pack(files, skipped: skipped, to: output, options: options, watch: watch)

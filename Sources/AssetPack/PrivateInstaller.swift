@@ -298,12 +298,7 @@ public struct PrivateInstaller: Sendable {
     /// - Throws: `.io` if the file cannot be read.
     static func fingerprint(of path: String) throws -> String {
         let source = try FileByteSource(path: path)
-        let size = source.size
-        let hasher = SHA256Hasher()
-        withUnsafeBytes(of: size.littleEndian) { hasher.update($0) }
-        let window = UInt64(64 << 10)
-        hasher.update(try source.bytes(at: 0, count: Int(min(size, window))))
-        hasher.update(try source.bytes(at: size - min(size, window), count: Int(min(size, window))))
+        let hasher = try sizeHeadAndTail(of: source, head: 64 << 10, tail: 64 << 10)
         // What else tells this pack from another of its format (a zip's central directory).
         if let driver = try? AssetPacks.driver(of: source) {
             for span in driver.identifyingSpans(source) {
@@ -325,14 +320,20 @@ public struct PrivateInstaller: Sendable {
     /// - Returns: Lowercase hex.
     /// - Throws: `.io` if the file cannot be read.
     package static func installedHead(of path: String) throws -> String {
-        let source = try FileByteSource(path: path)
+        hex(try sizeHeadAndTail(of: FileByteSource(path: path), head: 8 << 10, tail: 64 << 10).finalize())
+    }
+
+    /// A hasher fed `source`'s size (8 bytes, little-endian), its first `head` bytes and its last
+    /// `tail` bytes (each at most the file).
+    private static func sizeHeadAndTail(of source: FileByteSource, head: UInt64, tail: UInt64) throws
+        -> SHA256Hasher
+    {
         let size = source.size
         let hasher = SHA256Hasher()
         withUnsafeBytes(of: size.littleEndian) { hasher.update($0) }
-        hasher.update(try source.bytes(at: 0, count: Int(min(size, 8 << 10))))
-        let tail = min(size, 64 << 10)
-        hasher.update(try source.bytes(at: size - tail, count: Int(tail)))
-        return hex(hasher.finalize())
+        hasher.update(try source.bytes(at: 0, count: Int(min(size, head))))
+        hasher.update(try source.bytes(at: size - min(size, tail), count: Int(min(size, tail))))
+        return hasher
     }
 
     /// SHA-256 of the pack `source` holds, lowercase hex (what an install records).

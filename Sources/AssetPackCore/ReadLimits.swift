@@ -62,7 +62,8 @@ extension ReadLimits {
     }
 
     /// The check of a patch's deletion record `entry` before it is read (every open reads it
-    /// whole, so the per-entry limits are far too loose for it).
+    /// whole, so the per-entry limits, which the read then applies as to any entry, are far too
+    /// loose for it).
     /// - Throws: `.limitExceeded` naming the record, its size and the limit.
     package func checkDeletionRecord(_ entry: EntryInfo) throws {
         guard entry.size <= maxDeletionRecordSize else {
@@ -71,7 +72,6 @@ extension ReadLimits {
                 "the deletion record declares \(entry.size) bytes; the limit is \(maxDeletionRecordSize) (ReadLimits.maxDeletionRecordSize)",
                 path: entry.path)
         }
-        try check(entry)
     }
 
     /// The check of a remote pack's size, as its server claims it, before anything is fetched.

@@ -77,10 +77,8 @@ package enum HMACSHA256 {
 
 /// Whether `a` and `b` are equal, in time that depends only on their lengths.
 package func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-    guard a.count == b.count else { return false }
-    var difference: UInt8 = 0
-    for i in a.indices { difference |= a[i] ^ b[i] }
-    return difference == 0
+    a.count == b.count
+        && a.withUnsafeBytes { x in b.withUnsafeBytes { y in constantTimeEqual(x, y, count: a.count) } }
 }
 
 /// `count` bytes from the system's cryptographically secure generator (`getrandom` on Linux,

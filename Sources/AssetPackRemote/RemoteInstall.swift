@@ -284,13 +284,11 @@ extension PrivateInstaller {
         try copy(plan.headAt..<plan.headAt + UInt64(plan.head.count))
         try sync()
         // The installed version's header goes: a crash before this leaves both, of which readers
-        // take the newer; after it, nothing leads back to the older version.
+        // take the newer; after it, nothing leads back to the older version. Best effort, as the
+        // packer's: the update is committed by now, and a failure here must not report it failed.
         if let old = plan.supersedes {
             let zeros = [UInt8](repeating: 0, count: old.count)
-            do { try zeros.withUnsafeBytes { try fd.pwriteAll($0, at: old.lowerBound) } } catch let e as Errno {
-                throw e.io("cannot write \(path)")
-            }
-            try sync()
+            if (try? zeros.withUnsafeBytes { try fd.pwriteAll($0, at: old.lowerBound) }) != nil { try? sync() }
         }
         return UInt64(plan.tail.count + plan.head.count)
     }
