@@ -9,7 +9,7 @@ RELEASE_BIN = $(shell $(SWIFT) build -c release --show-bin-path)/assetpack
 # Every suite is Swift Testing: without XCTest's runner there is no "Executed 0 tests" from its empty run.
 SWIFT_TEST = $(SWIFT) test --disable-xctest
 
-.PHONY: deps test-deps build release install test test-full demo fmt lint samples clean tsan asan fuzz
+.PHONY: deps test-deps build release install test test-full demo fmt lint samples clean tsan asan fuzz portable
 
 ## deps: install the C libraries' headers with apt when missing: libzip, zlib, OpenSSL (the AES-ECB keystream),
 ## libdeflate, libzstd, and libcurl (remote packs).
@@ -171,6 +171,25 @@ soak: deps
 ## tsan / asan: the concurrency stress test (and for asan the damage sweeps) under sanitizers. They
 ## build the test bundle only: none of the tests they run starts the assetpack binary, so the CLI
 ## and ArgumentParser are not built a third and fourth time.
+## portable: the configuration an iOS or Android app links (Package.swift's SystemLibraries trait
+## off: zlib and swift-crypto only, no libzip, libdeflate, libzstd, libcurl or OpenSSL), built in
+## .build-portable. Runs every suite that configuration compiles (the reader, installer, format,
+## crypto and damage suites; the CLI, remote and perf suites need the default one), then checks
+## with ldd that no binary it built links a library the configuration leaves out.
+PORTABLE = --build-path .build-portable --disable-default-traits
+PORTABLE_FORBIDDEN = libzip|libdeflate|libzstd|libcurl|libssl|libcrypto|libnettle
+portable:
+	@pkg-config --exists zlib 2>/dev/null || { $(SUDO) apt-get update -qq \
+	  && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zlib1g-dev pkg-config python3; }
+	$(SWIFT) build $(PORTABLE) --product AssetPackPackageTests
+	$(SWIFT_TEST) $(PORTABLE) --skip-build
+	@bin="$$($(SWIFT) build $(PORTABLE) --show-bin-path)"; found=0; \
+	for f in $$(find "$$bin" -maxdepth 1 -type f -perm -u+x) "$$bin"/*.xctest; do \
+	  [ -f "$$f" ] || continue; \
+	  if ldd "$$f" 2>/dev/null | grep -E '$(PORTABLE_FORBIDDEN)'; then echo "$$f links the above"; found=1; fi; \
+	done; \
+	[ $$found = 0 ] && echo "portable: no binary in $$bin links $(PORTABLE_FORBIDDEN)"
+
 tsan: SANITIZE = --sanitize=thread --scratch-path .build-tsan
 ## tsan: the stress suite, the concurrent-read tests, and the remote tests whose reads cross threads
 ## (every entry over HTTP, the mirror's streaming window, cancelled opens, reads and installs); the

@@ -5,6 +5,9 @@ import PackageDescription
 /// was 7 of the 105 s a cold test build took on 2 cores (README, "Tests come in two tiers"). The
 /// libraries keep theirs, and a failing expectation still names its file and line (the macro puts
 /// them in). To step through a test in lldb, build without this setting.
+/// What a target links only in the default configuration (the `SystemLibraries` trait).
+let system = TargetDependencyCondition.when(traits: ["SystemLibraries"])
+
 let testSettings: [SwiftSetting] = [.unsafeFlags(["-Xfrontend", "-gnone"])]
 
 let package = Package(
@@ -19,6 +22,17 @@ let package = Package(
         .executable(name: "assetpack", targets: ["assetpack"]),
         // Build-tool plugin: packs a target's Assets/ folder into an encrypted pack resource during `swift build`.
         .plugin(name: "PackAssets", targets: ["PackAssets"]),
+    ],
+    // The default configuration links the system's fast libraries (Linux with Debian's -dev packages);
+    // without the trait (`--disable-default-traits`, `make portable`) the AssetPack product needs only
+    // zlib and swift-crypto, what iOS, macOS and the Android NDK have. docs/ARCHITECTURE.md, "Configurations".
+    traits: [
+        .trait(
+            name: "SystemLibraries",
+            description:
+                "libzip (ZipCrypto), libdeflate (inflate, CRC-32), libzstd (the zstd codec) and OpenSSL's libcrypto (the AES-ECB keystream)"
+        ),
+        .default(enabledTraits: ["SystemLibraries"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -50,14 +64,19 @@ let package = Package(
             providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
 
         // Backend-neutral vocabulary: reader protocol, errors, timing, CRC, paths, limits, the codecs.
-        .target(name: "AssetPackCore", dependencies: ["CZlib", "CLibdeflate", "CZstd"]),
+        .target(
+            name: "AssetPackCore",
+            dependencies: [
+                "CZlib", .target(name: "CLibdeflate", condition: system), .target(name: "CZstd", condition: system),
+            ]),
         // The cryptographic primitives, over swift-crypto: AES-256-GCM, SHA-256, HMAC, HKDF,
         // PBKDF2, scrypt, Ed25519, random bytes; libcrypto only for the AES-ECB keystream of
         // WinZip AES's little-endian counter. See docs/ARCHITECTURE.md, "Crypto".
         .target(
             name: "AssetPackCrypto",
             dependencies: [
-                "AssetPackCore", "CLibcrypto", .product(name: "Crypto", package: "swift-crypto"),
+                "AssetPackCore", .target(name: "CLibcrypto", condition: system),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]),
         // What every pack format shares above the primitives: the format-driver protocol (the
@@ -66,7 +85,9 @@ let package = Package(
         // Zip backend over libzip.
         .target(
             name: "AssetPackZip",
-            dependencies: ["AssetPackCore", "AssetPackCrypto", "AssetPackFormat", "CLibzip"]),
+            dependencies: [
+                "AssetPackCore", "AssetPackCrypto", "AssetPackFormat", .target(name: "CLibzip", condition: system),
+            ]),
         // Chunked AES-256-GCM container.
         .target(name: "AssetPackContainer", dependencies: ["AssetPackCore", "AssetPackCrypto", "AssetPackFormat"]),
         // Public face: the format registry, open, pack, install.
@@ -140,21 +161,30 @@ let package = Package(
             resources: [.copy("fault_server.py")], swiftSettings: testSettings),
         // CZstd: the zstd tests build hostile frames with the library itself (a window no writer of ours uses).
         .testTarget(
-            name: "AssetPackCoreTests", dependencies: ["AssetPackCore", "AssetPackTestSupport", "CZstd"],
+            name: "AssetPackCoreTests",
+            dependencies: ["AssetPackCore", "AssetPackTestSupport", .target(name: "CZstd", condition: system)],
             swiftSettings: testSettings),
+        // The remote, perf and CLI suites need the default configuration (AssetPackHTTP links libcurl,
+        // the CLI links both): in the portable build (`make portable`) their sources compile to nothing.
         // The test helpers' own tests (the fault-injecting HTTP server does what the remote tests rely on).
         .testTarget(
             name: "AssetPackTestSupportTests", dependencies: ["AssetPackTestSupport"], swiftSettings: testSettings),
         .testTarget(
-            name: "AssetPackCryptoTests", dependencies: ["AssetPackCrypto", "AssetPackTestSupport", "CLibcrypto"],
+            name: "AssetPackCryptoTests",
+            dependencies: [
+                "AssetPackCrypto", "AssetPackTestSupport", .target(name: "CLibcrypto", condition: system),
+            ],
             swiftSettings: testSettings),
         .testTarget(
             name: "AssetPackFormatTests", dependencies: ["AssetPackFormat", "AssetPackCrypto", "AssetPackTestSupport"],
             swiftSettings: testSettings),
         .testTarget(
             name: "AssetPackZipTests",
-            dependencies: ["AssetPackZip", "AssetPackCore", "AssetPackCrypto", "CLibzip", "AssetPackTestSupport"],
-            swiftSettings: testSettings),
+            dependencies: [
+                "AssetPackZip", "AssetPackCore", "AssetPackCrypto", .target(name: "CLibzip", condition: system),
+                "AssetPackTestSupport",
+            ],
+            resources: [.copy("Vectors")], swiftSettings: testSettings),
         .testTarget(
             name: "AssetPackContainerTests",
             dependencies: [
@@ -165,14 +195,21 @@ let package = Package(
             name: "AssetPackTests", dependencies: ["AssetPack", "AssetPackTestSupport"], swiftSettings: testSettings),
         .testTarget(
             name: "AssetPackRemoteTests",
-            dependencies: ["AssetPackRemote", "AssetPackHTTP", "AssetPackFormat", "AssetPackTestSupport"],
+            dependencies: [
+                .target(name: "AssetPackRemote", condition: system), .target(name: "AssetPackHTTP", condition: system),
+                "AssetPackFormat", "AssetPackTestSupport",
+            ],
             swiftSettings: testSettings),
         .testTarget(
-            name: "AssetPackPerfTests", dependencies: ["AssetPackPerf", "AssetPackTestSupport"],
+            name: "AssetPackPerfTests",
+            dependencies: [.target(name: "AssetPackPerf", condition: system), "AssetPackTestSupport"],
             swiftSettings: testSettings),
         .testTarget(
             name: "AssetPackCLITests",
-            dependencies: ["AssetPack", "AssetPackRemote", "AssetPackPerf", "AssetPackTestSupport"],
+            dependencies: [
+                "AssetPack", .target(name: "AssetPackRemote", condition: system),
+                .target(name: "AssetPackPerf", condition: system), "AssetPackTestSupport",
+            ],
             swiftSettings: testSettings),
     ]
 )

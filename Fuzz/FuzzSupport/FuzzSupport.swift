@@ -6,24 +6,24 @@ import Foundation
 public typealias FuzzCallback = @convention(c) (UnsafePointer<UInt8>, Int) -> CInt
 
 #if FUZZING
-    @_silgen_name("LLVMFuzzerRunDriver")
-    private func LLVMFuzzerRunDriver(
-        _ argc: UnsafeMutablePointer<CInt>,
-        _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-        _ callback: FuzzCallback
-    ) -> CInt
+@_silgen_name("LLVMFuzzerRunDriver")
+private func LLVMFuzzerRunDriver(
+    _ argc: UnsafeMutablePointer<CInt>,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+    _ callback: FuzzCallback
+) -> CInt
 #endif
 
 #if FUZZING
-    /// Runs libFuzzer's driver over `callback`. SwiftPM links a release executable with `main`
-    /// aliased to `<Target>_main`, so each target exports that symbol and calls this.
-    public func runFuzzer(
-        _ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?, _ callback: FuzzCallback
-    ) -> CInt {
-        var argc = argc
-        var argv = argv
-        return LLVMFuzzerRunDriver(&argc, &argv, callback)
-    }
+/// Runs libFuzzer's driver over `callback`. SwiftPM links a release executable with `main`
+/// aliased to `<Target>_main`, so each target exports that symbol and calls this.
+public func runFuzzer(
+    _ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?, _ callback: FuzzCallback
+) -> CInt {
+    var argc = argc
+    var argv = argv
+    return LLVMFuzzerRunDriver(&argc, &argv, callback)
+}
 #endif
 
 /// What a target built without `make fuzz` prints.

@@ -73,8 +73,8 @@ public struct PrivateInstaller: Sendable {
         self.allowRollback = allowRollback
     }
 
-    /// Creates an installer for an app's default private directory:
-    /// `$XDG_DATA_HOME/<appID>`, else `~/.local/share/<appID>`.
+    /// Creates an installer for the app's default private directory (``defaultDirectory(appID:environment:)``):
+    /// Application Support on Apple platforms, the app's files directory on Android, XDG elsewhere.
     /// - Parameters:
     ///   - appID: The app's id.
     ///   - trustedKeys: As for ``init(directory:trustedKeys:allowRollback:)``.
@@ -86,21 +86,66 @@ public struct PrivateInstaller: Sendable {
         self.allowRollback = allowRollback
     }
 
-    /// The default private directory for an app id.
+    /// Where an app keeps private files, by platform (docs/ARCHITECTURE.md, "Configurations").
+    package enum Platform: Sendable {
+        /// macOS, iOS, tvOS, watchOS, visionOS: the user domain's Application Support folder
+        /// (inside the app's sandbox container where there is one).
+        case apple(applicationSupport: URL)
+        /// Android: the app's internal files directory, `/data/data/<appID>/files` (the primary
+        /// user's; an app serving other users passes `Context.getFilesDir()` to `init(directory:)`).
+        case android
+        /// Linux and the rest: `$XDG_DATA_HOME`, else `~/.local/share`.
+        case xdg
+
+        /// The platform this build runs on.
+        package static var current: Platform {
+            #if canImport(Darwin)
+            let support =
+                FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first
+                ?? URL(fileURLWithPath: NSHomeDirectory()).appendingPathComponent("Library/Application Support")
+            return .apple(applicationSupport: support)
+            #elseif os(Android)
+            return .android
+            #else
+            return .xdg
+            #endif
+        }
+    }
+
+    /// The default private directory for an app id: `<Application Support>/<appID>` on Apple
+    /// platforms, `/data/data/<appID>/files` on Android (the app id is the package name there),
+    /// `$XDG_DATA_HOME/<appID>`, else `~/.local/share/<appID>`, on Linux.
+    ///
+    /// An iOS app's bundle is already private to the app and read-only: there, reading the
+    /// bundled pack in place (`AssetPacks.open(path:)` on its bundle path) costs no copy and no
+    /// second copy's storage; installing pays when packs are replaced or patched after launch.
     /// - Throws: `.invalidArgument` if `appID` is empty, contains `/`, or is `.`/`..`.
     public static func defaultDirectory(
         appID: String, environment: [String: String] = ProcessInfo.processInfo.environment
-    )
-        throws -> URL
+    ) throws -> URL {
+        try defaultDirectory(appID: appID, environment: environment, platform: .current)
+    }
+
+    /// ``defaultDirectory(appID:environment:)`` for a given platform (each branch is tested on every host).
+    package static func defaultDirectory(appID: String, environment: [String: String], platform: Platform) throws
+        -> URL
     {
         guard !appID.isEmpty, !appID.contains("/"), appID != ".", appID != "..", !appID.contains("\0") else {
             throw AssetPackError(.invalidArgument, "app id '\(appID)' must be a single path component")
         }
-        if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") {
-            return URL(fileURLWithPath: xdg).appendingPathComponent(appID, isDirectory: true)
+        switch platform {
+        case .apple(let support):
+            return support.appendingPathComponent(appID, isDirectory: true)
+        case .android:
+            return URL(fileURLWithPath: "/data/data", isDirectory: true)
+                .appendingPathComponent(appID, isDirectory: true).appendingPathComponent("files", isDirectory: true)
+        case .xdg:
+            if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") {
+                return URL(fileURLWithPath: xdg).appendingPathComponent(appID, isDirectory: true)
+            }
+            let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
+            return URL(fileURLWithPath: home).appendingPathComponent(".local/share/\(appID)", isDirectory: true)
         }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? NSHomeDirectory()
-        return URL(fileURLWithPath: home).appendingPathComponent(".local/share/\(appID)", isDirectory: true)
     }
 
     /// Installs `pack` into the directory under `name` (default: the pack's file name).

@@ -57,6 +57,12 @@ package struct ContainerPackWriter: PackWriter {
             throw AssetPackError(
                 .invalidArgument, "chunk size \(cs) is not a power of two from 4 KiB to 4 MiB (the average chunk)")
         }
+        guard options.container.codec != .zstd || Zstd.isAvailable || options.compression == .store else {
+            throw AssetPackError(
+                .invalidArgument,
+                "the zstd codec needs libzstd, which this build of AssetPack lacks (the portable configuration): "
+                    + "pack with --codec deflate")
+        }
         let chunking = ChunkingParameters(average: cs)
         let sorted = files.sorted { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
         guard sorted.count <= Int(UInt32.max) else { throw AssetPackError(.invalidArgument, "too many files") }

@@ -1,6 +1,8 @@
 import Foundation
-internal import CLibdeflate
 internal import CZlib
+#if SystemLibraries
+internal import CLibdeflate
+#endif
 
 /// CRC-32 (ISO-HDLC, as in zip and gzip), computed by libdeflate.
 ///
@@ -17,7 +19,12 @@ package struct CRC32: Sendable {
     /// Feeds `bytes` into the checksum.
     package mutating func update(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+        #if SystemLibraries
         value = libdeflate_crc32(value, base, bytes.count)
+        #else
+        // zlib's crc32 takes a 32-bit length; crc32_z takes size_t (zlib 1.2.9+).
+        value = UInt32(truncatingIfNeeded: crc32_z(UInt(value), base.assumingMemoryBound(to: UInt8.self), bytes.count))
+        #endif
     }
 
     /// Feeds `bytes` into the checksum.

@@ -134,8 +134,9 @@ public struct ContainerPackOptions: Sendable, Hashable {
     /// content-defined boundaries, from a quarter of it to four times it; compressed entries
     /// double the minimum and the average (docs/FORMAT.md, "Version 4").
     public var chunkSize = 64 << 10
-    /// The codec of compressed chunks: zstd (the default) or deflate.
-    public var codec: ContainerCodec = .zstd
+    /// The codec of compressed chunks: zstd (the default) or deflate (the default in the portable
+    /// configuration, which has no libzstd).
+    public var codec: ContainerCodec = Zstd.isAvailable ? .zstd : .deflate
     /// How a password becomes the key (a raw-key credential uses no KDF). `nil`: the KDF of the
     /// pack at the output when a re-pack reuses it (so a re-pack keeps the cost it was made with),
     /// for a patch (`AssetPacks.packPatch`) the KDF of the pack it patches, else

@@ -2,9 +2,9 @@ import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #elseif canImport(Darwin)
-    import Darwin
+import Darwin
 #endif
 
 // The package's one file-system layer: every POSIX call on files and paths goes through here, in
@@ -75,20 +75,20 @@ private func system_pwrite(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: In
 }
 private func system_lseek(_ fd: Int32, _ offset: off_t, _ whence: Int32) -> off_t { lseek(fd, offset, whence) }
 #if canImport(Darwin)
-    // Darwin's fsync hands the data to the drive, whose cache may still reorder or lose it;
-    // F_FULLFSYNC asks the drive to flush, which the ordering of an append (data, then the
-    // header slot) needs. File systems without it (some network ones) fall back to fsync.
-    private func system_fsync(_ fd: Int32) -> Int32 {
-        fcntl(fd, F_FULLFSYNC) == 0 ? 0 : fsync(fd)
-    }
+// Darwin's fsync hands the data to the drive, whose cache may still reorder or lose it;
+// F_FULLFSYNC asks the drive to flush, which the ordering of an append (data, then the
+// header slot) needs. File systems without it (some network ones) fall back to fsync.
+private func system_fsync(_ fd: Int32) -> Int32 {
+    fcntl(fd, F_FULLFSYNC) == 0 ? 0 : fsync(fd)
+}
 #else
-    private func system_fsync(_ fd: Int32) -> Int32 { fsync(fd) }
+private func system_fsync(_ fd: Int32) -> Int32 { fsync(fd) }
 #endif
 private func system_ftruncate(_ fd: Int32, _ size: off_t) -> Int32 { ftruncate(fd, size) }
 #if os(Linux)
-    /// glibc's `fallocate(2)` (the Glibc module does not export it: it needs `_GNU_SOURCE`).
-    @_silgen_name("fallocate")
-    private func system_fallocate(_ fd: Int32, _ mode: Int32, _ offset: off_t, _ length: off_t) -> Int32
+/// glibc's `fallocate(2)` (the Glibc module does not export it: it needs `_GNU_SOURCE`).
+@_silgen_name("fallocate")
+private func system_fallocate(_ fd: Int32, _ mode: Int32, _ offset: off_t, _ length: off_t) -> Int32
 #endif
 private func system_fchmod(_ fd: Int32, _ mode: mode_t) -> Int32 { fchmod(fd, mode) }
 private func system_fstat(_ fd: Int32, _ st: inout CStat) -> Int32 { fstat(fd, &st) }
@@ -170,9 +170,9 @@ package struct FileStatus: Hashable, Sendable {
         inode = UInt64(truncatingIfNeeded: st.st_ino)
         linkCount = UInt64(truncatingIfNeeded: st.st_nlink)
         #if canImport(Darwin)
-            let time = st.st_mtimespec
+        let time = st.st_mtimespec
         #else
-            let time = st.st_mtim
+        let time = st.st_mtim
         #endif
         modificationTime = Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
     }
@@ -215,9 +215,9 @@ package struct FileDescriptor: RawRepresentable, Hashable, Sendable {
         /// `O_DIRECTORY`: fail with `ENOTDIR` unless the path names a directory (Linux and Darwin
         /// both have it; another system without it would open anything and let `fsync` decide).
         #if os(Linux) || canImport(Darwin)
-            package static let directory = OpenOptions(rawValue: O_DIRECTORY)
+        package static let directory = OpenOptions(rawValue: O_DIRECTORY)
         #else
-            package static let directory = OpenOptions([])
+        package static let directory = OpenOptions([])
         #endif
     }
 
@@ -335,10 +335,10 @@ package struct FileDescriptor: RawRepresentable, Hashable, Sendable {
     /// stay on disk) and no error is thrown.
     package func punchHole(_ range: Range<UInt64>) throws(Errno) {
         #if os(Linux)
-            _ = try retryingInterrupts {
-                system_fallocate(
-                    rawValue, 0x02 | 0x01, off_t(range.lowerBound), off_t(range.upperBound - range.lowerBound))
-            }
+        _ = try retryingInterrupts {
+            system_fallocate(
+                rawValue, 0x02 | 0x01, off_t(range.lowerBound), off_t(range.upperBound - range.lowerBound))
+        }
         #endif
     }
 
@@ -376,9 +376,9 @@ package struct FileDescriptor: RawRepresentable, Hashable, Sendable {
     /// - Parameter path: The path this descriptor was opened with (used by the fallback only).
     package func reopen(_ path: String, _ mode: AccessMode = .readOnly) throws(Errno) -> FileDescriptor {
         #if os(Linux)
-            if let copy = try? FileDescriptor.open("/proc/self/fd/\(rawValue)", mode) {
-                return copy
-            }
+        if let copy = try? FileDescriptor.open("/proc/self/fd/\(rawValue)", mode) {
+            return copy
+        }
         #endif
         return try reopenByPath(path, mode)
     }
@@ -499,7 +499,7 @@ package enum FileSystem {
 /// elsewhere (Darwin has no transparent huge pages). Advisory: failure is ignored.
 package func adviseHugePages(alignedRegion region: UnsafeMutableRawBufferPointer) {
     #if os(Linux)
-        _ = madvise(region.baseAddress, region.count, MADV_HUGEPAGE)
+    _ = madvise(region.baseAddress, region.count, MADV_HUGEPAGE)
     #endif
 }
 
@@ -509,9 +509,9 @@ package func adviseHugePages(alignedRegion region: UnsafeMutableRawBufferPointer
 package func wipeMemory(_ buffer: UnsafeMutableRawBufferPointer) {
     guard let base = buffer.baseAddress, buffer.count > 0 else { return }
     #if canImport(Darwin)
-        _ = memset_s(base, buffer.count, 0, buffer.count)
+    _ = memset_s(base, buffer.count, 0, buffer.count)
     #else
-        explicit_bzero(base, buffer.count)
+    explicit_bzero(base, buffer.count)
     #endif
 }
 

@@ -1,4 +1,6 @@
+#if SystemLibraries
 internal import CZstd
+#endif
 
 /// Zstandard (RFC 8878) over the system libzstd: one frame per buffer, for codecs that compress
 /// independent chunks (the container's), so random access and parallel decode stay.
@@ -34,7 +36,23 @@ package enum Zstd {
 
     /// The frame magic number (RFC 8878 §3.1.1), little-endian at offset 0.
     static let magic: UInt32 = 0xFD2F_B528
+
+    /// Whether this build has libzstd (the default configuration). Without it (the portable
+    /// configuration) a zstd chunk fails to read with ``unavailable`` and packing zstd is refused.
+    #if SystemLibraries
+    package static let isAvailable = true
+    #else
+    package static let isAvailable = false
+    #endif
+
+    /// What reading a zstd chunk in a build without libzstd throws: the codec, and how to pack for it.
+    package static let unavailable = AssetPackError(
+        .unsupportedFormat,
+        "this chunk is compressed with zstd, which this build of AssetPack lacks (the portable configuration, "
+            + "without libzstd): pack for it with --codec deflate")
 }
+
+#if SystemLibraries
 
 extension Zstd {
     /// A reusable zstd compressor (one `ZSTD_CCtx`): allocating the context costs more than
@@ -233,3 +251,4 @@ extension Zstd {
 
     static func errorName(_ code: Int) -> String { String(cString: ZSTD_getErrorName(code)) }
 }
+#endif

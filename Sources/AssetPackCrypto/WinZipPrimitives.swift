@@ -1,5 +1,7 @@
 import AssetPackCore
+#if SystemLibraries
 internal import CLibcrypto
+#endif
 import Crypto
 import CryptoExtras
 import Foundation
@@ -7,18 +9,20 @@ import Foundation
 // The primitives WinZip AES is built from, which its format fixes: raw AES block encryption
 // (its counter is little-endian, so no standard CTR mode fits) and a streaming HMAC-SHA-1.
 
+#if SystemLibraries
 // Algorithm objects fetched once per process; OpenSSL reference-counts them and they are immutable.
 nonisolated(unsafe) private let ecbCiphers: [Int: OpaquePointer?] = [
     16: EVP_CIPHER_fetch(nil, "AES-128-ECB", nil),
     24: EVP_CIPHER_fetch(nil, "AES-192-ECB", nil),
     32: EVP_CIPHER_fetch(nil, "AES-256-ECB", nil),
 ]
+#endif
 
 /// AES block encryption (ECB, no padding) of whole blocks in place. One thread at a time.
 ///
 /// Two backends give the same blocks:
 /// - ``Backend/libcrypto``: libcrypto's AES-ECB (7.9 GB/s on one core here), where the build has
-///   libcrypto: the default.
+///   libcrypto: the default configuration's.
 /// - ``Backend/swiftCrypto``: swift-crypto has no ECB, but CFB decryption yields it: with
 ///   IV = B₀ and ciphertext B₁ … Bₙ₋₁ ‖ 0, plaintext block j is E(Bⱼ) XOR (the ciphertext block
 ///   j), so one `AES._CFB.decrypt` call (one key schedule) gives the whole batch. What a build
@@ -28,12 +32,23 @@ nonisolated(unsafe) private let ecbCiphers: [Int: OpaquePointer?] = [
 package final class AESBlockEncryptor {
     /// Where the blocks are encrypted.
     package enum Backend: Sendable {
+        #if SystemLibraries
         case libcrypto
+        #endif
         case swiftCrypto
 
+        #if SystemLibraries
         /// What new encryptors use: `ASSETPACK_AES_BLOCKS=swift-crypto` or libcrypto.
         package static let preferred: Backend =
             ProcessInfo.processInfo.environment["ASSETPACK_AES_BLOCKS"] == "swift-crypto" ? .swiftCrypto : .libcrypto
+        /// Every backend this build has.
+        package static let available: [Backend] = [.libcrypto, .swiftCrypto]
+        #else
+        /// The portable configuration has no libcrypto: swift-crypto's CFB.
+        package static let preferred: Backend = .swiftCrypto
+        /// Every backend this build has.
+        package static let available: [Backend] = [.swiftCrypto]
+        #endif
     }
 
     private let context: OpaquePointer?
@@ -51,6 +66,7 @@ package final class AESBlockEncryptor {
         case .swiftCrypto:
             context = nil
             self.key = SymmetricKey(data: borrowed(key))
+        #if SystemLibraries
         case .libcrypto:
             self.key = nil
             guard let c = EVP_CIPHER_CTX_new() else { allocationFailed("EVP_CIPHER_CTX_new") }
@@ -59,11 +75,14 @@ package final class AESBlockEncryptor {
                 EVP_EncryptInit_ex2(c, cipher, key.bindMemory(to: UInt8.self).baseAddress, nil, nil) == 1,
                 EVP_CIPHER_CTX_set_padding(c, 0) == 1
             else { throw AssetPackError(.unsupportedFormat, "OpenSSL: cannot set up AES-\(key.count * 8)-ECB") }
+        #endif
         }
     }
 
     deinit {
+        #if SystemLibraries
         if let context { EVP_CIPHER_CTX_free(context) }
+        #endif
     }
 
     /// Encrypts `buffer` (a multiple of 16 bytes) in place.
@@ -74,10 +93,12 @@ package final class AESBlockEncryptor {
             encryptBlocksThroughCFB(buffer, base: base, key: key)
             return
         }
+        #if SystemLibraries
         let bytes = base.assumingMemoryBound(to: UInt8.self)
         var written: Int32 = 0
         let ok = EVP_EncryptUpdate(context, bytes, &written, bytes, Int32(buffer.count))
         precondition(ok == 1 && written == Int32(buffer.count), "OpenSSL AES-ECB failed")
+        #endif
     }
 
     private func encryptBlocksThroughCFB(

@@ -36,9 +36,9 @@ public enum MemoryProbe {
     /// Current resident set (`VmRSS`) and its high-water mark (`VmHWM`), in bytes.
     public static func read() -> (rss: UInt64, peak: UInt64)? {
         #if os(Linux)
-            return parse(try? String(contentsOfFile: "/proc/self/status", encoding: .utf8))
+        return parse(try? String(contentsOfFile: "/proc/self/status", encoding: .utf8))
         #else
-            return nil
+        return nil
         #endif
     }
 
@@ -60,10 +60,10 @@ public enum MemoryProbe {
     @discardableResult
     public static func resetPeak() -> Bool {
         #if os(Linux)
-            guard let fd = try? FileDescriptor.open("/proc/self/clear_refs", .writeOnly) else { return false }
-            return fd.closeAfter { [UInt8(ascii: "5")].withUnsafeBytes { (try? fd.writeAll($0)) != nil } }
+        guard let fd = try? FileDescriptor.open("/proc/self/clear_refs", .writeOnly) else { return false }
+        return fd.closeAfter { [UInt8(ascii: "5")].withUnsafeBytes { (try? fd.writeAll($0)) != nil } }
         #else
-            return false
+        return false
         #endif
     }
 
@@ -103,30 +103,30 @@ extension PerfMachine {
     /// The compiler version this code was built with, from `#if compiler` checks.
     public static var compilerVersion: String {
         #if compiler(>=6.5)
-            return ">=6.5"
+        return ">=6.5"
         #elseif compiler(>=6.4)
-            return "6.4"
+        return "6.4"
         #elseif compiler(>=6.3.2)
-            return "6.3.2+"
+        return "6.3.2+"
         #elseif compiler(>=6.3.1)
-            return "6.3.1"
+        return "6.3.1"
         #elseif compiler(>=6.3)
-            return "6.3"
+        return "6.3"
         #elseif compiler(>=6.2)
-            return "6.2"
+        return "6.2"
         #elseif compiler(>=6.1)
-            return "6.1"
+        return "6.1"
         #else
-            return "<6.1"
+        return "<6.1"
         #endif
     }
 
     /// `release` or `debug`.
     public static var buildConfiguration: String {
         #if DEBUG
-            return "debug"
+        return "debug"
         #else
-            return "release"
+        return "release"
         #endif
     }
 

@@ -3,12 +3,9 @@ import Foundation
 
 /// Decodes one WinZip AES entry (AE-1 or AE-2) from its raw stored bytes, in bulk.
 ///
-/// libzip keeps the archive structure; the bytes come from
-/// `zip_fopen_index(za, i, ZIP_FL_ENCRYPTED | ZIP_FL_COMPRESSED)` read with `zip_fread`, which
-/// yields exactly `salt | verifier | ciphertext | MAC` (`zip_stat` `comp_size` bytes). The decoder
-/// never asks the source for more than `rawSize` bytes. That matters: on a *stored* AES entry
-/// libzip 1.7.3 wraps the raw handle in its CRC checker, so a read that runs into the end of the
-/// entry fails with `ZIP_ER_CRC` (CRC of the ciphertext against the plaintext CRC).
+/// The bytes are the entry's stored data, `salt | verifier | ciphertext | MAC` (the central
+/// record's compressed size), read by the reader from the offsets ``ZipStructure`` checked. The
+/// decoder never asks the source for more than `rawSize` bytes.
 ///
 /// Work is pipelined in `chunkSize` pieces: read, HMAC, decrypt in place, inflate, CRC.
 /// Stored entries are decrypted straight into the result; deflated ones are inflated straight into it.

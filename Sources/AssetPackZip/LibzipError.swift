@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only (libzip)
 import AssetPackCore
 internal import CLibzip
 
@@ -44,3 +45,4 @@ enum LibzipError {
         make(zip_error_code_zip(error), system: zip_error_code_system(error), path: path, context: context)
     }
 }
+#endif

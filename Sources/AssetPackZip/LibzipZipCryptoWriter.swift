@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only (libzip)
 import AssetPackCore
 internal import CLibzip
 import Foundation
@@ -103,3 +104,4 @@ private final class ProgressBox {
                 bytesDone: UInt64(fraction * Double(bytes)), bytesTotal: bytes))
     }
 }
+#endif

@@ -1,6 +1,5 @@
 import AssetPackCore
 import AssetPackCrypto
-internal import CLibzip
 
 /// WinZip AES key strength, as named by the `0x9901` extra field and by libzip.
 package enum WinZipAESKeyStrength: UInt8, Sendable, CaseIterable {
@@ -16,12 +15,11 @@ package enum WinZipAESKeyStrength: UInt8, Sendable, CaseIterable {
 
     /// The strength from a libzip encryption method (`ZIP_EM_AES_128/192/256`), `nil` for others.
     package init?(libzipMethod: UInt16) {
-        switch Int32(libzipMethod) {
-        case ZIP_EM_AES_128: self = .aes128
-        case ZIP_EM_AES_192: self = .aes192
-        case ZIP_EM_AES_256: self = .aes256
-        default: return nil
+        // ZIP_EM_AES_128/192/256 are 0x0101-0x0103: 0x0100 plus the strength byte.
+        guard libzipMethod >> 8 == 1, let strength = Self(rawValue: UInt8(truncatingIfNeeded: libzipMethod)) else {
+            return nil
         }
+        self = strength
     }
 
     /// AES key length in bytes (16, 24, 32).

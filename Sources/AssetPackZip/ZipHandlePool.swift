@@ -1,7 +1,13 @@
 import AssetPackCore
+#if SystemLibraries
 internal import CLibzip
+#endif
 import Foundation
 
+/// The reader's access to the pack's bytes: reads of the ``ByteSource`` (all the directory and
+/// every AES or unencrypted entry need), and, in the default configuration, libzip handles for
+/// the entries libzip decodes (ZipCrypto, `Decoder.libzip`), opened on the first such read.
+///
 /// libzip's `zip_t` is not thread-safe. Rather than serialise every read behind one lock,
 /// the reader keeps a pool of `zip_t` handles over the *same* ``ByteSource``: each handle reads
 /// it through a libzip function source of its own (its own position; the source's reads are
@@ -10,6 +16,7 @@ import Foundation
 /// reads goes through the source: a remote source sees (and fetches) them like the reader's own.
 final class ZipHandlePool: @unchecked Sendable {
     let source: any ByteSource
+    #if SystemLibraries
     private let lock = NSLock()
     private var idle: [Handle] = []
     private var opened = 0
@@ -19,9 +26,11 @@ final class ZipHandlePool: @unchecked Sendable {
         let archive: OpaquePointer
         let context: LibzipSourceContext
     }
+    #endif
 
     init(source: any ByteSource) { self.source = source }
 
+    #if SystemLibraries
     deinit {
         for handle in idle { zip_discard(handle.archive) }
     }
@@ -49,16 +58,6 @@ final class ZipHandlePool: @unchecked Sendable {
         return Handle(archive: archive, context: context)
     }
 
-    /// Reads exactly `count` bytes at `offset`.
-    /// - Throws: `.integrityFailure` when the pack ends first, and what the source throws.
-    func read(at offset: UInt64, count: Int) throws -> [UInt8] { try ZipStructure.reader(source)(offset, count) }
-
-    /// Fills `buffer` from `offset` or up to the end of the pack.
-    /// - Returns: The bytes read, fewer than `buffer.count` only at the end of the pack.
-    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int {
-        try source.read(into: buffer, at: offset)
-    }
-
     /// Runs `body` with a handle no other thread is using. When libzip failed because the
     /// source did (a server's error, a cancellation), that error is thrown rather than the
     /// read error libzip made of it.
@@ -74,8 +73,20 @@ final class ZipHandlePool: @unchecked Sendable {
             throw handle.context.takeError() ?? error
         }
     }
+    #endif
+
+    /// Reads exactly `count` bytes at `offset`.
+    /// - Throws: `.integrityFailure` when the pack ends first, and what the source throws.
+    func read(at offset: UInt64, count: Int) throws -> [UInt8] { try ZipStructure.reader(source)(offset, count) }
+
+    /// Fills `buffer` from `offset` or up to the end of the pack.
+    /// - Returns: The bytes read, fewer than `buffer.count` only at the end of the pack.
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws -> Int {
+        try source.read(into: buffer, at: offset)
+    }
 }
 
+#if SystemLibraries
 /// What a libzip function source over a ``ByteSource`` keeps: its position, libzip's error, and
 /// the source's own error for the caller.
 final class LibzipSourceContext: @unchecked Sendable {
@@ -169,3 +180,4 @@ private let byteSourceCallback: zip_source_callback = { userdata, data, length, 
         return -1
     }
 }
+#endif

@@ -1,40 +1,44 @@
 import AssetPackCore
 import AssetPackCrypto
 import AssetPackFormat
+#if SystemLibraries
 internal import CLibzip
+#endif
 import Foundation
 
-/// Reads entries from a zip pack (WinZip AES, ZipCrypto or unencrypted) by path.
+/// Reads entries from a zip pack (WinZip AES, unencrypted, or ZipCrypto) by path.
 ///
-/// The central directory is read once at open and indexed by normalised path. Every
-/// whole-entry read is verified: libzip checks the HMAC (AES) and its own CRC only when a
-/// read reaches the end of the entry, so this reader always reads to end of entry, checks
-/// `zip_fclose`, and then checks CRC-32 itself against the central directory. A
-/// corrupt entry throws `.integrityFailure` naming the entry; wrong bytes are never returned.
+/// The central directory is read once at open, by ``ZipStructure`` (our parser: libzip's
+/// `zip_open` is not called), and indexed by normalised path. Every whole-entry read is
+/// verified: WinZip AES entries by their HMAC and (AE-1) CRC in `BulkAESDecoder`, unencrypted
+/// ones by their CRC in `PlainEntryDecoder`, both over the raw stored bytes. A corrupt entry
+/// throws `.integrityFailure` naming the entry; wrong bytes are never returned.
 ///
-/// WinZip AES entries are decrypted in bulk by `BulkAESDecoder` (OpenSSL AES and HMAC over
-/// libzip's raw entry bytes), which is an order of magnitude faster than libzip 1.7.3's
-/// block-at-a-time decryption and also reads the standard AE-2 entries (CRC 0) that 7-Zip,
-/// zip4j and WinZip write and libzip rejects. `Decoder.libzip` keeps libzip's own path
-/// for cross-checks; `EntryTiming.decoder` says which path produced the bytes.
+/// ZipCrypto entries are decoded by libzip (its cipher is not one swift-crypto has, and we do
+/// not write ciphers: docs/ARCHITECTURE.md, "Configurations"), on a libzip handle opened on the
+/// first such read; the portable configuration, without libzip, refuses them by name.
+/// `Decoder.libzip` has libzip decode every entry, for cross-checks; `EntryTiming.decoder`
+/// says which path produced the bytes.
 ///
-/// Thread safety: reads may run on many threads at once; each borrows its own libzip
-/// handle from a pool (see `ZipHandlePool`).
+/// Thread safety: reads may run on many threads at once; a libzip read borrows its own handle
+/// from a pool (see `ZipHandlePool`).
 public final class ZipPackReader: PackReader, @unchecked Sendable {
     /// Which code decrypts and inflates entries.
     public enum Decoder: String, Sendable, CaseIterable {
-        /// Bulk AES for WinZip AES entries; libzip for everything else. The default.
+        /// Our own decoders for WinZip AES and unencrypted entries; libzip for ZipCrypto. The default.
         case automatic
+        #if SystemLibraries
         /// libzip for every entry (slow for AES, and rejects standard AE-2 entries): a cross-check.
         case libzip
+        #endif
     }
 
     struct Entry: Sendable {
         var info: EntryInfo
-        /// libzip's index, which is also the record's position in ``ZipStructure/records``.
+        /// The record's position in ``ZipStructure/records`` (libzip's index too).
         var index: UInt64
         var encryptionMethod: UInt16
-        var compressionMethod: Int32
+        var compressionMethod: UInt16
     }
 
     /// Always `.zip`.
@@ -137,10 +141,7 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
         try signature?.release.checkNotExpired(now: Date())
         publisher = signature?.publisher
         release = signature?.release
-        // The handle that parsed the central directory goes back to the pool for the first read.
-        let (files, deletion) = try pool.withHandle { za in
-            try Self.readDirectory(za, limits: limits, expectedCount: structure.records.count)
-        }
+        let (files, deletion) = try Self.readDirectory(structure.records)
         var table = files
         table.sort { $0.info.path.utf8.lexicographicallyPrecedes($1.info.path.utf8) }
         var index = EntryIndex<Int>(capacity: table.count)
@@ -161,50 +162,30 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
         self.openSeconds = watch.elapsed
     }
 
-    /// Reads every file entry (directories excluded) from the central directory of `za`, and
-    /// the deletion record's entry apart (the other reserved entries are skipped).
-    private static func readDirectory(_ za: OpaquePointer, limits: ReadLimits, expectedCount: Int) throws -> (
-        [Entry], deletion: Entry?
-    ) {
-        let count = zip_get_num_entries(za, 0)
-        guard count >= 0 else { throw AssetPackError(.integrityFailure, "cannot read the central directory") }
-        guard count == expectedCount else {
-            throw AssetPackError(.integrityFailure, "libzip and the central directory disagree on the entry count")
-        }
-        guard count <= Int64(limits.maxEntries) else {
-            throw AssetPackError(.limitExceeded, "pack declares \(count) entries; the limit is \(limits.maxEntries)")
-        }
+    /// Every file entry (directories excluded) of the central directory's records, and the
+    /// deletion record's entry apart (the other reserved entries are skipped).
+    private static func readDirectory(_ records: [ZipStructure.Record]) throws -> ([Entry], deletion: Entry?) {
         var table: [Entry] = []
         var deletion: Entry?
-        table.reserveCapacity(Int(count))
-        for i in 0..<UInt64(count) {
-            var st = zip_stat_t()
-            guard zip_stat_index(za, i, 0, &st) == 0, let cName = st.name else {
-                throw LibzipError.from(zip_get_error(za), path: nil, context: "cannot read entry \(i)")
-            }
-            let name = EntryPath.withoutLeadingDotSlash(
-                EntryPath.nfc(
-                    String(decoding: UnsafeRawBufferPointer(start: cName, count: strlen(cName)), as: UTF8.self)))
+        table.reserveCapacity(records.count)
+        for (i, record) in records.enumerated() {
+            let name = EntryPath.withoutLeadingDotSlash(EntryPath.nfc(String(decoding: record.name, as: UTF8.self)))
             if name.isEmpty || name.hasSuffix("/") { continue }  // directory entry (bsdtar's "./" too)
             let reserved = ZipManifest.isReserved(name)  // the pack's own bookkeeping (.assetpack/manifest)
             if reserved && name != DeletionRecord.entryName { continue }
-            let encryption = Self.encryption(st.encryption_method)
+            let encryption = Self.encryption(record.encryptionMethod)
             let compression: EntryCompression =
-                switch Int32(st.comp_method) {
-                case ZIP_CM_STORE: .store
-                case ZIP_CM_DEFLATE: .deflate
+                switch record.compressionMethod {
+                case 0: .store
+                case 8: .deflate
                 default: .other
                 }
-            // AE-2 entries (libzip writes them below 20 bytes; 7-Zip always) store CRC 0:
-            // the HMAC is their check.
-            let isAES = [.aes128, .aes192, .aes256].contains(encryption)
-            let crc: UInt32? = (st.valid & UInt64(ZIP_STAT_CRC)) != 0 && !(isAES && st.crc == 0) ? st.crc : nil
             let info = EntryInfo(
-                path: name, size: st.size, storedSize: st.comp_size, compression: compression,
-                encryption: encryption, crc32: crc)
+                path: name, size: record.size, storedSize: record.compressedSize, compression: compression,
+                encryption: encryption, crc32: record.crcIsChecked ? record.crc32 : nil)
             let entry = Entry(
-                info: info, index: i, encryptionMethod: st.encryption_method,
-                compressionMethod: Int32(st.comp_method))
+                info: info, index: UInt64(i), encryptionMethod: record.encryptionMethod,
+                compressionMethod: record.compressionMethod)
             if reserved {
                 guard deletion == nil else {
                     throw AssetPackError(.integrityFailure, "two deletion records", path: DeletionRecord.entryName)
@@ -217,8 +198,11 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
         return (table, deletion)
     }
 
-    /// How many libzip handles this reader opened; each parsed the central directory once.
+    #if SystemLibraries
+    /// How many libzip handles this reader opened (ZipCrypto reads and `Decoder.libzip` only);
+    /// each parsed the central directory once.
     var libzipHandlesOpened: Int { pool.handlesOpened }
+    #endif
 
     /// Looks up an entry by path (normalised first).
     public func entry(_ path: String) -> EntryInfo? {
@@ -243,6 +227,23 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
             timing.total = watch.elapsed
             return (bytes, timing)
         }
+        if let plain = try plainDecoder(for: entry) {
+            let bytes = try withRawEntry(entry, dataStart: dataStart) { source in
+                try plain.decode(timing: &timing, from: source)
+            }
+            timing.total = watch.elapsed
+            return (bytes, timing)
+        }
+        return try readThroughLibzip(entry, timing: timing, watch: watch)
+    }
+
+    #if SystemLibraries
+    /// A ZipCrypto entry, or any entry with `Decoder.libzip`: libzip decodes it.
+    private func readThroughLibzip(_ entry: Entry, timing: EntryTiming, watch: Stopwatch) throws -> (
+        bytes: [UInt8], timing: EntryTiming
+    ) {
+        var timing = timing
+        timing.decoder = "libzip"
         try checkSpanFirst(entry)
         let size = Int(entry.info.size)
         var crc = CRC32()
@@ -263,6 +264,13 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
         timing.total = watch.elapsed
         return (bytes, timing)
     }
+    #else
+    private func readThroughLibzip(_ entry: Entry, timing: EntryTiming, watch: Stopwatch) throws -> (
+        bytes: [UInt8], timing: EntryTiming
+    ) {
+        throw Self.needsLibzip(entry)
+    }
+    #endif
 
     /// Streams an entry in chunks of up to 256 KiB. Data is tentative until this returns:
     /// the HMAC and CRC are checked at the end.
@@ -283,6 +291,22 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
             timing.total = watch.elapsed
             return timing
         }
+        if let plain = try plainDecoder(for: entry) {
+            try withRawEntry(entry, dataStart: dataStart) { source in
+                try plain.stream(timing: &timing, from: source, body)
+            }
+            timing.total = watch.elapsed
+            return timing
+        }
+        return try streamThroughLibzip(entry, timing: timing, watch: watch, body)
+    }
+
+    #if SystemLibraries
+    private func streamThroughLibzip(
+        _ entry: Entry, timing: EntryTiming, watch: Stopwatch, _ body: (UnsafeRawBufferPointer) throws -> Void
+    ) throws -> EntryTiming {
+        var timing = timing
+        timing.decoder = "libzip"
         try checkSpanFirst(entry)
         var crc = CRC32()
         let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 256 << 10, alignment: 16)
@@ -306,6 +330,22 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
         timing.total = watch.elapsed
         return timing
     }
+    #else
+    private func streamThroughLibzip(
+        _ entry: Entry, timing: EntryTiming, watch: Stopwatch, _ body: (UnsafeRawBufferPointer) throws -> Void
+    ) throws -> EntryTiming {
+        throw Self.needsLibzip(entry)
+    }
+    #endif
+
+    /// What the portable configuration says of an entry only libzip decodes (ZipCrypto).
+    static func needsLibzip(_ entry: Entry) -> AssetPackError {
+        AssetPackError(
+            .unsupportedFormat,
+            "entry is encrypted with ZipCrypto, which this build of AssetPack cannot decode (the portable "
+                + "configuration, without libzip): pack it with --encryption aes256",
+            path: entry.info.path)
+    }
 
     // MARK: - Internals
 
@@ -319,7 +359,6 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
     private func prepare(_ entry: Entry, _ timing: inout EntryTiming) throws -> (entry: Entry, dataStart: UInt64) {
         timing.path = entry.info.path
         timing.bytesIn = entry.info.storedSize
-        timing.decoder = "libzip"
         if let count = ambiguous[EntryPath.normalize(entry.info.path)] {
             throw AssetPackError(
                 .integrityFailure, "\(count) entries have this path: which one is meant is ambiguous",
@@ -369,6 +408,19 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
             size: entry.info.size, crc32: entry.info.crc32, limits: limits)
     }
 
+    /// The decoder for an unencrypted entry, or `nil` when another path decodes it.
+    private func plainDecoder(for entry: Entry) throws -> PlainEntryDecoder? {
+        guard entry.info.encryption == .none, decoder == .automatic else { return nil }
+        guard entry.info.compression != .other else {
+            throw AssetPackError(
+                .unsupportedFormat, "compression method \(entry.compressionMethod) is not supported",
+                path: entry.info.path)
+        }
+        return PlainEntryDecoder(
+            rawSize: entry.info.storedSize, compression: entry.info.compression, size: entry.info.size,
+            crc32: entry.info.crc32 ?? 0)
+    }
+
     /// Hands the entry's raw bytes (salt, verifier, ciphertext, MAC) to `body` with `pread`, from
     /// the offsets the structure checks validated, through the read hook (a remote pack's bytes
     /// arrive as they are read).
@@ -409,6 +461,7 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
         return result
     }
 
+    #if SystemLibraries
     /// A signed pack read with trusted keys, for an entry libzip decodes (ZipCrypto, unencrypted,
     /// `Decoder.libzip`): hashes the entry's span and compares it with the signed digest before
     /// libzip reads it. (libzip reads the file again; the pack is one the app keeps in its own
@@ -418,6 +471,8 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
         let record = structure.records[Int(entry.index)]
         try finishSpan(entry, record, from: record.localHeaderOffset, hasher: SHA256Hasher(), signature: signature)
     }
+
+    #endif
 
     /// Adds the rest of `record`'s span from `offset` to `hasher` and compares the digest with
     /// the signed one.
@@ -436,6 +491,7 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
         }
     }
 
+    #if SystemLibraries
     /// Opens the entry on a borrowed handle (key derivation happens here for AES), runs
     /// `body`, and closes it, mapping every libzip failure to an `AssetPackError`.
     private func withOpenEntry(
@@ -514,14 +570,16 @@ public final class ZipPackReader: PackReader, @unchecked Sendable {
         try CRC32.check(computed, expected: expected, path: entry.info.path, authenticated: false)
         timing.crcChecked = true
     }
+    #endif
 
+    /// The entry's encryption from libzip's numbering of it (``ZipStructure/Record/encryptionMethod``).
     static func encryption(_ method: UInt16) -> EntryEncryption {
-        switch Int32(method) {
-        case ZIP_EM_NONE: .none
-        case ZIP_EM_TRAD_PKWARE: .zipCrypto
-        case ZIP_EM_AES_128: .aes128
-        case ZIP_EM_AES_192: .aes192
-        case ZIP_EM_AES_256: .aes256
+        switch method {
+        case 0: .none
+        case 1: .zipCrypto
+        case 0x0101: .aes128
+        case 0x0102: .aes192
+        case 0x0103: .aes256
         default: .other
         }
     }

@@ -77,7 +77,14 @@ package struct ZipPackWriter: PackWriter {
         // Opened for ZipCrypto too, which reuses nothing, so that it refuses what any re-pack refuses.
         let previous = options.fresh ? nil : try PreviousPack.open(output, encoder: encoder)
         if options.zip.encryption == .zipCrypto {
+            #if SystemLibraries
             return try LibzipZipCryptoWriter.write(sorted, to: output, password: password!, options: options)
+            #else
+            throw AssetPackError(
+                .invalidArgument,
+                "ZipCrypto packs are written by libzip, which this build of AssetPack lacks (the portable "
+                    + "configuration): pack with --encryption aes256")
+            #endif
         }
         let pack = ZipPackJob(
             writer: self, files: sorted, encoder: encoder, previous: previous, progress: options.progress)

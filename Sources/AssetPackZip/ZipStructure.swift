@@ -1,7 +1,8 @@
 import AssetPackCore
 import AssetPackCrypto
 
-/// The zip structure checks AssetPack makes itself, on top of libzip.
+/// The zip structure AssetPack reads itself: the directory every read uses (libzip is only
+/// asked to decode ZipCrypto entries), and the checks libzip never made.
 ///
 /// libzip 1.7.3 reads each central-directory record on its own: it never asks whether two
 /// records point into the same bytes, and it never compares a local header's name with the
@@ -37,6 +38,16 @@ package struct ZipStructure: Sendable {
         package var localHeaderOffset: UInt64
         /// Where the next entry (or the central directory) starts: this entry's data must end before.
         package var end: UInt64 = 0
+        /// How the entry is encrypted, numbered as libzip numbers it (`ZIP_EM_*`): 0 none, 1
+        /// ZipCrypto, 0x0101–0x0103 WinZip AES-128/192/256, 0xFFFF anything else (strong encryption).
+        package var encryptionMethod: UInt16 = 0
+        /// The compression method of the plaintext: ``method`` itself, or for WinZip AES (method 99)
+        /// the one its extra field names.
+        package var compressionMethod: UInt16 = 0
+        /// WinZip AES entries: whether the stored CRC-32 is to be checked. AE-2 entries store 0
+        /// (7-Zip always, libzip below 20 bytes) and rely on the MAC; libzip's rule, kept: an AE-2
+        /// entry under 20 bytes, or a CRC of 0, is not checked.
+        package var crcIsChecked = true
 
         /// Whether sizes and CRC follow the data in a data descriptor (bit 3).
         var hasDataDescriptor: Bool { flags & 0x0008 != 0 }
@@ -316,9 +327,36 @@ package struct ZipStructure: Sendable {
                 if offset == 0xFFFF_FFFF { offset = try next() }
             }
         }
-        return Record(
+        var record = Record(
             name: name, flags: flags, method: method, crc32: crc, compressedSize: compressedSize,
             size: size, localHeaderOffset: offset)
+        try resolveEncryption(&record, extra: extra)
+        return record
+    }
+
+    /// Fills in the record's encryption method, plaintext compression method and CRC rule from its
+    /// flags and (WinZip AES) its 0x9901 extra field, as libzip's `_zip_dirent_process_winzip_aes`
+    /// does: a method-99 entry without a well-formed field is damaged, one of another vendor,
+    /// version or strength is unsupported.
+    private static func resolveEncryption(_ record: inout Record, extra: [UInt8]) throws {
+        record.compressionMethod = record.method
+        let encrypted = record.flags & 0x0001 != 0
+        guard record.method == 99 else {
+            record.encryptionMethod = !encrypted ? 0 : record.flags & 0x0040 != 0 ? 0xFFFF : 1
+            return
+        }
+        let name = display(record.name)
+        guard let field = try extraField(0x9901, in: extra), field.count == 7 else {
+            throw damaged("entry \"\(name)\" is WinZip AES (method 99) without a valid AES extra field")
+        }
+        let version = UInt16(field[0]) | UInt16(field[1]) << 8
+        guard version == 1 || version == 2, field[2] == 0x41, field[3] == 0x45, (1...3).contains(field[4]) else {
+            throw damaged(
+                "entry \"\(name)\" uses an AES extra field of another vendor, version or strength", .unsupportedFormat)
+        }
+        record.encryptionMethod = 0x0100 | UInt16(field[4])
+        record.compressionMethod = UInt16(field[5]) | UInt16(field[6]) << 8
+        record.crcIsChecked = record.crc32 != 0 && !(version == 2 && record.size < 20)
     }
 
     /// Runs `body` with a reader over `bytes`.

@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
 import AssetPackTestSupport
 import Foundation
@@ -247,3 +248,4 @@ import Testing
         return lstat(path, &st) == 0 && st.st_mode & S_IFMT == S_IFIFO
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
 import AssetPackTestSupport
 import Foundation
@@ -117,3 +118,4 @@ import Testing
         #expect(help.contains("--fast"), "\(help)")
     }
 }
+#endif

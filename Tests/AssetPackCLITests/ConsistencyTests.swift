@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
 import AssetPackTestSupport
 import Foundation
@@ -376,3 +377,4 @@ import Testing
         #expect(extract.stderr.contains("control character"))
     }
 }
+#endif

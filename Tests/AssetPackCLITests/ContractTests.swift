@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
 import AssetPackTestSupport
 import Foundation
@@ -251,3 +252,4 @@ import Testing
         #expect(bad.stderr.contains("--chunk-kib"))
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
 import AssetPackTestSupport
 import Foundation
@@ -66,3 +67,4 @@ import Testing
         #expect(try run(["verify", out] + trust).status == 0)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPackTestSupport
 import Foundation
 import Testing
@@ -57,3 +58,4 @@ import Testing
         #expect(run.status == 1 && run.stderr.contains("is not a regular file"), "\(run.stderr)")
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
 import AssetPackTestSupport
 import Foundation
@@ -57,3 +58,4 @@ private func sha256Hex(_ bytes: [UInt8]) -> String {
     let out = (try? runTool("/usr/bin/sha256sum", [file.path], in: dir.url)) ?? Data()
     return String(String(decoding: out, as: UTF8.self).prefix(64))
 }
+#endif

@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
 import AssetPackTestSupport
 import Foundation
@@ -98,3 +99,4 @@ import Testing
         #expect(try CLI.run(["verify", priv.appendingPathComponent("assets.pack").path]).status == 0)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
 import AssetPackTestSupport
 import Foundation
@@ -198,3 +199,4 @@ let hasPyzipper: Bool = {
         }
     }
 }
+#endif

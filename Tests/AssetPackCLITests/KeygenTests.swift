@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
 import AssetPackTestSupport
 import Foundation
@@ -165,3 +166,4 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == ["d.pub", "file", "folder"])
     }
 }
+#endif

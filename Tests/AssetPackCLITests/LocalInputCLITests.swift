@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
 import AssetPackTestSupport
 import Foundation
@@ -171,3 +172,4 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: dir.appending("home/notapack").path))
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPackTestSupport
 import Foundation
 import Testing
@@ -132,3 +133,4 @@ struct MakefileTests {
         #expect(run.stderr.contains("A.swift:1: .slow on a @Test that declares no function"), "\(run.stderr)")
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
 import AssetPackTestSupport
 import Foundation
@@ -413,3 +414,4 @@ final class ConcurrentRuns: @unchecked Sendable {
         #expect(run.left == (previous ? ["out.pack", "src"] : ["src"]), "\(run.left)")
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPackTestSupport
 import Foundation
 import Testing
@@ -38,3 +39,4 @@ import Testing
         #expect(try CLI.run(["verify", output, "--quiet"], password: Self.password).status == 0)
     }
 }
+#endif

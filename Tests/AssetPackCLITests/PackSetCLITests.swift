@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
 import AssetPackTestSupport
 import Foundation
@@ -302,3 +303,4 @@ import Testing
         #expect(run.stderr.contains("--over"), "\(run.stderr)")
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
 import AssetPackTestSupport
 import Foundation
@@ -226,3 +227,4 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: dir.appending("max.zip").path))
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
 import AssetPackPerf
 import AssetPackTestSupport
@@ -135,3 +136,4 @@ import Testing
         #expect(try CLI.run(["perf", source.path, "--iterations", "0"]).status == 64)
     }
 }
+#endif

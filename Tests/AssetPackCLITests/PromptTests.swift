@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
 import AssetPackTestSupport
 import Foundation
@@ -218,3 +219,4 @@ final class PseudoTerminal {
         return Child(process: process, output: output)
     }
 }
+#endif

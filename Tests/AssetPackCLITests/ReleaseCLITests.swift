@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
 import AssetPackTestSupport
 import Foundation
@@ -474,3 +475,4 @@ import Testing
         #expect(plain?["release"] == nil, "\(untrusted.text)")
     }
 }
+#endif

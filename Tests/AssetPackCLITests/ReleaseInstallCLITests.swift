@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
 import AssetPackTestSupport
 import Foundation
@@ -250,3 +251,4 @@ import Testing
         #expect(try current() == nil)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
 import AssetPackTestSupport
 import Foundation
@@ -194,3 +195,4 @@ import Testing
         #expect(left.isEmpty, "\(left)")
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
 import AssetPackTestSupport
 import Foundation
@@ -214,3 +215,4 @@ import Testing
         #expect(try run(["cat", release, "b.txt"] + trust).status == 3)
     }
 }
+#endif

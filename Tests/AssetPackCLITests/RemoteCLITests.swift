@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
 import AssetPackTestSupport
 import Foundation
@@ -262,3 +263,4 @@ import Testing
         #expect(!quiet.contains("\r[") && !quiet.contains("downloaded"), "\(quiet.debugDescription)")
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
 import AssetPackTestSupport
 import Foundation
@@ -165,3 +166,4 @@ import Testing
         #expect(before - Int(try FileSystem.stat(out).size) >= 1_000_000, "the removed asset's bytes are gone")
     }
 }
+#endif

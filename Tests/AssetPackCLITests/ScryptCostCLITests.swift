@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPackTestSupport
 import Foundation
 import Testing
@@ -140,3 +141,4 @@ extension ScryptCostCLITests {
         }
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
 import AssetPackTestSupport
 import Foundation
@@ -215,3 +216,4 @@ enum RealServer: String, CaseIterable, Sendable, CustomTestStringConvertible {
         #expect(!left.contains("p.container") && !left.contains(".p.container.download"), "\(left)")
     }
 }
+#endif

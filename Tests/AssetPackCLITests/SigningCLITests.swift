@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
 import AssetPackTestSupport
 import Foundation
@@ -111,3 +112,4 @@ import Testing
         #expect(report.contains("\"container-signed\"") && report.contains("\"container\""), "\(report.prefix(400))")
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
 import AssetPackTestSupport
 import Foundation
@@ -190,3 +191,4 @@ import Testing
         #expect(refused.status != 0, "\(refused.stderr)")
     }
 }
+#endif

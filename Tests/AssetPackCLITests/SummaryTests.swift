@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
 import AssetPackTestSupport
 import Foundation
@@ -88,3 +89,4 @@ import Testing
         #expect(quiet.status == 0 && quiet.stderr.isEmpty, "\(quiet.stderr)")
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
 import AssetPackTestSupport
 import Foundation
@@ -118,3 +119,4 @@ import Testing
         #expect(installed.status == 0, "\(installed.stderr)")
     }
 }
+#endif

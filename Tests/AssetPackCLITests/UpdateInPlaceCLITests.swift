@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
 import AssetPackTestSupport
 import Foundation
@@ -177,3 +178,4 @@ import Testing
         #expect(!names.contains { $0.contains("download") }, "\(names)")
     }
 }
+#endif

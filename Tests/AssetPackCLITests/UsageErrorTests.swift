@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPackTestSupport
 import Foundation
 import Testing
@@ -85,3 +86,4 @@ import Testing
         #expect(version.status == 0 && !version.text.isEmpty && version.stderr.isEmpty)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
 import AssetPackTestSupport
 import Foundation
@@ -31,3 +32,4 @@ import Testing
         #expect(try Data(contentsOf: output) == before)
     }
 }
+#endif

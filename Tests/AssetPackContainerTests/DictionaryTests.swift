@@ -1,3 +1,4 @@
+#if SystemLibraries  // zstd dictionaries need libzstd: the default configuration only
 import AssetPackCore
 import AssetPackTestSupport
 import Foundation
@@ -130,3 +131,4 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: tree.output))
     }
 }
+#endif

@@ -1,4 +1,5 @@
 import AssetPackCore
+import AssetPackTestSupport
 import Foundation
 import Testing
 
@@ -32,7 +33,8 @@ import Testing
         @discardableResult
         func pack(
             credential: PackCredential = testKey, fresh: Bool = false, chunkSize: Int = 4096,
-            kdf: ContainerKDF? = .forTests, compression: CompressionPolicy = .auto, codec: ContainerCodec = .zstd,
+            kdf: ContainerKDF? = .forTests, compression: CompressionPolicy = .auto,
+            codec: ContainerCodec = BuildConfiguration.codecs[0],
             level: CompressionLevel = .default, extra: [SourceFile] = [], signingKey: PublisherSigningKey? = nil
         ) throws -> PackWriteReport {
             var options = PackOptions.forTests
@@ -232,7 +234,7 @@ import Testing
         try tree.expectReadsBack()
     }
 
-    @Test(arguments: [ContainerCodec.zstd, .deflate])
+    @Test(arguments: BuildConfiguration.codecs)
     func compressedChunksAreReusedWithTheirLengths(codec: ContainerCodec) throws {
         let tree = try Self.sample()
         try tree.pack(compression: .deflate, codec: codec)
@@ -246,7 +248,9 @@ import Testing
 
     /// A re-pack with the other codec never copies a chunk the old codec compressed into an entry
     /// that now names the new one: the pack reads back (it used to fail: a zstd frame inflated as deflate).
-    @Test(arguments: [(ContainerCodec.zstd, ContainerCodec.deflate), (.deflate, .zstd)])
+    @Test(
+        .enabled(if: BuildConfiguration.codecs.count > 1),
+        arguments: [(ContainerCodec.zstd, ContainerCodec.deflate), (.deflate, .zstd)])
     func aRepackWithAnotherCodecReadsBack(from: ContainerCodec, to: ContainerCodec) throws {
         let tree = try Self.sample()
         try tree.pack(compression: .deflate, codec: from)

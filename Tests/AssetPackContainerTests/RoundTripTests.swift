@@ -19,7 +19,7 @@ import Testing
         ("a/b/c/d/e/f/deep.txt", text(9000)),
     ]
 
-    @Test(.tags(.slow), arguments: [CompressionPolicy.auto, .store, .deflate], [ContainerCodec.zstd, .deflate])
+    @Test(.tags(.slow), arguments: [CompressionPolicy.auto, .store, .deflate], BuildConfiguration.codecs)
     func roundTrip(_ compression: CompressionPolicy, codec: ContainerCodec) throws {
         let scratch = Scratch()
         let path = try scratch.pack(Self.files, compression: compression, codec: codec)
@@ -57,7 +57,7 @@ import Testing
         expectError(.entryNotFound) { _ = try reader.readRange("nope", offset: 0, count: 1) }
     }
 
-    @Test(arguments: [ContainerCodec.zstd, .deflate])
+    @Test(arguments: BuildConfiguration.codecs)
     func readRangeAcrossChunkBorders(codec: ContainerCodec) throws {
         let scratch = Scratch()
         let stored = noise(20 * 4096 + 77, seed: 9)  // compressed policy: chunks of 4 to 64 KiB

@@ -1,4 +1,5 @@
 import AssetPackCore
+import AssetPackTestSupport
 import AssetPackCrypto
 import Foundation
 import Testing
@@ -56,7 +57,7 @@ final class Scratch {
         _ files: [(String, [UInt8])], name: String = "test.apack", credential: PackCredential? = testKey,
         chunkSize: Int = 4096, compression: CompressionPolicy = .auto,
         kdf: ContainerKDF = .forTests, writer: ContainerPackWriter = ContainerPackWriter(),
-        signingKey: PublisherSigningKey? = nil, codec: ContainerCodec = .zstd
+        signingKey: PublisherSigningKey? = nil, codec: ContainerCodec = BuildConfiguration.codecs[0]
     ) throws -> String {
         let src = url.appendingPathComponent("src-\(name)")
         var sources: [SourceFile] = []

@@ -43,23 +43,23 @@ import Testing
     }
 
     #if os(Linux)
-        /// A punched hole reads as zeros and keeps the file's size (what the remote mirror's cache
-        /// relies on when it evicts).
-        @Test func punchedHolesReadAsZerosAndKeepTheSize() throws {
-            let dir = TemporaryDirectory()
-            let path = dir.appending("holes").path
-            let fd = try FileDescriptor.open(path, .readWrite, options: [.create], permissions: 0o600)
-            defer { try? fd.close() }
-            let bytes = [UInt8](repeating: 0x5A, count: 1 << 20)
-            try bytes.withUnsafeBytes { try fd.pwriteAll($0, at: 0) }
-            try fd.punchHole(256 << 10..<768 << 10)
-            #expect(try fd.status().size == 1 << 20)
-            var back = [UInt8](repeating: 1, count: 1 << 20)
-            #expect(try back.withUnsafeMutableBytes { try fd.preadFully(into: $0, at: 0) } == 1 << 20)
-            #expect(back[0..<(256 << 10)].allSatisfy { $0 == 0x5A })
-            #expect(back[(256 << 10)..<(768 << 10)].allSatisfy { $0 == 0 })
-            #expect(back[(768 << 10)...].allSatisfy { $0 == 0x5A })
-        }
+    /// A punched hole reads as zeros and keeps the file's size (what the remote mirror's cache
+    /// relies on when it evicts).
+    @Test func punchedHolesReadAsZerosAndKeepTheSize() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.appending("holes").path
+        let fd = try FileDescriptor.open(path, .readWrite, options: [.create], permissions: 0o600)
+        defer { try? fd.close() }
+        let bytes = [UInt8](repeating: 0x5A, count: 1 << 20)
+        try bytes.withUnsafeBytes { try fd.pwriteAll($0, at: 0) }
+        try fd.punchHole(256 << 10..<768 << 10)
+        #expect(try fd.status().size == 1 << 20)
+        var back = [UInt8](repeating: 1, count: 1 << 20)
+        #expect(try back.withUnsafeMutableBytes { try fd.preadFully(into: $0, at: 0) } == 1 << 20)
+        #expect(back[0..<(256 << 10)].allSatisfy { $0 == 0x5A })
+        #expect(back[(256 << 10)..<(768 << 10)].allSatisfy { $0 == 0 })
+        #expect(back[(768 << 10)...].allSatisfy { $0 == 0x5A })
+    }
     #endif
 
     @Test func missingFileIsENOENT() {
@@ -122,12 +122,12 @@ import Testing
         try FileSystem.unlink(path)
         #expect(throws: Errno.noSuchFileOrDirectory) { try fd.reopenByPath(path) }
         #if os(Linux)
-            // `/proc/self/fd` still names the file opened first.
-            let copy = try fd.reopen(path)
-            defer { try? copy.close() }
-            var bytes = [UInt8](repeating: 0, count: 3)
-            #expect(try bytes.withUnsafeMutableBytes { try copy.readFully(into: $0) } == 3)
-            #expect(bytes == [1, 2, 3])
+        // `/proc/self/fd` still names the file opened first.
+        let copy = try fd.reopen(path)
+        defer { try? copy.close() }
+        var bytes = [UInt8](repeating: 0, count: 3)
+        #expect(try bytes.withUnsafeMutableBytes { try copy.readFully(into: $0) } == 3)
+        #expect(bytes == [1, 2, 3])
         #endif
     }
 }

@@ -1,3 +1,4 @@
+#if SystemLibraries  // libzstd: the default configuration only (ZstdUnavailableTests covers the portable one)
 import AssetPackCore
 import AssetPackTestSupport
 import CZstd
@@ -360,3 +361,4 @@ import Testing
         }
     }
 }
+#endif

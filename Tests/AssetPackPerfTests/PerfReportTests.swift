@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
 import AssetPackPerf
 import AssetPackTestSupport
@@ -190,3 +191,4 @@ import Testing
         #expect(PerfCorpus.jsonLikeBytes(1000, seed: 9).count == 1000)
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPackHTTP
 import AssetPackCore
 import AssetPackRemote
@@ -43,3 +44,4 @@ import Testing
         #expect(huge.allSatisfy { $0.count <= (8 << 20) * 5 / 4 })
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
 import AssetPackRemote
 import AssetPackHTTP
@@ -70,3 +71,4 @@ final class RemotePackReader: PackReader, @unchecked Sendable {
     }
     func authenticatesEachPiece(_ path: String) -> Bool { reader.authenticatesEachPiece(path) }
 }
+#endif

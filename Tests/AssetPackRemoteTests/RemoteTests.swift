@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
 import AssetPackHTTP
 import AssetPackRemote
@@ -582,3 +583,4 @@ import Testing
         #expect(fetched <= 65536, "fetched \(fetched) of \(bytes.count) bytes")
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
 import AssetPackHTTP
 import AssetPackRemote
@@ -537,3 +538,4 @@ private final class Flag: @unchecked Sendable {
     }
     var isSet: Bool { lock.withLock { set } }
 }
+#endif

@@ -176,7 +176,7 @@ public struct PackCombination: Sendable, CustomStringConvertible {
     /// Compression policy.
     public var compression: CompressionPolicy
     /// The container's codec (zip entries are deflated).
-    public var codec: ContainerCodec = .zstd
+    public var codec: ContainerCodec = BuildConfiguration.codecs[0]
     /// The level: the default, or fast.
     public var level: CompressionLevel = .default
 
@@ -186,7 +186,7 @@ public struct PackCombination: Sendable, CustomStringConvertible {
     public static let all: [PackCombination] = {
         var out: [PackCombination] = []
         for compression in CompressionPolicy.allCases {
-            for encryption in [PackEncryption.aes256, .zipCrypto, .none] {
+            for encryption in BuildConfiguration.zipEncryptions {
                 out.append(
                     PackCombination(format: .zip, encryption: encryption, chunkSize: 64 << 10, compression: compression)
                 )
@@ -196,7 +196,7 @@ public struct PackCombination: Sendable, CustomStringConvertible {
                     PackCombination(format: .container, encryption: .aes256, chunkSize: chunk, compression: compression)
                 )
             }
-            for chunk in [4 << 10, 64 << 10] {
+            for chunk in [4 << 10, 64 << 10] where BuildConfiguration.codecs.count > 1 {
                 out.append(
                     PackCombination(
                         format: .container, encryption: .aes256, chunkSize: chunk, compression: compression,

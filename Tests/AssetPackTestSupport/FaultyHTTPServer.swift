@@ -1,9 +1,9 @@
 import Foundation
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #elseif canImport(Darwin)
-    import Darwin
+import Darwin
 #endif
 
 /// A small HTTP/1.1 file server (Python 3, run with `/usr/bin/env python3`) with correct single-range

@@ -1,9 +1,9 @@
 import Foundation
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #elseif canImport(Darwin)
-    import Darwin
+import Darwin
 #endif
 
 /// A real nginx (Debian `nginx-light`, `/usr/sbin/nginx`) serving a directory on 127.0.0.1, as a

@@ -1,9 +1,9 @@
 import Foundation
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #elseif canImport(Darwin)
-    import Darwin
+import Darwin
 #endif
 
 // Local HTTP servers for tests of ranged downloads: real nginx, Apache httpd and lighttpd (what origins
@@ -168,9 +168,9 @@ func serverURL(_ base: URL, _ relativePath: String) -> URL {
 /// A port on 127.0.0.1 that was free a moment ago (bound to port 0, read back, closed).
 func freeLocalPort() throws -> Int {
     #if canImport(Glibc)
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     #else
-        let fd = socket(AF_INET, SOCK_STREAM, 0)
+    let fd = socket(AF_INET, SOCK_STREAM, 0)
     #endif
     guard fd >= 0 else { throw HTTPTestServerError("socket() failed: \(String(cString: strerror(errno)))") }
     defer { close(fd) }
@@ -192,7 +192,7 @@ func freeLocalPort() throws -> Int {
 func loopback(port: Int) -> sockaddr_in {
     var address = sockaddr_in()
     #if canImport(Darwin)
-        address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
+    address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
     #endif
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = UInt16(port).bigEndian
@@ -203,9 +203,9 @@ func loopback(port: Int) -> sockaddr_in {
 /// Whether something accepts TCP connections on 127.0.0.1:`port`.
 func acceptsConnections(port: Int) -> Bool {
     #if canImport(Glibc)
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     #else
-        let fd = socket(AF_INET, SOCK_STREAM, 0)
+    let fd = socket(AF_INET, SOCK_STREAM, 0)
     #endif
     guard fd >= 0 else { return false }
     defer { close(fd) }

@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 /// A small tmpfs mounted on a fresh directory, for tests of full disks (ENOSPC). Needs root.
@@ -13,9 +13,9 @@ public final class SmallFileSystem: @unchecked Sendable {
     /// Whether this process may mount one (root on Linux).
     public static let isAvailable: Bool = {
         #if os(Linux)
-            return getuid() == 0
+        return getuid() == 0
         #else
-            return false
+        return false
         #endif
     }()
 
@@ -27,22 +27,22 @@ public final class SmallFileSystem: @unchecked Sendable {
     /// - Throws: When mount(2) fails (the errno in the message).
     public init(megabytes: Int) throws {
         #if os(Linux)
-            guard mount("tmpfs", holder.path, "tmpfs", 0, "size=\(megabytes)m") == 0 else {
-                let code = errno
-                throw CocoaError(
-                    .fileWriteUnknown,
-                    userInfo: [
-                        NSLocalizedDescriptionKey: "mount tmpfs on \(holder.path): \(String(cString: strerror(code)))"
-                    ])
-            }
+        guard mount("tmpfs", holder.path, "tmpfs", 0, "size=\(megabytes)m") == 0 else {
+            let code = errno
+            throw CocoaError(
+                .fileWriteUnknown,
+                userInfo: [
+                    NSLocalizedDescriptionKey: "mount tmpfs on \(holder.path): \(String(cString: strerror(code)))"
+                ])
+        }
         #else
-            throw CocoaError(.featureUnsupported)
+        throw CocoaError(.featureUnsupported)
         #endif
     }
 
     deinit {
         #if os(Linux)
-            _ = umount2(holder.path, 0)
+        _ = umount2(holder.path, 0)
         #endif
     }
 }

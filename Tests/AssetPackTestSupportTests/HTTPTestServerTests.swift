@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 #if canImport(FoundationNetworking)
-    import FoundationNetworking
+import FoundationNetworking
 #endif
 
 /// What one request came back with.

@@ -1,3 +1,4 @@
+#if SystemLibraries  // builds its archives with libzip: the default configuration only
 import AssetPackCore
 import AssetPackTestSupport
 import AssetPackZip
@@ -432,3 +433,4 @@ struct WinZipAESTests {
         }
     }
 }
+#endif

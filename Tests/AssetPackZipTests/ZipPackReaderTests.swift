@@ -1,7 +1,9 @@
 import AssetPackCore
 import AssetPackTestSupport
 @testable import AssetPackZip
+#if SystemLibraries
 internal import CLibzip
+#endif
 import Foundation
 import Testing
 
@@ -38,7 +40,8 @@ func localDataOffset(of name: String, in bytes: [UInt8]) -> Int? {
 @Suite struct ZipPackReaderTests {
     static let combinations: [(PackEncryption, CompressionPolicy)] = [
         (.aes256, .auto), (.aes256, .store), (.aes256, .deflate), (.zipCrypto, .auto), (.none, .auto), (.none, .store),
-    ]
+        (.none, .deflate),
+    ].filter { BuildConfiguration.zipEncryptions.contains($0.0) }
 
     @Test(arguments: combinations)
     func roundTripsEveryKindOfEntry(encryption: PackEncryption, compression: CompressionPolicy) throws {
@@ -78,7 +81,7 @@ func localDataOffset(of name: String, in bytes: [UInt8]) -> Int? {
         #expect(throws: AssetPackError.self) { try reader.stream("x.bin") { _ in } }
     }
 
-    @Test(arguments: [PackEncryption.aes256, .zipCrypto])
+    @Test(arguments: BuildConfiguration.zipEncryptions.filter { $0 != .none })
     func flippedCiphertextByteIsAnIntegrityFailure(encryption: PackEncryption) throws {
         let dir = TemporaryDirectory()
         let pack = try makeZip(
@@ -91,7 +94,7 @@ func localDataOffset(of name: String, in bytes: [UInt8]) -> Int? {
         #expect(error?.code == .integrityFailure)
     }
 
-    @Test(arguments: [PackEncryption.aes256, .zipCrypto])
+    @Test(arguments: BuildConfiguration.zipEncryptions.filter { $0 != .none })
     func wrongAndMissingPasswordsAreDistinct(encryption: PackEncryption) throws {
         let dir = TemporaryDirectory()
         let pack = try makeZip(["a.txt": textBytes(3000)], in: dir, encryption: encryption)
@@ -196,6 +199,7 @@ func localDataOffset(of name: String, in bytes: [UInt8]) -> Int? {
     }
 }
 
+#if SystemLibraries  // libzip's errors: the default configuration only
 extension ZipWriterErrorTests {
     @Test("the system error libzip recorded is reported, whatever errno holds by the time it is mapped")
     func mappingUsesTheRecordedSystemError() throws {
@@ -216,16 +220,29 @@ extension ZipWriterErrorTests {
 }
 
 @Suite struct ZipHandleReuseTests {
-    @Test("opening and then reading on one thread parses the central directory once")
-    func theOpeningHandleServesTheFirstReads() throws {
+    /// Opening reads the directory with our own parser: libzip's `zip_open` parsed every record
+    /// again. Only ZipCrypto entries open a libzip handle, on their first read, and reuse it.
+    @Test("AES and unencrypted packs open and read without libzip; ZipCrypto opens one handle on its first read")
+    func libzipOnlyForZipCrypto() throws {
         let dir = TemporaryDirectory()
-        let pack = try makeZip(sampleTree(), in: dir)
-        let reader = try ZipPackReader(path: pack, credential: .password("s3cret"))
-        for (path, bytes) in sampleTree() { #expect(try reader.read(path) == bytes) }
-        #expect(reader.libzipHandlesOpened == 1)
+        for (encryption, handles) in [(PackEncryption.aes256, 0), (.none, 0), (.zipCrypto, 1)] {
+            let pack = try makeZip(sampleTree(), in: dir, encryption: encryption)
+            let reader = try ZipPackReader(path: pack, credential: .password("s3cret"))
+            #expect(reader.libzipHandlesOpened == 0, "\(encryption)")
+            for (path, bytes) in sampleTree() {
+                let (read, timing) = try reader.readTimed(path)
+                #expect(read == bytes)
+                #expect(
+                    timing.decoder
+                        == (encryption == .zipCrypto ? "libzip" : encryption == .none ? "native" : "bulk-aes"))
+            }
+            #expect(reader.libzipHandlesOpened == handles, "\(encryption)")
+        }
     }
 }
+#endif
 
+#if SystemLibraries  // built with the ZipCrypto writer (libzip)
 @Suite struct UnsupportedEncryptionTests {
     /// Attack/damage: a ZipCrypto zip whose every header also sets general-purpose bit 6 ("strong
     /// encryption"), which libzip reports as an unknown encryption method. libzip 1.7.3 leaks the
@@ -257,3 +274,4 @@ extension ZipWriterErrorTests {
         }
     }
 }
+#endif

@@ -54,14 +54,16 @@ import Testing
         return path
     }
 
-    @Test(arguments: [PackEncryption.aes256, .zipCrypto, .none])
+    @Test(arguments: BuildConfiguration.zipEncryptions)
     func signedPackReadsWithTrustAndWithout(encryption: PackEncryption) throws {
         let dir = TemporaryDirectory()
         let path = try writeZip(Self.tree, in: dir, encryption: encryption, signingKey: Self.publisher).path
         #expect(try ZipSignature.isPresent(FileByteSource(path: path)))
         let password: String? = encryption == .none ? nil : "s3cret"
         #expect(Self.outcome(path, password: password) == nil)
+        #if SystemLibraries
         if encryption != .aes256 { #expect(Self.outcome(path, password: password, decoder: .libzip) == nil) }
+        #endif
         #expect(
             Self.outcome(path, trusting: [Self.other.publicKey, Self.publisher.publicKey], password: password)
                 == nil)
@@ -105,9 +107,11 @@ import Testing
         let reader = try ZipPackReader(path: attacked, credential: .password("s3cret"), trustedKeys: Self.trusted)
         expectUntrusted { _ = try reader.read("short.txt") }
         expectUntrusted { try reader.stream("short.txt") { _ in } }
+        #if SystemLibraries
         let viaLibzip = try ZipPackReader(
             path: attacked, credential: .password("s3cret"), decoder: .libzip, trustedKeys: Self.trusted)
         expectUntrusted { _ = try viaLibzip.read("short.txt") }
+        #endif
         #expect(try reader.read("long.bin") == Self.tree["long.bin"], "other entries still read")
         expectUntrusted {
             _ = try ZipSignature.verifiedBlock(FileByteSource(path: attacked), trusted: Self.trusted).publisher
@@ -124,7 +128,12 @@ import Testing
     }
 
     /// Entry bytes and the signature entry of another pack the same publisher signed.
-    @Test func partsOfAnotherSignedPackAreRefused() throws {
+    @Test(
+        .enabled(
+            if: !BuildConfiguration.isPortable,
+            "the splice needs both packs' signature entries at one offset: libdeflate's manifests are one size, zlib's vary"
+        ))
+    func partsOfAnotherSignedPackAreRefused() throws {
         let dir = TemporaryDirectory()
         let a = try writeZip(Self.tree, in: dir, name: "a.zip", signingKey: Self.publisher).path
         var treeB = Self.tree

@@ -9,7 +9,7 @@ import AssetPackCore
 import Foundation
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #endif
 
 let mib = 1 << 20

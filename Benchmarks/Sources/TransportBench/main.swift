@@ -6,7 +6,7 @@ import AssetPackHTTP
 import Foundation
 
 #if canImport(FoundationNetworking)
-    import FoundationNetworking
+import FoundationNetworking
 #endif
 
 let arguments = CommandLine.arguments
