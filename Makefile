@@ -371,6 +371,15 @@ bench-zstd: deps
 
 ## bench-sets: a 4 KiB read through a PackSet of 10 packs x 1,000 entries against the same read from
 ## the one pack that serves it, and opening the set against opening its 10 packs one by one (medians).
+## bench-portable: whole-entry reads of the same packs (a container with deflate chunks, a WinZip
+## AES zip) through the library built in each configuration, alternately (docs/PERFORMANCE.md).
+.PHONY: bench-portable
+bench-portable: release
+	$(SWIFT) build -c release --product ReadBench
+	$(SWIFT) build -c release $(PORTABLE) --product ReadBench
+	Benchmarks/bench-portable.sh "$$($(SWIFT) build -c release --show-bin-path)/ReadBench" \
+	  "$$($(SWIFT) build -c release $(PORTABLE) --show-bin-path)/ReadBench" "$(RELEASE_BIN)" .build/bench-portable
+
 .PHONY: bench-sets
 bench-sets:
 	$(SWIFT) run -c release SetsBench .build/bench-sets

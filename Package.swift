@@ -152,6 +152,8 @@ let package = Package(
         // The HTTP client against a bare URLSession, for make bench-remote's transport comparison.
         .executableTarget(
             name: "TransportBench", dependencies: ["AssetPackHTTP"], path: "Benchmarks/Sources/TransportBench"),
+        // make bench-portable: whole-entry reads through the library, built in either configuration.
+        .executableTarget(name: "ReadBench", dependencies: ["AssetPack"], path: "Benchmarks/Sources/ReadBench"),
         // make bench-chunks: the content-defined chunker's sizes, chosen by measurement (docs/PERFORMANCE.md).
         .executableTarget(name: "ChunkBench", dependencies: ["AssetPackCore"], path: "Benchmarks/Sources/ChunkBench"),
 

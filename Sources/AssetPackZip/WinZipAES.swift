@@ -1,5 +1,6 @@
 import AssetPackCore
 import AssetPackCrypto
+import Foundation
 
 /// WinZip AES key strength, as named by the `0x9901` extra field and by libzip.
 package enum WinZipAESKeyStrength: UInt8, Sendable, CaseIterable {
@@ -147,15 +148,31 @@ package final class WinZipAESKeystream {
     private var counter: UInt64 = 0  // last counter block used
     private var position = 0  // next unused keystream byte
     private var available = 0  // keystream bytes generated
+    /// The key, for the encryptors of a parallel ``apply(_:)`` (swift-crypto backend only).
+    private var key: [UInt8]
+    /// A buffer at least this large is decrypted on every core (`nil`: never).
+    package var parallelThreshold: Int?
 
-    init(strength: WinZipAESKeyStrength, key: UnsafeRawBufferPointer) throws {
+    /// Below this, one more thread costs more than it saves.
+    static let parallelSegment = 64 << 10
+
+    /// A keystream under `key` (the entry's AES key), its counter at 1.
+    package init(strength: WinZipAESKeyStrength, key: UnsafeRawBufferPointer) throws {
         precondition(key.count == strength.keyLength)
         cipher = try AESBlockEncryptor(key: key)
+        self.key = Array(key)
+        // swift-crypto's keystream (the portable build's: CFB over counter blocks) runs at a
+        // sixth of libcrypto's ECB on one core, so it is worth spreading across cores;
+        // libcrypto's is not the bottleneck (the MAC is).
+        parallelThreshold =
+            AESBlockEncryptor.Backend.preferred == .swiftCrypto && ProcessInfo.processInfo.activeProcessorCount > 1
+            ? 2 * Self.parallelSegment : nil
     }
 
     deinit {
         wipeMemory(UnsafeMutableRawBufferPointer(start: keystream, count: Self.batchBytes))
         keystream.deallocate()
+        key.withUnsafeMutableBytes { wipeMemory($0) }
     }
 
     /// XORs `buffer` with the next keystream bytes (decrypts or encrypts in place).
@@ -164,12 +181,56 @@ package final class WinZipAESKeystream {
         let count = buffer.count
         var done = 0
         while done < count {
-            if position == available { refill(blocks: min(Self.batchBytes, count - done + 15) / 16) }
+            if position == available {
+                if let threshold = parallelThreshold, count - done >= threshold {
+                    let blocks = (count - done) / 16
+                    applyOnEveryCore(p + done, blocks: blocks)
+                    done += 16 * blocks
+                    continue
+                }
+                refill(blocks: min(Self.batchBytes, count - done + 15) / 16)
+            }
             let n = min(count - done, available - position)
             xorBytes(p + done, keystream + position, n)
             position += n
             done += n
         }
+    }
+
+    /// XORs `blocks` whole blocks at `p` with the keystream's next blocks, the range split
+    /// across the cores, each part with an encryptor and batch of its own. Same bytes as the
+    /// sequential path (the counter is a pure function of the block's position).
+    private func applyOnEveryCore(_ p: UnsafeMutableRawPointer, blocks: Int) {
+        let first = counter + 1
+        let parts = min(ProcessInfo.processInfo.activeProcessorCount, max(1, 16 * blocks / Self.parallelSegment))
+        let perPart = (blocks + parts - 1) / parts
+        let key = self.key
+        nonisolated(unsafe) let p = p  // each part writes its own blocks only
+        DispatchQueue.concurrentPerform(iterations: parts) { part in
+            let start = part * perPart
+            let end = min(blocks, start + perPart)
+            guard start < end else { return }
+            let batch = UnsafeMutableRawPointer.allocate(byteCount: Self.batchBytes, alignment: 64)
+            defer {
+                wipeMemory(UnsafeMutableRawBufferPointer(start: batch, count: Self.batchBytes))
+                batch.deallocate()
+            }
+            // A valid key of a valid length: the sequential encryptor was made from it.
+            let cipher = try! key.withUnsafeBytes { try AESBlockEncryptor(key: $0) }
+            var block = start
+            while block < end {
+                let n = min(Self.batchBytes / 16, end - block)
+                for i in 0..<n {
+                    batch.storeBytes(
+                        of: (first + UInt64(block + i)).littleEndian, toByteOffset: 16 * i, as: UInt64.self)
+                    batch.storeBytes(of: 0, toByteOffset: 16 * i + 8, as: UInt64.self)
+                }
+                cipher.encryptBlocks(UnsafeMutableRawBufferPointer(start: batch, count: 16 * n))
+                xorBytes(p + 16 * block, batch, 16 * n)
+                block += n
+            }
+        }
+        counter += UInt64(blocks)
     }
 
     /// Encrypts the next `blocks` little-endian counter blocks into the keystream buffer.
