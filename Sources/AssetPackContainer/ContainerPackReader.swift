@@ -706,7 +706,7 @@ public final class ContainerPackReader: PackReader {
             }
         }
         nonce(e, c).withUnsafeBytes { combined.copyMemory(from: $0) }
-        let opened = try gcm.open(combined: UnsafeRawBufferPointer(combined), key: key) { plain in
+        let opened: Void? = try gcm.open(combined: UnsafeRawBufferPointer(combined), key: key) { plain in
             guard compressed else {
                 dest.copyMemory(from: plain)
                 return

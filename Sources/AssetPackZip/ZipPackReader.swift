@@ -8,7 +8,7 @@ import Foundation
 
 /// Reads entries from a zip pack (WinZip AES, unencrypted, or ZipCrypto) by path.
 ///
-/// The central directory is read once at open, by ``ZipStructure`` (our parser: libzip's
+/// The central directory is read once at open, by `ZipStructure` (our parser: libzip's
 /// `zip_open` is not called), and indexed by normalised path. Every whole-entry read is
 /// verified: WinZip AES entries by their HMAC and (AE-1) CRC in `BulkAESDecoder`, unencrypted
 /// ones by their CRC in `PlainEntryDecoder`, both over the raw stored bytes. A corrupt entry
