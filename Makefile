@@ -133,6 +133,11 @@ lint:
 clean:
 	rm -rf .build "$(DEMO_DIR)"
 
+## cli-doc: docs/CLI.md from the built assetpack's help (CLIReferenceTests fails when they differ).
+.PHONY: cli-doc
+cli-doc: build
+	scripts/cli-doc.sh "$$($(SWIFT) build --show-bin-path)/assetpack" > docs/CLI.md
+
 ## update-figures: the update-attack figures docs/SECURITY.md quotes (time to fail against a 4 B/s
 ## server, bytes written against an endless one, installing v1 over v2), printed by the end-to-end
 ## tests that assert them.
@@ -168,9 +173,6 @@ soak: deps
 	ASSETPACK_SOAK_SEEDS=$(SOAK_SEEDS) $(if $(SOAK_BASE),ASSETPACK_SOAK_BASE=$(SOAK_BASE)) \
 	  $(SWIFT_TEST) --skip-build --filter 'AssetPackTests.DifferentialTests|AssetPackCLITests.DifferentialCLITests'
 
-## tsan / asan: the concurrency stress test (and for asan the damage sweeps) under sanitizers. They
-## build the test bundle only: none of the tests they run starts the assetpack binary, so the CLI
-## and ArgumentParser are not built a third and fourth time.
 ## portable: the configuration an iOS or Android app links (Package.swift's SystemLibraries trait
 ## off: zlib and swift-crypto only, no libzip, libdeflate, libzstd, libcurl or OpenSSL), built in
 ## .build-portable. Runs every suite that configuration compiles (the reader, installer, format,
@@ -190,6 +192,9 @@ portable:
 	done; \
 	[ $$found = 0 ] && echo "portable: no binary in $$bin links $(PORTABLE_FORBIDDEN)"
 
+## tsan / asan: the concurrency stress test (and for asan the damage sweeps) under sanitizers. They
+## build the test bundle only: none of the tests they run starts the assetpack binary, so the CLI
+## and ArgumentParser are not built a third and fourth time.
 tsan: SANITIZE = --sanitize=thread --scratch-path .build-tsan
 ## tsan: the stress suite, the concurrent-read tests, and the remote tests whose reads cross threads
 ## (every entry over HTTP, the mirror's streaming window, cancelled opens, reads and installs); the
@@ -253,12 +258,16 @@ pack-assets: deps
 ## only with that key pinned (HELLOASSETS_PUBLISHER_KEY); a missing key file failing the build with a message
 ## naming it; and an unsigned build again, which the app, the key pinned, refuses (exit 5).
 EXAMPLE_DIR := Examples/HelloAssets
-EXAMPLE_PASSWORD := hello-assets-example
 .PHONY: example
 example: deps
-	@set -e; unset ASSETPACK_KEY_FILE ASSETPACK_PASSWORD_FILE ASSETPACK_SIGNING_KEY_FILE HELLOASSETS_PUBLISHER_KEY; \
-	export ASSETPACK_PASSWORD=$(EXAMPLE_PASSWORD) XDG_DATA_HOME="$(CURDIR)/$(EXAMPLE_DIR)/.build/example-xdg"; \
+	@set -e; unset ASSETPACK_KEY_FILE ASSETPACK_PASSWORD ASSETPACK_PASSWORD_FILE ASSETPACK_SIGNING_KEY_FILE HELLOASSETS_PUBLISHER_KEY; \
+	export XDG_DATA_HOME="$(CURDIR)/$(EXAMPLE_DIR)/.build/example-xdg"; \
+	$(SWIFT) build --product assetpack; \
+	cli="$$($(SWIFT) build --show-bin-path)/assetpack"; \
 	cd $(EXAMPLE_DIR); \
+	echo "== a pack key for the plugin and the app (assetpack keygen --pack-key)"; \
+	"$$cli" keygen --pack-key --out "$$PWD/.build/example-packkey/hello" --force; \
+	export ASSETPACK_KEY_FILE="$$PWD/.build/example-packkey/hello.packkey"; \
 	$(SWIFT) build; \
 	bin="$$($(SWIFT) build --show-bin-path)/HelloAssets"; \
 	rm -rf "$$XDG_DATA_HOME"; \
@@ -266,9 +275,8 @@ example: deps
 	echo; echo "== HelloAssets, second run"; "$$bin"; \
 	patch="$$PWD/.build/example-patch"; rm -rf "$$patch"; mkdir -p "$$patch"; cp -R Sources/HelloAssets/Assets "$$patch/tree"; \
 	printf 'Hello from the patch pack!\n' > "$$patch/tree/hello.txt"; rm "$$patch/tree/images/noise.bin"; \
-	$(SWIFT) build --package-path "$(CURDIR)" --product assetpack; \
-	echo; echo "== a patch pack: hello.txt changed, images/noise.bin removed (assetpack pack --patch-of)"; \
-	"$$($(SWIFT) build --package-path "$(CURDIR)" --show-bin-path)/assetpack" pack "$$patch/tree" --format container \
+	echo; echo "== a patch pack: hello.txt changed, images/noise.bin removed (assetpack pack --patch-of, the same ASSETPACK_KEY_FILE)"; \
+	"$$cli" pack "$$patch/tree" --format container \
 	  --patch-of "$$(find "$$(dirname "$$bin")" -path '*HelloAssets*resources/assets.pack' | head -1)" -o "$$patch/patch.pack"; \
 	echo; echo "== HelloAssets, base + patch (HELLOASSETS_PATCH)"; HELLOASSETS_PATCH="$$patch/patch.pack" "$$bin" | tee "$$patch/run.out"; \
 	grep -q '^hello.txt .* from patch.pack$$' "$$patch/run.out" && grep -q '^images/noise.bin .*deleted by the patch$$' "$$patch/run.out" \

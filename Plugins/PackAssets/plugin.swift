@@ -18,9 +18,16 @@ import PackagePlugin
 /// every open (10 to 18; 15 when absent): lower it for slow devices. Not with a raw key.
 ///
 /// The secret comes from the environment of `swift build`, checked in this order:
-/// `ASSETPACK_KEY_FILE` (path of a raw 32-byte key, container only), `ASSETPACK_PASSWORD_FILE`
-/// (path of a file whose first line is the password), `ASSETPACK_PASSWORD` (the password itself).
-/// Without one the build fails with a message saying what to set.
+/// `ASSETPACK_KEY_FILE` (path of a raw 32-byte key, container only: `assetpack keygen --pack-key`
+/// makes one; `"keyFile"` in assetpack.json names it too, the environment winning),
+/// `ASSETPACK_PASSWORD_FILE` (path of a file whose first line is the password), `ASSETPACK_PASSWORD`
+/// (the password itself). Without one the build fails with a message saying what to set. The
+/// `assetpack` command line reads the same variables in the same order.
+///
+/// The app gets the same secret from the build: the plugin also generates `PackedAssets.swift`
+/// into the target (`PackedAssets.url`, the pack resource, and `PackedAssets.credential`, its key
+/// or password kept as two masked halves joined at first use; docs/SECURITY.md, "The pack key in
+/// the app"). `"generateCredential": false` in assetpack.json leaves it out.
 ///
 /// Signing (optional): the publisher signing key (`NAME.key` from `assetpack keygen`) comes from
 /// `ASSETPACK_SIGNING_KEY_FILE` in the environment of `swift build` or, when that is unset or
@@ -34,6 +41,14 @@ import PackagePlugin
 @main
 struct PackAssets: BuildToolPlugin {
     func createBuildCommands(context: PluginContext, target: Target) async throws -> [Command] {
+        // Reported as a diagnostic, not thrown: SwiftPM printed a thrown plugin error twice.
+        do { return try commands(context: context, target: target) } catch let error as PackAssetsError {
+            Diagnostics.error(error.description)
+            return []
+        }
+    }
+
+    func commands(context: PluginContext, target: Target) throws -> [Command] {
         guard let target = target as? SourceModuleTarget else { return [] }
         let targetDirectory = target.directoryURL
         let configURL = targetDirectory.appendingPathComponent(Config.fileName)
@@ -54,21 +69,27 @@ struct PackAssets: BuildToolPlugin {
         if FileManager.default.fileExists(atPath: configURL.path) { inputFiles.append(configURL) }
 
         let env = ProcessInfo.processInfo.environment
-        if let keyFile = env["ASSETPACK_KEY_FILE"], !keyFile.isEmpty {
+        let keySetting: (name: String, path: String)? =
+            env["ASSETPACK_KEY_FILE"].flatMap { $0.isEmpty ? nil : ("ASSETPACK_KEY_FILE", $0) }
+            ?? config.keyFile.map { ("\"keyFile\" in \(Config.fileName)", $0) }
+        if let (setting, keyFile) = keySetting {
             guard config.format == "container" else {
                 throw PackAssetsError(
                     target.name,
-                    "ASSETPACK_KEY_FILE gives a raw key, which only the container format takes; "
+                    "\(setting) gives a raw key, which only the container format takes; "
                         + "set \"format\": \"container\" in \(Config.fileName), or use ASSETPACK_PASSWORD instead")
             }
             let url = Self.absolute(keyFile, relativeTo: context.package.directoryURL)
             guard FileManager.default.isReadableFile(atPath: url.path) else {
-                throw PackAssetsError(target.name, "ASSETPACK_KEY_FILE names \(url.path), which cannot be read")
+                throw PackAssetsError(
+                    target.name,
+                    "\(setting) names \(url.path), which cannot be read "
+                        + "(make a key with `assetpack keygen --pack-key --out NAME` and name NAME.packkey)")
             }
             guard config.scryptCost == nil else {
                 throw PackAssetsError(
                     target.name,
-                    "\"scryptCost\" in \(Config.fileName) applies to passwords; ASSETPACK_KEY_FILE gives a raw key")
+                    "\"scryptCost\" in \(Config.fileName) applies to passwords; \(setting) gives a raw key")
             }
             arguments += ["--key-file", url.path]
             inputFiles.append(url)
@@ -86,9 +107,17 @@ struct PackAssets: BuildToolPlugin {
         } else {
             throw PackAssetsError(
                 target.name,
-                "no password or key to encrypt \(config.source)/ with: set ASSETPACK_PASSWORD "
-                    + "(or ASSETPACK_PASSWORD_FILE=path, or ASSETPACK_KEY_FILE=path for a raw 32-byte container key) "
-                    + "in the environment of `swift build`")
+                "no key or password to encrypt \(config.source)/ with: make a pack key with "
+                    + "`assetpack keygen --pack-key --out keys/assets` and set ASSETPACK_KEY_FILE=keys/assets.packkey "
+                    + "in the environment of `swift build` (or \"keyFile\" in \(Config.fileName)); "
+                    + "or set ASSETPACK_PASSWORD_FILE=path or ASSETPACK_PASSWORD")
+        }
+        // The app's side of the secret: PackedAssets.url and PackedAssets.credential, compiled into the target.
+        var outputFiles = [output]
+        if config.generateCredential {
+            let source = context.pluginWorkDirectoryURL.appendingPathComponent("PackedAssets.swift")
+            arguments += ["--swift-credential", source.path]
+            outputFiles.append(source)
         }
 
         if let signing = try Self.signingKey(
@@ -118,7 +147,7 @@ struct PackAssets: BuildToolPlugin {
             return [
                 .buildCommand(
                     displayName: displayName, executable: tool.url, arguments: arguments, environment: environment,
-                    inputFiles: inputFiles, outputFiles: [output])
+                    inputFiles: inputFiles, outputFiles: outputFiles)
             ]
         }
         // SwiftPM runs this plugin only when it re-plans the build (files added or removed, Package.swift
@@ -143,7 +172,7 @@ struct PackAssets: BuildToolPlugin {
                 arguments: ["-c", guardScript, "PackAssets", configURL.path, planned.path, tool.url.path] + arguments,
                 environment: environment,
                 inputFiles: [tool.url] + inputFiles,
-                outputFiles: [output])
+                outputFiles: outputFiles)
         ]
     }
 
@@ -238,6 +267,12 @@ struct Config: Decodable {
     var expires: String?
     /// A container password's scrypt cost, log2 N (10 to 18), as `assetpack pack --scrypt-cost`.
     var scryptCost: Int?
+    /// The raw container key's file (`NAME.packkey` from `assetpack keygen --pack-key`), relative to
+    /// the package's directory; `ASSETPACK_KEY_FILE` in the environment wins over it.
+    var keyFile: String?
+    /// Whether to generate `PackedAssets.swift` into the target: the pack's URL and its credential
+    /// (default true; false when the app gets its secret another way).
+    var generateCredential = true
 
     init() {}
 
@@ -253,10 +288,13 @@ struct Config: Decodable {
         packVersion = try c.decodeIfPresent(UInt64.self, forKey: .packVersion)
         expires = try c.decodeIfPresent(String.self, forKey: .expires)
         scryptCost = try c.decodeIfPresent(Int.self, forKey: .scryptCost)
+        keyFile = try c.decodeIfPresent(String.self, forKey: .keyFile)
+        generateCredential = try c.decodeIfPresent(Bool.self, forKey: .generateCredential) ?? generateCredential
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case source, format, compression, level, output, signingKey, packName, packVersion, expires, scryptCost
+        case source, format, compression, level, output, signingKey, packName, packVersion, expires, scryptCost,
+            keyFile, generateCredential
     }
 
     static func load(_ url: URL, target: String) throws -> Config {
@@ -308,6 +346,7 @@ struct Config: Decodable {
         }
         for (key, value) in [
             ("signingKey", config.signingKey), ("packName", config.packName), ("expires", config.expires),
+            ("keyFile", config.keyFile),
         ]
         where value?.isEmpty == true {
             throw PackAssetsError(target, "\(url.path): \"\(key)\" must not be empty (leave it out instead)")

@@ -15,7 +15,7 @@ import Foundation
 ///
 /// `openInstalling(bundled:appID:credential:limits:trustedKeys:)` copies the bundled pack into the app's
 /// private directory with ``PrivateInstaller`` when it is missing or changed (and copies nothing
-/// otherwise), then opens the installed copy with ``AssetPacks/open(_:credential:limits:trustedKeys:)``.
+/// otherwise), then opens the installed copy with ``AssetPacks/open(_:credential:limits:trustedKeys:)-(String,_,_,_)``.
 ///
 /// A library is `Sendable`: the reader behind it is safe to use from many threads at once, so
 /// one library can serve a whole app. Every read verifies the entry (CRC-32, and the MAC or
@@ -119,9 +119,21 @@ public final class AssetLibrary: Sendable {
         guard FileManager.default.fileExists(atPath: bundled.path) else {
             throw AssetPackError(.io, "no bundled pack at \(bundled.path)")
         }
-        let installed = try installer.install(bundled, as: name)
+        // Before a first install copies the pack: does the credential open it? (A container's open
+        // checks it; a zip's entries each carry a verifier, so its smallest encrypted one is read.)
+        let installed = try installer.install(bundled, as: name) { pack in
+            let reader = try AssetPacks.open(pack, credential: credential, limits: limits)
+            if let probe = reader.entries.filter({ $0.encryption != .none }).min(by: { $0.storedSize < $1.storedSize })
+            {
+                do { _ = try reader.readTimed(probe.path) } catch let error as AssetPackError
+                    where [.wrongPassword, .missingPassword].contains(error.code)
+                {
+                    throw error.inPack(pack.path)
+                }
+            }
+        }
         let reader = try AssetPacks.open(
-            installed.path.path, credential: credential, limits: limits, trustedKeys: installer.trustedKeys)
+            installed.path, credential: credential, limits: limits, trustedKeys: installer.trustedKeys)
         return AssetLibrary(reader: reader, url: installed.path, installation: installed)
     }
 
@@ -170,7 +182,7 @@ public final class AssetLibrary: Sendable {
     /// - Returns: The entry's bytes.
     /// - Throws: `AssetPackError` (`.entryNotFound`, `.wrongPassword`, `.integrityFailure`, …) naming the entry.
     public func readData(_ path: String) throws -> Data {
-        Data(try reader.readTimed(path).bytes)
+        Data(try inPack { try reader.readTimed(path).bytes })
     }
 
     /// Reads a whole entry as bytes, verified.
@@ -178,7 +190,7 @@ public final class AssetLibrary: Sendable {
     /// - Returns: The entry's bytes.
     /// - Throws: `AssetPackError` naming the entry.
     public func read(_ path: String) throws -> [UInt8] {
-        try reader.readTimed(path).bytes
+        try inPack { try reader.readTimed(path).bytes }
     }
 
     /// Reads a whole entry, verified, with a record of where the time went.
@@ -186,7 +198,7 @@ public final class AssetLibrary: Sendable {
     /// - Returns: The entry's bytes and its `EntryTiming`.
     /// - Throws: `AssetPackError` naming the entry.
     public func readTimed(_ path: String) throws -> (bytes: [UInt8], timing: EntryTiming) {
-        try reader.readTimed(path)
+        try inPack { try reader.readTimed(path) }
     }
 
     /// Reads a JSON entry and decodes it.
@@ -212,7 +224,13 @@ public final class AssetLibrary: Sendable {
     /// - Throws: `AssetPackError` naming the entry, or whatever `body` throws.
     @discardableResult
     public func stream(_ path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws -> EntryTiming {
-        try reader.stream(path, body)
+        try inPack { try reader.stream(path, body) }
+    }
+
+    /// Runs `body`, naming this library's pack in the `AssetPackError` it throws (a set's member
+    /// names its own pack first).
+    private func inPack<T>(_ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error as AssetPackError { throw error.inPack(url.path) }
     }
 
     // MARK: - Reading without blocking the caller
@@ -227,7 +245,7 @@ public final class AssetLibrary: Sendable {
     /// - Throws: `AssetPackError` naming the entry, or `CancellationError` if the task was
     ///   cancelled before the read started.
     public func load(_ path: String) async throws -> Data {
-        try await Cancellation.offExecutor { [reader] in Data(try reader.readTimed(path).bytes) }
+        try await Cancellation.offExecutor { [self] in try readData(path) }
     }
 
     /// Reads a whole entry as bytes, verified, on a global Dispatch queue.
@@ -235,7 +253,7 @@ public final class AssetLibrary: Sendable {
     /// - Returns: The entry's bytes.
     /// - Throws: `AssetPackError` naming the entry, or `CancellationError`.
     public func loadBytes(_ path: String) async throws -> [UInt8] {
-        try await Cancellation.offExecutor { [reader] in try reader.readTimed(path).bytes }
+        try await Cancellation.offExecutor { [self] in try read(path) }
     }
 
     /// Reads a whole entry, verified and timed, on a global Dispatch queue.
@@ -243,6 +261,6 @@ public final class AssetLibrary: Sendable {
     /// - Returns: The entry's bytes and its `EntryTiming`.
     /// - Throws: `AssetPackError` naming the entry, or `CancellationError`.
     public func loadTimed(_ path: String) async throws -> (bytes: [UInt8], timing: EntryTiming) {
-        try await Cancellation.offExecutor { [reader] in try reader.readTimed(path) }
+        try await Cancellation.offExecutor { [self] in try readTimed(path) }
     }
 }

@@ -65,11 +65,23 @@ public enum AssetPacks {
     public static func open(
         _ path: String, credential: PackCredential?, limits: ReadLimits = .default, trustedKeys: [PublisherKey] = []
     ) throws -> any PackReader {
-        let source: FileByteSource
-        do { source = try FileByteSource(path: path) } catch let error as AssetPackError {
-            throw error.untrustedIfUnreadable(trusting: trustedKeys)
+        do {
+            let source: FileByteSource
+            do { source = try FileByteSource(path: path) } catch let error as AssetPackError {
+                throw error.untrustedIfUnreadable(trusting: trustedKeys)
+            }
+            return try open(source, credential: credential, limits: limits, trustedKeys: trustedKeys)
+        } catch let error as AssetPackError {
+            throw error.inPack(path)
         }
-        return try open(source, credential: credential, limits: limits, trustedKeys: trustedKeys)
+    }
+
+    /// Opens the pack at a file URL (``PrivateInstaller/Installation/path``, a bundle's resource):
+    /// ``open(_:credential:limits:trustedKeys:)-(String,_,_,_)`` with its path.
+    public static func open(
+        _ url: URL, credential: PackCredential?, limits: ReadLimits = .default, trustedKeys: [PublisherKey] = []
+    ) throws -> any PackReader {
+        try open(url.path, credential: credential, limits: limits, trustedKeys: trustedKeys)
     }
 
     /// Opens the pack `source` holds (a local file, a remote mirror), with the format its

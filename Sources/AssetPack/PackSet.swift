@@ -183,9 +183,9 @@ public final class PackSet: PackReader {
 extension AssetPackError {
     /// The error with `pack` named in its message (once).
     package func naming(pack: String) -> AssetPackError {
-        if message.hasPrefix("\(pack): ") { return self }
         var copy = self
-        copy.message = "\(pack): \(message)"
+        if copy.pack == nil { copy.pack = pack }
+        if !message.hasPrefix("\(pack): ") { copy.message = "\(pack): \(message)" }
         return copy
     }
 }

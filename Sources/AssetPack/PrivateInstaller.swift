@@ -164,6 +164,16 @@ public struct PrivateInstaller: Sendable {
         try locked(name: name ?? pack.lastPathComponent) { name in try install(pack, locked: name) }
     }
 
+    /// ``install(_:as:)``, running `check` on the pack before it is copied (only when it is): an
+    /// app's first launch refuses a pack its credential does not open before copying a byte.
+    package func install(_ pack: URL, as name: String?, beforeCopying check: (URL) throws -> Void) throws
+        -> Installation
+    {
+        try locked(name: name ?? pack.lastPathComponent) { name in
+            try withoutActuallyEscaping(check) { try install(pack, locked: name, check: $0) }
+        }
+    }
+
     /// Checks `name`, makes the directory private and runs `body(name)` holding the directory's
     /// lock, after removing what a crashed install left.
     package func locked<T>(name: String, _ body: (String) throws -> T) throws -> T {
@@ -208,9 +218,9 @@ public struct PrivateInstaller: Sendable {
         try install(pack, locked: name, expected: expected)
     }
 
-    private func install(_ pack: URL, locked name: String, expected: ReleaseManifest.Pack? = nil) throws
-        -> Installation
-    {
+    private func install(
+        _ pack: URL, locked name: String, expected: ReleaseManifest.Pack? = nil, check: ((URL) throws -> Void)? = nil
+    ) throws -> Installation {
         let source = try Self.regularFile(pack.path)
         if let expected, source.size != expected.size {
             throw expected.mismatch(pack.path, size: source.size, sha256: nil)
@@ -247,6 +257,7 @@ public struct PrivateInstaller: Sendable {
             }
         }
 
+        try check?(pack)
         let (digest, block) = try copyVerified(from: pack.path, to: destination, expected: expected)
         try record(digest, block?.publisher).installed(at: destination.path).save(manifestURL)
         return Installation(path: destination, copied: true, sha256: digest, publisher: block?.publisher)

@@ -1,7 +1,11 @@
+import Foundation
+
 /// The one error type every AssetPack API throws.
 ///
 /// `code` is stable and is what programs should switch on; `message` is for people.
-/// `path` names the entry involved, where there is one. `underlying` carries the
+/// `path` names the entry involved, where there is one; `pack` the pack (its path or URL, or its
+/// name in a set), where the API that threw knew it. As a `LocalizedError` its
+/// `localizedDescription` is one line an app can show: pack, entry and message. `underlying` carries the
 /// lower-level code behind the error when there is one, tagged with where it comes from:
 /// ``Underlying/errno(_:)`` for a failed system call, ``Underlying/libzip(_:)`` for libzip.
 public struct AssetPackError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -63,6 +67,8 @@ public struct AssetPackError: Error, Sendable, Equatable, CustomStringConvertibl
     public var path: String?
     /// The lower-level code behind the error (an errno, a libzip error), if any.
     public var underlying: Underlying?
+    /// The pack involved (its path or URL, or its name in a ``PackSet``), if known.
+    public var pack: String?
 
     /// Creates an error.
     /// - Parameters:
@@ -104,5 +110,21 @@ public struct AssetPackError: Error, Sendable, Equatable, CustomStringConvertibl
         var copy = self
         if copy.path == nil { copy.path = path }
         return copy
+    }
+
+    /// Returns a copy of this error naming the pack `pack`, unless it already names one.
+    public func inPack(_ pack: String) -> AssetPackError {
+        var copy = self
+        if copy.pack == nil { copy.pack = pack }
+        return copy
+    }
+}
+
+extension AssetPackError: LocalizedError {
+    /// One line for people: the pack (unless the message already starts with it), the entry, and
+    /// the message, as `"assets.pack: levels/1.json: wrong password"`. Not localised: the text is English.
+    public var errorDescription: String? {
+        guard let pack, !message.hasPrefix("\(pack): ") else { return description }
+        return "\(EntryPath.printable(pack)): \(description)"
     }
 }

@@ -60,6 +60,7 @@ extension PerfReport {
             .scroll{overflow-x:auto;max-width:100%} table.kv td{white-space:normal;word-break:break-all}
             th,td{padding:3px 7px;font-size:13px;border-bottom:1px solid #e6e9ef;text-align:right;white-space:nowrap}
             th{background:#f6f7f9;font-weight:600} td.l,th.l{text-align:left}
+            td.l:first-child{white-space:normal;word-break:break-all;max-width:28em}
             tr.agg td{font-weight:600;background:#fafbfd}
             .win{color:#1a7f3c;font-weight:600} .lose{color:#b3261e} .fail{color:#b3261e;font-weight:700}
             svg{display:block;margin:8px 0 4px;max-width:100%;height:auto}
@@ -76,6 +77,13 @@ extension PerfReport {
             h += "<p class=\"fail\">Debug build: these numbers say nothing about release performance.</p>\n"
         }
         if let s = summary { h += "<p class=\"summary\">\(esc(summaryLine(s)))</p>\n" }
+        // The terminal's guidance lines: which format, codec and level, with this run's numbers.
+        let advice = guidance
+        if !advice.isEmpty {
+            h += "<h2>Guidance</h2>\n<ul class=\"guidance\">\n"
+            for line in advice { h += "<li>\(esc(line))</li>\n" }
+            h += "</ul>\n"
+        }
         h +=
             "<p>Each figure is the wall time of one <code>readTimed</code> call on an open pack: \(settings.iterations) measured reads per entry and backend after \(settings.warmupReads) warm-up read, backends interleaved (alternating order). MiB/s = 2<sup>20</sup> bytes per second, on the median.</p>\n"
 

@@ -11,8 +11,10 @@ struct AssetPackCommand: ParsableCommand {
         commandName: "assetpack",
         abstract: "Pack app assets into an encrypted pack, install it privately, and read entries by path.",
         discussion: """
-            Passwords never go on the command line: set $ASSETPACK_PASSWORD, or use --password-env NAME, \
-            --password-file PATH, --key-file PATH (container raw key), or answer the prompt on a terminal.
+            Passwords never go on the command line: set $ASSETPACK_PASSWORD, $ASSETPACK_PASSWORD_FILE or \
+            $ASSETPACK_KEY_FILE (a container's raw key; `keygen --pack-key` makes one), as the PackAssets plugin \
+            reads them, or use --password-env NAME, --password-file PATH, --key-file PATH, or answer the prompt \
+            on a terminal.
 
             Exit codes: 0 success, 1 other error, 2 missing or wrong password, 3 entry not found, \
             4 integrity failure (CRC, MAC, corrupt or truncated pack), 5 untrusted (--trust given and the pack \
@@ -97,7 +99,7 @@ enum Interrupts {
 }
 
 /// The version `assetpack --version` prints (the package's release; pack formats carry their own versions).
-let assetpackVersion = "0.2.0"
+let assetpackVersion = "0.3.0"
 
 /// Runs a command body, turning `AssetPackError` into one line on stderr and the contract's exit code.
 func reporting(_ body: () throws -> Void) throws {

@@ -30,11 +30,20 @@ struct CredentialOptions: ParsableArguments {
         if given > 1 { throw ValidationError("give only one of --password-env, --password-file and --key-file") }
     }
 
-    /// The credential given without asking anyone, if any.
+    /// The credential given without asking anyone, if any: an option, else the environment as
+    /// the PackAssets plugin reads it (`$ASSETPACK_KEY_FILE`, `$ASSETPACK_PASSWORD_FILE`, then
+    /// `$ASSETPACK_PASSWORD`), so one variable serves the build, the plugin and the command line.
     func given() throws -> PackCredential? {
         if let keyFile { return try PackCredential.keyFile(keyFile) }
         if let passwordFile { return try PackCredential.passwordFile(passwordFile) }
-        if let value = ProcessInfo.processInfo.environment[passwordEnv], !value.isEmpty {
+        let environment = ProcessInfo.processInfo.environment
+        if passwordEnvOption == nil {
+            if let path = environment["ASSETPACK_KEY_FILE"], !path.isEmpty { return try PackCredential.keyFile(path) }
+            if let path = environment["ASSETPACK_PASSWORD_FILE"], !path.isEmpty {
+                return try PackCredential.passwordFile(path)
+            }
+        }
+        if let value = environment[passwordEnv], !value.isEmpty {
             return .password(value)
         }
         return nil
@@ -51,7 +60,9 @@ struct CredentialOptions: ParsableArguments {
                 .missingPassword,
                 "a password is needed: "
                     + (empty ? "$\(passwordEnv) is set but empty" : "set $\(passwordEnv)")
-                    + ", or use --password-env or --password-file")
+                    + (passwordEnvOption == nil
+                        ? " (or $ASSETPACK_PASSWORD_FILE, or $ASSETPACK_KEY_FILE for a container key)" : "")
+                    + ", or use --password-env, --password-file or --key-file")
         }
         let first = try Self.prompt("Password: ")
         if confirm {

@@ -13,6 +13,12 @@ extension AssetPackCommand {
                 the public key on one line: paste it into the app. The public key line goes to stdout, the summary \
                 to stderr (--quiet drops it). An existing NAME.key or NAME.pub is replaced only with --force. \
                 Missing folders in NAME are created, private (mode 0700).
+
+                With --pack-key: write NAME.packkey instead, a random 32-byte container key (64 hex digits, mode \
+                0600): what ASSETPACK_KEY_FILE names for the PackAssets plugin and for this command line. The \
+                plugin gives the app the same key (PackedAssets.credential), so opening the pack costs no key \
+                derivation at launch. Keep it out of the repository; a lost key cannot make patches for packs \
+                already shipped.
                 """)
 
         @Option(
@@ -20,6 +26,8 @@ extension AssetPackCommand {
                 "Write NAME.key and NAME.pub (NAME's missing folders are created, mode 0700).", valueName: "NAME"))
         var out: String
         @Flag(help: "Replace an existing NAME.key and NAME.pub; the old private key is lost.") var force = false
+        @Flag(help: "Write NAME.packkey, a random 32-byte container key (ASSETPACK_KEY_FILE), instead of a key pair.")
+        var packKey = false
         @OptionGroup var quiet: QuietOption
 
         func validate() throws {
@@ -29,6 +37,7 @@ extension AssetPackCommand {
         }
 
         func run() throws {
+            if packKey { return try writePackKey() }
             try reporting {
                 let keyPath = out + ".key"
                 let pubPath = out + ".pub"
@@ -59,6 +68,39 @@ extension AssetPackCommand {
                 quiet.say(
                     "wrote \(keyPath): the private signing key (mode 0600); keep it out of the repository and the app")
                 quiet.say("wrote \(pubPath): the public key \(publicKey.fingerprint); paste its line into the app")
+            }
+        }
+
+        /// `--pack-key`: NAME.packkey, 32 random bytes as 64 hex digits and a newline, mode 0600.
+        func writePackKey() throws {
+            try reporting {
+                let path = out + ".packkey"
+                if let status = try? FileSystem.stat(out), status.kind == .directory {
+                    throw AssetPackError(
+                        .invalidArgument, "\(out) is a directory: give a name inside it, such as \(out)/assets")
+                }
+                let created = try Self.makeFolders(above: out)
+                try AtomicFile.checkTarget(path)
+                if (try? FileSystem.lstat(path)) != nil && !force {
+                    throw AssetPackError(
+                        .invalidArgument,
+                        "\(path) already exists; give --force to replace it (packs made with the old key then need it to open)"
+                    )
+                }
+                var key = secureRandomBytes(32)
+                var line = Array((key.map { String(format: "%02x", $0) }.joined() + "\n").utf8)
+                defer {
+                    key.withUnsafeMutableBytes { wipeMemory($0) }
+                    line.withUnsafeMutableBytes { wipeMemory($0) }
+                }
+                try AtomicFile.write(path, mode: 0o600, exactMode: true) { fd in
+                    try line.withUnsafeBytes { try FileOutput.writeAll(fd, $0, path: path) }
+                }
+                for folder in created { quiet.say("created \(folder) (mode 0700)") }
+                quiet.say(
+                    "wrote \(path): a random 32-byte pack key (mode 0600); set ASSETPACK_KEY_FILE=\(path) for "
+                        + "swift build (the PackAssets plugin) and the assetpack command; keep it out of the repository"
+                )
             }
         }
 

@@ -17,7 +17,7 @@ extension AssetPackCommand {
         @Option(
             name: .customLong("format"),
             help:
-                "zip (WinZip AES via libzip) or container (chunked AES-256-GCM). Default: the format of the pack already at --output (for a patch, of the last --patch-of pack), else zip."
+                "zip (WinZip AES-256) or container (chunked AES-256-GCM). Default: the format of the pack already at --output (for a patch, of the last --patch-of pack), else zip."
         )
         var formatOption: PackFormat?
         @Option(help: "zip only: aes256 (default), zipcrypto (broken, compatibility only) or none.")

@@ -73,6 +73,9 @@ import Testing
         #expect(htmlText.contains("data-backend=\"zip\"") && htmlText.contains("data-backend=\"container\""))
         #expect(!htmlText.contains("<script"))
         #expect(htmlText.contains("MiB/s") && !htmlText.contains("MB/s"))
+        // The terminal's guidance lines are in the HTML report too (they were dropped).
+        #expect(htmlText.contains("<h2>Guidance</h2>"))
+        #expect(htmlText.contains("<li>large files patched often"), "\(htmlText)")
 
         // The throwaway packs went into a temporary directory that is gone again.
         let leftovers = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter {

@@ -47,7 +47,10 @@ public enum CLI {
         process.executableURL = executable.map { URL(fileURLWithPath: $0) } ?? binary
         process.arguments = executable == nil && cheapKDF ? withCheapKDF(arguments) : arguments
         var env = ProcessInfo.processInfo.environment
-        env.removeValue(forKey: "ASSETPACK_PASSWORD")
+        // The credential comes only from what the test gives (the CLI reads these three, as the plugin does).
+        for name in ["ASSETPACK_PASSWORD", "ASSETPACK_PASSWORD_FILE", "ASSETPACK_KEY_FILE"] {
+            env.removeValue(forKey: name)
+        }
         if let password { env["ASSETPACK_PASSWORD"] = password }
         env.merge(environment) { $1 }
         process.environment = env

@@ -191,3 +191,54 @@ import Testing
         await #expect(throws: CancellationError.self) { try await task.value }
     }
 }
+
+/// Errors an app can show (issue 39): `localizedDescription` is the pack, the entry and the message,
+/// and a first launch with the wrong secret copies nothing.
+@Suite struct AppFacingErrorTests {
+    @Test(arguments: [PackFormat.zip, .container])
+    func localizedDescriptionNamesThePackAndTheEntry(format: PackFormat) throws {
+        let dir = TemporaryDirectory()
+        let credential: PackCredential = format == .zip ? .password("right") : .key(AssetLibraryTests.key)
+        let pack = try AssetLibraryTests().bundledPack(in: dir, format: format, credential: credential)
+        let wrong: PackCredential = format == .zip ? .password("wrong") : .key(testBytes(32, seed: 9))
+        // The wrong secret: at open (container) or at the first read (zip, per entry).
+        do {
+            let library = try AssetLibrary(contentsOf: pack, credential: wrong)
+            _ = try library.readData(sampleTree().keys.sorted()[0])
+            Issue.record("the wrong secret read an entry")
+        } catch {
+            let text = error.localizedDescription
+            #expect(text.hasPrefix(pack.path + ": "), "\(text)")
+            #expect((error as? AssetPackError)?.code == .wrongPassword)
+            #expect(!text.contains("The operation could not be completed"), "\(text)")
+        }
+        let library = try AssetLibrary(contentsOf: pack, credential: credential)
+        let missing = #expect(throws: AssetPackError.self) { try library.readData("levels/none.json") }
+        #expect(missing?.pack == pack.path)
+        #expect(
+            (missing as (any Error)?)?.localizedDescription
+                == "\(pack.path): levels/none.json: \(missing?.message ?? "")")
+    }
+
+    @Test(arguments: [PackFormat.zip, .container])
+    func aFirstLaunchWithTheWrongSecretCopiesNothing(format: PackFormat) throws {
+        let dir = TemporaryDirectory()
+        let credential: PackCredential = format == .zip ? .password("right") : .key(AssetLibraryTests.key)
+        let bundled = try AssetLibraryTests().bundledPack(in: dir, format: format, credential: credential)
+        let installer = PrivateInstaller(directory: dir.appending("private/app"))
+        let wrong: PackCredential = format == .zip ? .password("wrong") : .key(testBytes(32, seed: 9))
+        let error = #expect(throws: AssetPackError.self) {
+            try AssetLibrary.openInstalling(bundled: bundled, installer: installer, credential: wrong)
+        }
+        #expect(error?.code == .wrongPassword)
+        #expect(error?.pack == bundled.path, "\(String(describing: error))")
+        #expect(!FileManager.default.fileExists(atPath: dir.appending("private/app/assets.pack").path))
+        let library = try AssetLibrary.openInstalling(bundled: bundled, installer: installer, credential: credential)
+        #expect(library.installation?.copied == true)
+        // Installed: a later launch with the wrong secret copies nothing either, and fails at open or read.
+        #expect(throws: AssetPackError.self) {
+            let again = try AssetLibrary.openInstalling(bundled: bundled, installer: installer, credential: wrong)
+            _ = try again.read(sampleTree().keys.sorted()[0])
+        }
+    }
+}

@@ -22,14 +22,11 @@ struct HelloAssetsApp {
     }
 
     static func main() async {
-        // A real app embeds its secret (see the Security article); the example takes the one the
-        // pack was built with from the same variable the plugin read at build time.
-        guard let password = ProcessInfo.processInfo.environment["ASSETPACK_PASSWORD"], !password.isEmpty else {
-            fail("set ASSETPACK_PASSWORD to the password the pack was built with (`make example` does)", code: 2)
-        }
-        guard let bundled = Bundle.module.url(forResource: "assets", withExtension: "pack") else {
-            fail("assets.pack is not among the bundled resources")
-        }
+        // The pack and its credential come from the build: the PackAssets plugin generated
+        // PackedAssets (the resource's URL, and the key it packed with, masked) from the same
+        // ASSETPACK_KEY_FILE it packed with. No secret to paste, no key derivation at launch.
+        let bundled = PackedAssets.url
+        let credential = PackedAssets.credential
         // A real app pastes the line of NAME.pub into its source (see the Security article); the
         // example takes it from the environment, so that `make example` can sign with a throwaway key.
         var trustedKeys: [PublisherKey] = []
@@ -37,9 +34,13 @@ struct HelloAssetsApp {
             do { trustedKeys = [try PublisherKey(text: line)] } catch { fail("HELLOASSETS_PUBLISHER_KEY: \(error)") }
         }
         do {
-            // Install (a copy and a SHA-256 the first time) and open (scrypt) off the main thread.
+            // Install (a copy and a SHA-256 the first time) and open, off the main thread.
+            let started = ContinuousClock.now
             var library = try await AssetLibrary.openInstalling(
-                bundled: bundled, appID: appID, credential: .password(password), trustedKeys: trustedKeys)
+                bundled: bundled, appID: appID, credential: credential, trustedKeys: trustedKeys)
+            let took = ContinuousClock.now - started
+            let milliseconds = Double(took.components.seconds) * 1e3 + Double(took.components.attoseconds) / 1e15
+            print("openInstalling: \(String(format: "%.2f", milliseconds)) ms (install check and open)")
             if let installed = library.installation {
                 let sha = installed.sha256.prefix(16)
                 print(
@@ -53,7 +54,7 @@ struct HelloAssetsApp {
                     .init(name: "assets.pack", reader: library.reader),
                     .init(
                         name: "patch.pack",
-                        reader: try AssetPacks.open(patch, credential: .password(password), trustedKeys: trustedKeys)),
+                        reader: try AssetPacks.open(patch, credential: credential, trustedKeys: trustedKeys)),
                 ])
                 library = AssetLibrary(reader: set, url: library.url, installation: library.installation)
                 print("patched: reading assets.pack with \(patch) over it")
