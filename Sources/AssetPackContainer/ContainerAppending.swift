@@ -1,0 +1,184 @@
+import AssetPackCore
+import AssetPackCrypto
+import AssetPackFormat
+import Foundation
+
+/// What a re-pack decides about the pack at the output: whether it may append to it (version 6),
+/// what an append keeps, and the slot and lock work of an append.
+extension ContainerPackWriter {
+    /// Whether `pack` (version 6 or 7) still has a valid slot besides its current one: an
+    /// append by 0.2, which kept every earlier generation readable.
+    static func keepsAnEarlierSlot(_ pack: ContainerPackReader) -> Bool {
+        guard pack.header.isAppendable else { return false }
+        let other = UInt64((1 - pack.header.slot) * ContainerFormat.slotStride)
+        guard let bytes = try? preadArray(pack.source, count: ContainerFormat.slotSize, at: other) else { return false }
+        return ContainerHeader.isValidSlot(bytes)
+    }
+
+    /// The bytes of `previous`'s live chunks whose plaintext is in none of `digests` (the new
+    /// pack's chunks): content a re-pack removed or replaced.
+    static func liveBytes(_ previous: ContainerPackReader, notIn digests: Set<[UInt8]>) -> UInt64 {
+        var bytes: UInt64 = 0
+        for (k, payload) in previous.chunks.payload.enumerated() where !digests.contains(previous.chunks.digest(k)) {
+            bytes += UInt64(payload & ~ChunkTable.compressedBit) + UInt64(ContainerFormat.tagSize)
+        }
+        return bytes
+    }
+
+    /// Whether `previous` holds exactly `records` (every chunk kept, in the same order, with the
+    /// same nonces and offsets) and would be signed the same way: the same key and release, or
+    /// unsigned. A pack older than version 6 is rewritten as version 6.
+    static func holds(
+        _ previous: ContainerPackReader, exactly records: [IndexRecordV4], options: PackOptions, output: String
+    ) throws -> Bool {
+        guard previous.records.count == records.count, previous.header.isAppendable else { return false }
+        for (old, new) in zip(previous.records, records) {
+            guard old.info.path == new.path, old.keyID == new.keyID, old.sha256 == new.sha256,
+                old.codec == new.codec, old.chunkCount == new.chunks.count
+            else { return false }
+            for (c, chunk) in new.chunks.enumerated() {
+                let k = old.firstChunk + c
+                guard previous.chunks.payload[k] == chunk.payload, previous.chunks.nonce(k) == chunk.nonce,
+                    previous.chunks.offset[k] == chunk.offset
+                else {
+                    return false
+                }
+            }
+        }
+        let block = try ContainerPackReader.signatureBlock(previous.source)
+        guard let key = options.signingKey else { return block == nil }
+        guard let block, block.publisher == key.publicKey else { return false }
+        let wanted = try options.release(for: output)
+        return block.release.name == wanted.name && block.release.version == wanted.version
+            && block.release.expires == wanted.expires && !block.release.isLegacy
+    }
+
+    /// Where and how a re-pack may append to `previous`, the pack at the output holding `earlier`
+    /// bytes of earlier versions (``earlierBytes(_:)``): a version-6 or -7
+    /// pack whose data region is more than half live (the chunks its index names); else `nil`
+    /// (a rewrite, which also compacts). So before each re-pack the earlier versions' bytes are
+    /// less than the live ones, and the file stays under twice its live size and the last change.
+    static func appendable(_ previous: ContainerPackReader, earlier: UInt64) -> ContainerHeader? {
+        // The last generation a u64 counts cannot be appended to: a rewrite starts again at 1.
+        guard previous.header.isAppendable, previous.header.generation < .max else { return nil }
+        return earlier >= previous.header.indexOffset - previous.header.dataStart - earlier ? nil : previous.header
+    }
+
+    /// The generation a re-pack writes after the pack `previous` (`nil`: none, or older than
+    /// version 6): the next one, which an append needs (readers take the higher slot); a rewrite
+    /// counts on too, except after the last one a u64 holds (only a holder of the key could have
+    /// sealed it), where it starts again at 1 instead of trapping.
+    static func generation(after previous: ContainerHeader?, appending: Bool) -> UInt64 {
+        guard let previous, previous.isAppendable else { return 1 }
+        precondition(!appending || previous.generation < .max, "appendable() refuses the last generation")
+        return previous.generation < .max ? previous.generation + 1 : 1
+    }
+
+    /// The bytes of `pack`'s data region its index does not name (earlier versions': chunks,
+    /// indexes, signature blocks); 0 before version 6.
+    static func earlierBytes(_ pack: ContainerPackReader) -> UInt64 {
+        guard pack.header.isAppendable else { return 0 }
+        let live = pack.chunks.payload.reduce(UInt64(0)) {
+            $0 + UInt64($1 & ~ChunkTable.compressedBit) + UInt64(ContainerFormat.tagSize)
+        }
+        let data = pack.header.indexOffset - pack.header.dataStart
+        return data - min(live, data)
+    }
+
+    /// Appends a generation to the pack at `output` in place: lets `fill` write the new chunks,
+    /// index and signature from the previous generation's end (over what an unfinished append
+    /// left there; it cuts the file at its own end) and return the new header slot's bytes,
+    /// syncs, writes the slot into the one the previous generation is not in, and syncs again. Until the slot is written
+    /// the file is the previous pack (readers ignore bytes past its end), and nothing a reader
+    /// of the previous generation reads is written.
+    ///
+    /// Two re-packs of one pack at once: each holds an exclusive `flock` on the file while it
+    /// appends, and appends only if the file still holds the generation it read (`previous`), so
+    /// the second fails, writing nothing, instead of appending over the first.
+    static func append(
+        to output: String, after previous: ContainerHeader, wipingPrevious: Bool,
+        _ fill: (FileDescriptor) throws -> [UInt8]
+    ) throws {
+        let previousEnd = previous.end, slot = 1 - previous.slot
+        let fd: FileDescriptor
+        do { fd = try .open(output, .readWrite) } catch { throw error.io("cannot open \(output)") }
+        defer { try? fd.close() }  // and with it the lock
+        do { try fd.lockExclusive() } catch { throw error.io("cannot lock \(output)") }
+        let status: FileStatus
+        do { status = try fd.status() } catch { throw error.io("cannot stat \(output)") }
+        // Still the file at the output (not one a rewrite renamed away), holding exactly the
+        // header the re-pack read (salt and commitment included: a rewrite with --fresh restarts
+        // at generation 1 too).
+        let named = try? FileSystem.stat(output)
+        let now = try? ContainerHeader.read(from: FileByteSource(borrowing: fd, name: output, size: status.size)).header
+        guard named?.inode == status.inode, named?.device == status.device, let now, now == previous else {
+            throw changedWhileRepacking(output)
+        }
+        // An interrupt (Ctrl-C) before the slot is written cuts this file back, too.
+        TemporaryFiles.registerAppend(output, descriptor: fd, size: previousEnd)
+        do {
+            let headerBytes = try fill(fd)
+            do { try fd.fsync() } catch { throw error.io("cannot sync \(output)") }
+            // One 128-byte write inside one 4 KiB block (a sector-atomic write on the disks we
+            // know): a slot written in part needs a power cut in the middle of it, fails its check,
+            // and readers then refuse the pack rather than read the previous generation
+            // (docs/FORMAT.md, "Version 6"); re-running the pack rewrites it.
+            let committed = try TemporaryFiles.commitAppend(output) {
+                try pwriteAll(fd, headerBytes, at: UInt64(slot * ContainerFormat.slotStride))
+            }
+            // Cut back by an interrupt: the process is about to die of it.
+            guard committed else { throw AssetPackError(.io, "interrupted: \(output) was not changed") }
+        } catch {
+            // Leave the file as it was: the previous generation, and nothing after it. Not touched
+            // when nothing was appended (Linux's ftruncate sets the modification time even to the
+            // same size, and a server's ETag is made of it: a re-pack with nothing changed must
+            // leave it).
+            TemporaryFiles.forgetAppend(output)
+            if (try? fd.status().size) != previousEnd { try? fd.truncate(to: previousEnd) }
+            throw error
+        }
+        // The new generation is whole on the disk before its slot names it; a failure here leaves
+        // one generation or the other, each whole, so nothing is cut.
+        do { try fd.fsync() } catch { throw error.io("cannot sync \(output)") }
+        // Then the previous generation's slot is wiped (zeros: no slot there), so nothing leads a
+        // reader back to it: a damaged new slot is refused, never read as the older version
+        // (docs/SECURITY.md, "Rollback through an older slot"). A crash before this leaves two
+        // valid slots, of which readers take the newer.
+        // Best effort: the new generation is committed, and a reader takes the newer of two
+        // valid slots, so a failure here does not make the re-pack a failure.
+        if wipingPrevious { try? wipeSlot(fd, previous.slot, output) }
+    }
+
+    /// Overwrites header slot `slot` of the pack open as `fd` with zeros and syncs.
+    static func wipeSlot(_ fd: FileDescriptor, _ slot: Int, _ output: String) throws {
+        let zeros = [UInt8](repeating: 0, count: ContainerFormat.slotSize)
+        try pwriteAll(fd, zeros, at: UInt64(slot * ContainerFormat.slotStride))
+        do { try fd.fsync() } catch { throw error.io("cannot sync \(output)") }
+    }
+
+    /// Before a rewrite renames its pack over `output`: an exclusive lock on the file there (the
+    /// caller holds it until after the rename, as an append holds it while it appends), so that
+    /// no append writes into a file being replaced; and when the re-pack read that pack
+    /// (`previous`; not with `--fresh`), it must still hold that header, so that a rewrite never
+    /// replaces a generation another re-pack appended meanwhile. `nil` (no lock) when there is
+    /// no file.
+    static func lockUnchanged(_ output: String, previous: ContainerHeader?) throws -> FileDescriptor? {
+        guard let fd = try? FileDescriptor.open(output, .readOnly) else { return nil }
+        do {
+            do { try fd.lockExclusive() } catch { throw error.io("cannot lock \(output)") }
+            guard let previous else { return fd }
+            let size: UInt64
+            do { size = try fd.status().size } catch { throw error.io("cannot stat \(output)") }
+            let now = try? ContainerHeader.read(from: FileByteSource(borrowing: fd, name: output, size: size)).header
+            guard now == previous else { throw changedWhileRepacking(output) }
+            return fd
+        } catch {
+            try? fd.close()
+            throw error
+        }
+    }
+
+    static func changedWhileRepacking(_ output: String) -> AssetPackError {
+        AssetPackError(.io, "\(output) changed while it was being re-packed (another pack of it?); pack it again")
+    }
+}
