@@ -17,6 +17,14 @@ public enum AssetPacks {
         ZipFormatDriver(),
     ]
 
+    /// What `assetpack pack` writes when neither `--format` nor a pack at the output says.
+    package static let defaultFormat = PackFormat.zip
+
+    /// The formats that take `setting`, for a message ("container").
+    package static func formats(taking setting: PackSetting) -> String {
+        formats.filter { $0.refusal(of: setting) == nil }.map(\.format.rawValue).joined(separator: " and ")
+    }
+
     /// The registered driver of `format`.
     /// - Throws: `.unsupportedFormat` when this build has no such format.
     package static func driver(for format: PackFormat) throws -> any PackFormatDriver {

@@ -61,7 +61,8 @@ extension AssetPacks {
         let deleted = base.entries.map(\.path).filter { !kept.contains(Array($0.utf8)) }
         var options = options
         options.deletions = deleted
-        if options.format == .container, options.container.kdf == nil, case .password = options.credential {
+        // A format without a password KDF reports none (`passwordKDF` nil), so this is a no-op for it.
+        if options.container.kdf == nil, case .password = options.credential {
             // Only a cost `pack --scrypt-cost` could have chosen: a KDF a reader was allowed past
             // the default limits would make the writer refuse the patch.
             let top = (base as? PackSet)?.members.last?.reader ?? base

@@ -10,6 +10,23 @@ package struct ContainerFormatDriver: PackFormatDriver {
 
     package var noun: String { "an AssetPack container" }
 
+    package var fileExtension: String { "apack" }
+
+    package func refusal(of setting: PackSetting) -> String? {
+        setting == .encryption ? "the container is always AES-256-GCM" : nil
+    }
+
+    /// Opening checks the key against the header's commitment before the index is read.
+    package var checksCredentialAtOpen: Bool { true }
+
+    package var countsRemovedEntries: Bool { true }
+
+    package func deflateLevel(_ level: CompressionLevel) -> Int32 { level.containerDeflateLevel }
+
+    package func crossCheckReader(_ source: any ByteSource, credential: PackCredential?) throws
+        -> (name: String, reader: any PackReader)?
+    { nil }
+
     package func recognizes(_ source: any ByteSource) throws -> Bool {
         try ContainerHeader.recognizes(source)
     }

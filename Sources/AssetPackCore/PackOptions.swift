@@ -239,3 +239,16 @@ extension AssetPackError {
         )
     }
 }
+
+/// The pack settings that only some formats take: each format's driver says why it refuses the
+/// others (`PackFormatDriver.refusal(of:)`), and a tool names the formats that take one.
+package enum PackSetting: String, Sendable, CaseIterable {
+    /// The zip's entry encryption (`--encryption`).
+    case encryption
+    /// The codec of compressed chunks (`--codec`).
+    case codec
+    /// Rewriting an appended pack whole (`--compact`).
+    case compact
+    /// The cost of deriving a key from a password (`--scrypt-cost`).
+    case passwordKDF
+}

@@ -11,6 +11,27 @@ package protocol PackFormatDriver: Sendable {
     /// What a pack of this format is called in messages ("a zip archive").
     var noun: String { get }
 
+    // What the tools ask of a format instead of naming it (issue 40: no decision by format
+    // outside the format modules; `scripts/check-architecture.py` rejects format literals there).
+
+    /// The file extension a tool gives a pack of this format it names itself ("zip", "apack").
+    var fileExtension: String { get }
+    /// Why this format does not take `setting`, or `nil` when it does ("zip entries are deflated").
+    func refusal(of setting: PackSetting) -> String?
+    /// Whether opening a pack checks its credential (a container's key commitment), so that a
+    /// wrong one fails before any entry is read; `false` when only reading an entry can tell.
+    var checksCredentialAtOpen: Bool { get }
+    /// Whether this format's writer counts the entries a re-pack removed (`PackSummary.removed`)
+    /// from the pack it reads at the output; `false`: a tool lists that pack itself.
+    var countsRemovedEntries: Bool { get }
+    /// The deflate level this format's writer uses at `level`.
+    func deflateLevel(_ level: CompressionLevel) -> Int32
+    /// A second reader of `source` through another decoder, for a tool to compare against the
+    /// default one (zip: libzip's own decoding, in the default configuration), with the decoder's
+    /// name ("libzip").
+    func crossCheckReader(_ source: any ByteSource, credential: PackCredential?) throws
+        -> (name: String, reader: any PackReader)?
+
     /// Whether `source` holds a pack of this format, from its bytes (never its name). Reads as
     /// little as it can: a magic number, an end record.
     /// - Throws: Only the source's own failures (`.io`, `.remote`); a pack of another format is `false`.

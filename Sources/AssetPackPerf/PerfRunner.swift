@@ -74,10 +74,11 @@ public enum PerfRunner {
                     subject(
                         label, reader, url, size: source.size, packSeconds: nil, installSeconds: nil,
                         openWall: openWall))
-                if reader.format == .zip && configuration.compareLibzipDecoder && !remote {
-                    subjects.append(
-                        try libzipSubject(
-                            label + "-libzip", url, configuration.credential, packSeconds: nil, installSeconds: nil))
+                if configuration.compareLibzipDecoder && !remote,
+                    let other = try crossCheckSubject(
+                        label, url, reader.format, configuration.credential, packSeconds: nil, installSeconds: nil)
+                {
+                    subjects.append(other)
                 }
             }
         case .source, .corpus:
@@ -120,14 +121,16 @@ public enum PerfRunner {
                 "level": base.level.rawValue, "container_codec": base.container.codec.rawValue,
                 "container_chunk_size": String(base.container.chunkSize), "include_hidden": String(base.includeHidden),
             ]
-            for format in [PackFormat.zip, .container] {
+            // The default format is the baseline, every other registered format a candidate.
+            let others = AssetPacks.formats.map(\.format).filter { $0 != AssetPacks.defaultFormat }
+            for format in [AssetPacks.defaultFormat] + others {
                 var options = base
                 options.format = format
                 let label = format.rawValue
                 let progress = configuration.progress
                 options.progress = { p in progress?(PerfProgress(phase: "pack \(label)", done: p.done, total: p.total))
                 }
-                let output = packDir.appendingPathComponent("perf.\(format == .zip ? "zip" : "apack")")
+                let output = packDir.appendingPathComponent("perf.\(try AssetPacks.driver(for: format).fileExtension)")
                 let summary = try AssetPacks.pack(source: source, to: output, options: options)
                 report(configuration, "install \(label)", 0, 1)
                 let installWatch = Stopwatch()
@@ -141,11 +144,12 @@ public enum PerfRunner {
                     subject(
                         label, reader, installed.path, packSeconds: summary.seconds, installSeconds: installSeconds,
                         openWall: openWall))
-                if format == .zip && configuration.compareLibzipDecoder {
-                    subjects.append(
-                        try libzipSubject(
-                            "zip-libzip", installed.path, credential, packSeconds: summary.seconds,
-                            installSeconds: installSeconds))
+                if configuration.compareLibzipDecoder,
+                    let other = try crossCheckSubject(
+                        label, installed.path, format, credential, packSeconds: summary.seconds,
+                        installSeconds: installSeconds)
+                {
+                    subjects.append(other)
                 }
             }
         }
@@ -307,14 +311,19 @@ public enum PerfRunner {
         return text.split(separator: " ").first.flatMap { Double($0) }
     }
 
-    /// The same zip pack opened with libzip's own decoder, as a separate backend.
-    private static func libzipSubject(
-        _ label: String, _ url: URL, _ credential: PackCredential?, packSeconds: Double?, installSeconds: Double?
-    ) throws -> Subject {
+    /// The same pack opened through the other decoder its format offers (a zip through libzip's
+    /// own), as a separate backend `LABEL-DECODER`; `nil` when the format has none.
+    private static func crossCheckSubject(
+        _ label: String, _ url: URL, _ format: PackFormat, _ credential: PackCredential?, packSeconds: Double?,
+        installSeconds: Double?
+    ) throws -> Subject? {
         let watch = Stopwatch()
-        let reader = try ZipPackReader(path: url.path, credential: credential, decoder: .libzip)
+        let source = try FileByteSource(path: url.path)
+        guard let (name, reader) = try AssetPacks.driver(for: format).crossCheckReader(source, credential: credential)
+        else { return nil }
         return subject(
-            label, reader, url, packSeconds: packSeconds, installSeconds: installSeconds, openWall: watch.elapsed)
+            "\(label)-\(name)", reader, url, packSeconds: packSeconds, installSeconds: installSeconds,
+            openWall: watch.elapsed)
     }
 
     private static func subject(
@@ -375,7 +384,7 @@ extension PerfRunner {
         switch compression {
         case .zstd: return "zstd \(level.zstdLevel)"
         case .deflate:
-            return "deflate \(format == .zip ? level.zipDeflateLevel : level.containerDeflateLevel)"
+            return "deflate \((try? AssetPacks.driver(for: format).deflateLevel(level)) ?? level.zipDeflateLevel)"
         case .store, .other: return compression.rawValue
         }
     }

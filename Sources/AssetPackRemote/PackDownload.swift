@@ -81,10 +81,10 @@ struct PackDownload {
                 "\(url) is not signed: an unsigned pack from a URL is installed only if it can be checked once downloaded. Give its password or key (every entry is read back), publish \(url).sha256, or sign the pack"
             )
         }
-        // An unsigned container is read back with the credential once downloaded: a wrong one
-        // is found now, from the header and index already fetched, not after the download.
-        // (A zip's password is checked per entry, on its data.)
-        if let credential, driver?.format == .container {
+        // An unsigned pack is read back with the credential once downloaded: where opening checks
+        // it (a container's key commitment), a wrong one is found now, from the structure already
+        // fetched, not after the download. (A zip's password is checked per entry, on its data.)
+        if let credential, driver?.checksCredentialAtOpen == true {
             do { _ = try driver?.open(mirror, credential: credential, limits: limits, trustedKeys: []) } catch var error
                 as AssetPackError where error.code == .wrongPassword || error.code == .missingPassword
             {

@@ -10,6 +10,34 @@ package struct ZipFormatDriver: PackFormatDriver {
 
     package var noun: String { "a zip archive" }
 
+    package var fileExtension: String { "zip" }
+
+    package func refusal(of setting: PackSetting) -> String? {
+        switch setting {
+        case .encryption: nil
+        case .codec: "zip entries are deflated"
+        case .compact: "a zip re-pack writes a new file"
+        case .passwordKDF: "zip packs do not use scrypt"
+        }
+    }
+
+    /// A zip's password is checked per entry, on its data: opening checks nothing.
+    package var checksCredentialAtOpen: Bool { false }
+
+    package var countsRemovedEntries: Bool { false }
+
+    package func deflateLevel(_ level: CompressionLevel) -> Int32 { level.zipDeflateLevel }
+
+    package func crossCheckReader(_ source: any ByteSource, credential: PackCredential?) throws
+        -> (name: String, reader: any PackReader)?
+    {
+        #if SystemLibraries
+        return ("libzip", try ZipPackReader(source: source, credential: credential, decoder: .libzip))
+        #else
+        return nil
+        #endif
+    }
+
     package func recognizes(_ source: any ByteSource) throws -> Bool { try ZipStructure.recognizes(source) }
 
     package func open(

@@ -164,7 +164,7 @@ struct Request {
             packVersion = version
         }
         if let text = values["--scrypt-cost"] {
-            guard format == .container, credential.isPassword else {
+            guard driver.refusal(of: .passwordKDF) == nil, credential.isPassword else {
                 throw UsageError("--scrypt-cost applies to a container with a password only")
             }
             let costs = ContainerKDF.scryptCosts

@@ -102,8 +102,8 @@ extension AssetPackCommand {
             if let formatOption { return formatOption }
             // Only a regular file is read: opening a FIFO there would wait for a writer.
             let existing = patchOf.last ?? output
-            guard (try? FileSystem.stat(existing))?.kind == .regular else { return .zip }
-            return (try? AssetPacks.sniff(existing)) ?? .zip
+            guard (try? FileSystem.stat(existing))?.kind == .regular else { return AssetPacks.defaultFormat }
+            return (try? AssetPacks.sniff(existing)) ?? AssetPacks.defaultFormat
         }
 
         func validate() throws {
@@ -118,25 +118,22 @@ extension AssetPackCommand {
             if fast && level == .default {
                 throw ValidationError("--fast is --level fast: give one of --fast and --level default")
             }
-            if format == .container && encryption != .aes256 {
-                throw ValidationError(
-                    "--encryption applies to zip packs only; the container is always AES-256-GCM" + inferred)
-            }
             guard chunkKiB >= 4, chunkKiB <= 4096, chunkKiB & (chunkKiB - 1) == 0 else {
                 throw ValidationError("--chunk-kib must be a power of two from 4 to 4096")
             }
-            if format != .container && codec != .zstd {
-                throw ValidationError("--codec applies to container packs only; zip entries are deflated" + inferred)
-            }
-            if format != .container && compact {
-                throw ValidationError(
-                    "--compact applies to container packs only; a zip re-pack writes a new file" + inferred)
+            // Settings only some formats take: the format's driver says why it refuses one.
+            let driver = try AssetPacks.driver(for: format)
+            let given: [(PackSetting, String, Bool)] = [
+                (.encryption, "--encryption", encryption != .aes256), (.codec, "--codec", codec != .zstd),
+                (.compact, "--compact", compact), (.passwordKDF, "--scrypt-cost", scryptCost != nil),
+            ]
+            for (setting, flag, isGiven) in given where isGiven {
+                if let why = driver.refusal(of: setting) {
+                    throw ValidationError(
+                        "\(flag) applies to \(AssetPacks.formats(taking: setting)) packs only; \(why)" + inferred)
+                }
             }
             if let scryptCost {
-                guard format == .container else {
-                    throw ValidationError(
-                        "--scrypt-cost applies to container packs only: zip packs do not use scrypt" + inferred)
-                }
                 guard credentials.keyFile == nil else {
                     throw ValidationError("--scrypt-cost applies to passwords; a --key-file pack runs no KDF")
                 }
@@ -207,7 +204,8 @@ extension AssetPackCommand {
                     quiet.quiet
                     ? nil
                     : PreviousEntries(
-                        of: output, credential: options.credential, listNow: format != .container || fresh)
+                        of: output, credential: options.credential,
+                        listNow: !(try AssetPacks.driver(for: format)).countsRemovedEntries || fresh)
                 let progress = ProgressLine(enabled: !quiet.quiet && isatty(STDERR_FILENO) == 1)
                 options.progress = {
                     progress.update(

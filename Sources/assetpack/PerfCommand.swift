@@ -122,7 +122,7 @@ extension AssetPackCommand {
 
         /// Whether reading `path` needs a password: containers always, zips with encrypted entries.
         private func needsCredential(_ path: String) throws -> Bool {
-            if try AssetPacks.sniff(path) == .container { return true }
+            if try AssetPacks.driver(for: AssetPacks.sniff(path)).checksCredentialAtOpen { return true }
             return try AssetPacks.open(path, credential: nil).entries.contains { $0.encryption != .none }
         }
 
