@@ -177,13 +177,15 @@ soak: deps
 ## off: zlib and swift-crypto only, no libzip, libdeflate, libzstd, libcurl or OpenSSL), built in
 ## .build-portable. Runs every suite that configuration compiles (the reader, installer, format,
 ## crypto and damage suites; the CLI, remote and perf suites need the default one), then checks
-## with ldd that no binary it built links a library the configuration leaves out.
+## with ldd that no binary it built (the test bundle, and ReadBench: a program linking only the
+## AssetPack product, as an app does) links a library the configuration leaves out.
 PORTABLE = --build-path .build-portable --disable-default-traits
 PORTABLE_FORBIDDEN = libzip|libdeflate|libzstd|libcurl|libssl|libcrypto|libnettle
 portable:
 	@pkg-config --exists zlib 2>/dev/null || { $(SUDO) apt-get update -qq \
 	  && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zlib1g-dev pkg-config python3; }
 	$(SWIFT) build $(PORTABLE) --product AssetPackPackageTests
+	$(SWIFT) build $(PORTABLE) --product ReadBench
 	$(SWIFT_TEST) $(PORTABLE) --skip-build
 	@bin="$$($(SWIFT) build $(PORTABLE) --show-bin-path)"; found=0; \
 	for f in $$(find "$$bin" -maxdepth 1 -type f -perm -u+x) "$$bin"/*.xctest; do \

@@ -1,3 +1,4 @@
+#if SystemLibraries  // the remote suites' servers, checked with URLSession (FoundationNetworking links libcurl)
 import AssetPackTestSupport
 import Foundation
 import Testing
@@ -330,3 +331,4 @@ private func servedFolder() throws -> (TemporaryDirectory, [UInt8]) {
         #expect(second.status == 200 && second.body == bytes)
     }
 }
+#endif
