@@ -119,11 +119,13 @@ public final class AssetLibrary: Sendable {
         guard FileManager.default.fileExists(atPath: bundled.path) else {
             throw AssetPackError(.io, "no bundled pack at \(bundled.path)")
         }
-        // Before a first install copies the pack: does the credential open it? (A container's open
-        // checks it; a zip's entries each carry a verifier, so its smallest encrypted one is read.)
+        // Before a first install copies the pack: does the credential open it? Where opening checks
+        // it (a container) that is all; else (a zip, whose entries each carry a verifier) its
+        // smallest encrypted entry is read.
         let installed = try installer.install(bundled, as: name) { pack in
             let reader = try AssetPacks.open(pack, credential: credential, limits: limits)
-            if let probe = reader.entries.filter({ $0.encryption != .none }).min(by: { $0.storedSize < $1.storedSize })
+            if try !AssetPacks.driver(for: reader.format).checksCredentialAtOpen,
+                let probe = reader.entries.filter({ $0.encryption != .none }).min(by: { $0.storedSize < $1.storedSize })
             {
                 do { _ = try reader.readTimed(probe.path) } catch let error as AssetPackError
                     where [.wrongPassword, .missingPassword].contains(error.code)

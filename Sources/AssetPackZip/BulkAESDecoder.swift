@@ -369,10 +369,13 @@ private final class MACPipeline: @unchecked Sendable {
     }
 }
 
-/// Pulls exactly the bytes asked for from a raw source, never more than the entry holds.
-private struct RawReader {
+/// Pulls exactly the bytes asked for from a raw source, never more than the entry holds (the
+/// AES and the plain decoder's one reader).
+struct RawReader {
     let source: BulkAESDecoder.RawSource
     var remaining: UInt64
+    /// What a short read is called in the error ("encrypted data", "entry data").
+    var what = "encrypted data"
 
     mutating func readExactly(_ buffer: UnsafeMutableRawBufferPointer) throws {
         guard UInt64(buffer.count) <= remaining else { throw truncated() }
@@ -394,6 +397,6 @@ private struct RawReader {
     }
 
     private func truncated() -> AssetPackError {
-        AssetPackError(.integrityFailure, "encrypted data is truncated")
+        AssetPackError(.integrityFailure, "\(what) is truncated")
     }
 }

@@ -26,15 +26,15 @@ struct PlainEntryDecoder {
     /// - Throws: `.integrityFailure` (truncated, corrupt or over-long data, a CRC mismatch) naming
     ///   `timing.path`, or what `source` throws.
     func decode(timing: inout EntryTiming, from source: BulkAESDecoder.RawSource) throws -> [UInt8] {
-        try naming(timing.path) {
+        try naming(timing.path, source) { source in
             try validate()
             let count = Int(size)
-            var remaining = rawSize
+            var reader = RawReader(source: source, remaining: rawSize, what: "entry data")
             var crc = CRC32()
             let output = try [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
                 let out = UnsafeMutableRawBufferPointer(buffer)
                 if compression == .store {
-                    try Stopwatch.time(&timing.decrypt) { try Self.fill(out, from: source, remaining: &remaining) }
+                    try Stopwatch.time(&timing.decrypt) { try reader.readExactly(out) }
                 } else {
                     let scratch = UnsafeMutableRawBufferPointer.allocate(
                         byteCount: Int(max(1, min(UInt64(chunkSize), rawSize))), alignment: 64)
@@ -42,11 +42,11 @@ struct PlainEntryDecoder {
                     let inflater = Inflater()
                     defer { inflater.end() }
                     var position = 0
-                    while remaining > 0 {
+                    while reader.remaining > 0 {
                         let piece = UnsafeMutableRawBufferPointer(
-                            rebasing: scratch[0..<Int(min(UInt64(scratch.count), remaining))])
+                            rebasing: scratch[0..<Int(min(UInt64(scratch.count), reader.remaining))])
                         try Stopwatch.time(&timing.decrypt) {
-                            try Self.fill(piece, from: source, remaining: &remaining)
+                            try reader.readExactly(piece)
                             position = try inflater.inflate(UnsafeRawBufferPointer(piece), into: out, at: position)
                         }
                     }
@@ -69,19 +69,19 @@ struct PlainEntryDecoder {
         timing: inout EntryTiming, from source: BulkAESDecoder.RawSource,
         _ body: (UnsafeRawBufferPointer) throws -> Void
     ) throws {
-        try naming(timing.path) {
+        try naming(timing.path, source) { source in
             try validate()
             let scratch = UnsafeMutableRawBufferPointer.allocate(
                 byteCount: Int(max(1, min(UInt64(chunkSize), rawSize))), alignment: 64)
             defer { scratch.deallocate() }
             let inflater = compression == .deflate ? Inflater(chunkSize: chunkSize) : nil
             defer { inflater?.end() }
-            var remaining = rawSize
+            var reader = RawReader(source: source, remaining: rawSize, what: "entry data")
             var crc = CRC32()
-            while remaining > 0 {
+            while reader.remaining > 0 {
                 let piece = UnsafeMutableRawBufferPointer(
-                    rebasing: scratch[0..<Int(min(UInt64(scratch.count), remaining))])
-                try Stopwatch.time(&timing.decrypt) { try Self.fill(piece, from: source, remaining: &remaining) }
+                    rebasing: scratch[0..<Int(min(UInt64(scratch.count), reader.remaining))])
+                try Stopwatch.time(&timing.decrypt) { try reader.readExactly(piece) }
                 if let inflater {
                     try inflater.inflate(UnsafeRawBufferPointer(piece), limit: size, seconds: &timing.decrypt) {
                         chunk in
@@ -118,23 +118,15 @@ struct PlainEntryDecoder {
         timing.decoder = "native"
     }
 
-    /// Fills `buffer` from `source`, never past the entry's stored bytes.
-    private static func fill(
-        _ buffer: UnsafeMutableRawBufferPointer, from source: BulkAESDecoder.RawSource, remaining: inout UInt64
-    ) throws {
-        guard UInt64(buffer.count) <= remaining else { throw truncated }
-        var filled = 0
-        while filled < buffer.count {
-            let n = try source(UnsafeMutableRawBufferPointer(rebasing: buffer[filled...]))
-            guard n > 0 else { throw truncated }
-            filled += n
+    /// Runs `body` with `source` (which the raw reader holds for the call only), naming
+    /// `path` in the `AssetPackError`s it throws.
+    private func naming<T>(
+        _ path: String, _ source: BulkAESDecoder.RawSource, _ body: (@escaping BulkAESDecoder.RawSource) throws -> T
+    ) throws -> T {
+        do { return try withoutActuallyEscaping(source) { try body($0) } } catch let error as AssetPackError
+            where !path.isEmpty
+        {
+            throw error.naming(path)
         }
-        remaining -= UInt64(filled)
-    }
-
-    private static let truncated = AssetPackError(.integrityFailure, "entry data is truncated")
-
-    private func naming<T>(_ path: String, _ body: () throws -> T) throws -> T {
-        do { return try body() } catch let error as AssetPackError where !path.isEmpty { throw error.naming(path) }
     }
 }
