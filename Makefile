@@ -202,13 +202,18 @@ tsan: SANITIZE = --sanitize=thread --scratch-path .build-tsan
 ## (every entry over HTTP, the mirror's streaming window, cancelled opens, reads and installs); the
 ## rest of the remote suites (faulty servers, attacks) added a minute under ThreadSanitizer and
 ## cross no thread these do not.
-tsan: deps
+## ThreadSanitizer's reports go to .build-tsan/reports and are printed after the tests' output, so
+## the end of a CI log (what is kept of it) holds the race, not the passing tests after it.
+tsan: test-deps
 	$(SWIFT) build $(SANITIZE) --product AssetPackPackageTests
-	$(SWIFT_TEST) $(SANITIZE) --skip-build \
-	  --filter 'StressTests|concurrentRead|readsFromManyThreads|\.RemoteTests/(largeReadsStream|chunksAsLargeAsTheWindow|everyEntryReadsOverHTTP)|\.UpdateSafetyTests/cancelling'
+	@rm -rf .build-tsan/reports && mkdir -p .build-tsan/reports
+	TSAN_OPTIONS=log_path=$(CURDIR)/.build-tsan/reports/race $(SWIFT_TEST) $(SANITIZE) --skip-build \
+	  --filter 'StressTests|concurrentRead|readsFromManyThreads|\.RemoteTests/(largeReadsStream|chunksAsLargeAsTheWindow|everyEntryReadsOverHTTP)|\.UpdateSafetyTests/cancelling' \
+	  || { cat .build-tsan/reports/race.* 2>/dev/null; exit 1; }
+	@if ls .build-tsan/reports/race.* >/dev/null 2>&1; then cat .build-tsan/reports/race.*; exit 1; fi
 
 asan: SANITIZE = --sanitize=address --scratch-path .build-asan
-asan: deps
+asan: test-deps
 	$(SWIFT) build $(SANITIZE) --product AssetPackPackageTests
 	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan.supp $(SWIFT_TEST) $(SANITIZE) --skip-build --filter 'StressTests|HardeningTests|ZipPackReaderTests'
 
