@@ -3,34 +3,6 @@ import AssetPackCrypto
 import AssetPackFormat
 import Foundation
 
-/// An exclusive `flock` on a file, held until `unlock()`.
-struct FileLock {
-    private let fd: FileDescriptor
-    init(_ path: String) throws {
-        do {
-            fd = try .open(path, .readWrite, options: .create, permissions: 0o600)
-        } catch {
-            throw error.io("cannot open lock file \(path)")
-        }
-        do {
-            try fd.lockExclusive()
-        } catch {
-            try? fd.close()
-            throw error.io("cannot lock \(path)")
-        }
-    }
-    func unlock() {
-        try? fd.unlock()
-        try? fd.close()
-    }
-
-    /// Whether `path` still names the file this lock is on (not removed or replaced since).
-    func holds(_ path: String) -> Bool {
-        guard let mine = try? fd.status(), let named = try? FileSystem.stat(path) else { return false }
-        return mine.inode == named.inode && mine.device == named.device
-    }
-}
-
 /// What an install recorded, in a small file beside the pack.
 package struct InstallRecord: Codable, Equatable {
     package var sha256: String

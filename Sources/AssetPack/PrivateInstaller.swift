@@ -161,7 +161,7 @@ public struct PrivateInstaller: Sendable {
     ///   it would replace.
     @discardableResult
     public func install(_ pack: URL, as name: String? = nil) throws -> Installation {
-        try locked(name: name ?? pack.lastPathComponent) { name in try install(pack, locked: name) }
+        try transaction(installing: name ?? pack.lastPathComponent) { try install(pack, into: $0) }
     }
 
     /// ``install(_:as:)``, running `check` on the pack before it is copied (only when it is): an
@@ -169,126 +169,56 @@ public struct PrivateInstaller: Sendable {
     package func install(_ pack: URL, as name: String?, beforeCopying check: (URL) throws -> Void) throws
         -> Installation
     {
-        try locked(name: name ?? pack.lastPathComponent) { name in
-            try withoutActuallyEscaping(check) { try install(pack, locked: name, check: $0) }
+        try transaction(installing: name ?? pack.lastPathComponent) { slot in
+            try withoutActuallyEscaping(check) { try install(pack, into: slot, check: $0) }
         }
     }
 
-    /// Checks `name`, makes the directory private and runs `body(name)` holding the directory's
-    /// lock, after removing what a crashed install left.
-    package func locked<T>(name: String, _ body: (String) throws -> T) throws -> T {
-        guard !name.isEmpty, !name.hasPrefix("."), !name.contains("/") else {
-            throw AssetPackError(.invalidArgument, "installed name '\(name)' must be a plain file name")
-        }
-        let lockPath = directory.appendingPathComponent(".assetpack.lock").path
-        var created = false
-        var attempts = 0
-        var lock: FileLock
-        // A failed first install removes its folder and lock file (below): an installer that
-        // was waiting on that file then holds a lock nobody else can see, so it starts over
-        // (the folder made again) until the file it locked is the one the path names.
-        while true {
-            created = try makePrivateDirectory() || created
-            lock = try FileLock(lockPath)
-            if lock.holds(lockPath) { break }
-            lock.unlock()
-            attempts += 1
-            guard attempts < 100 else { throw AssetPackError(.io, "cannot lock \(lockPath): it keeps being replaced") }
-        }
-        defer { lock.unlock() }
-        removeStaleTemporaries()
-        do { return try body(name) } catch {
-            // A first install that failed leaves no folder behind: the lock file was its only
-            // content (a download kept to resume is content, and keeps it).
-            if created, let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path),
-                names == [".assetpack.lock"]
-            {
-                try? FileSystem.unlink(lockPath)
-                try? FileSystem.rmdir(directory.path)
-            }
-            throw error
-        }
-    }
-
-    /// Installs `pack` as `name`, the lock held, for a release: it must be the pack `expected`
-    /// names (its size, then the SHA-256 of the bytes copied, checked before anything is
-    /// recorded or renamed).
+    /// Installs `pack` into `slot` for a release: it must be the pack `expected` names (its size,
+    /// then the SHA-256 of the bytes copied, checked before anything is recorded or renamed).
     /// - Throws: As ``install(_:as:)``; `.untrusted` for a pack that is not the one named.
-    package func installLocked(_ pack: URL, as name: String, expected: ReleaseManifest.Pack) throws -> Installation {
-        try install(pack, locked: name, expected: expected)
+    package func install(_ pack: URL, into slot: InstallTransaction.Slot, expected: ReleaseManifest.Pack) throws
+        -> Installation
+    {
+        try install(pack, into: slot, expected: Optional(expected))
     }
 
     private func install(
-        _ pack: URL, locked name: String, expected: ReleaseManifest.Pack? = nil, check: ((URL) throws -> Void)? = nil
+        _ pack: URL, into slot: InstallTransaction.Slot, expected: ReleaseManifest.Pack? = nil,
+        check: ((URL) throws -> Void)? = nil
     ) throws -> Installation {
         let source = try Self.regularFile(pack.path)
         if let expected, source.size != expected.size {
             throw expected.mismatch(pack.path, size: source.size, sha256: nil)
         }
-        let destination = directory.appendingPathComponent(name)
-        let manifestURL = directory.appendingPathComponent(".\(name).install")
-        let recorded = InstallRecord.load(manifestURL)
-        let installed = try? Self.regularFile(destination.path)
-
         let fingerprint = try Self.fingerprint(of: pack.path)
         let record = { (digest: String, publisher: PublisherKey?) in
             InstallRecord(
                 sha256: digest, size: source.size, sourceSize: source.size, sourceModified: source.modificationTime,
                 sourceFingerprint: fingerprint, publisher: publisher?.text)
         }
-        // An install checked under a key this installer trusts (or any install, without keys).
-        let recordedPublisher = recorded?.publisher.flatMap { try? PublisherKey(text: $0) }
-        let trustedBefore = trustedKeys.isEmpty || recordedPublisher.map(trustedKeys.contains) == true
-        if expected == nil, let recorded, let installed, installed.size == recorded.size, trustedBefore,
-            recorded.holdsInstalled(destination.path, recordedAt: manifestURL)
-        {
-            // A bundled pack whose signature expired is not current, however unchanged.
-            try checkInstalledNotExpired(destination.path)
-            let publisher = trustedKeys.isEmpty ? nil : recordedPublisher
+        if expected == nil, let current = try slot.current() {
+            let recorded = current.record
             if recorded.sourceSize == source.size && recorded.sourceModified == source.modificationTime
                 && recorded.sourceFingerprint == fingerprint
             {
-                return Installation(path: destination, copied: false, sha256: recorded.sha256, publisher: publisher)
+                return Installation(
+                    path: slot.pack, copied: false, sha256: recorded.sha256, publisher: current.publisher)
             }
             let digest = try Self.sha256(of: pack.path)
             if digest == recorded.sha256 {
-                try record(digest, recordedPublisher).installed(at: destination.path).save(manifestURL)
-                return Installation(path: destination, copied: false, sha256: digest, publisher: publisher)
+                try slot.commit(record(digest, current.recordedPublisher))
+                return Installation(path: slot.pack, copied: false, sha256: digest, publisher: current.publisher)
             }
         }
 
         try check?(pack)
-        let (digest, block) = try copyVerified(from: pack.path, to: destination, expected: expected)
-        try record(digest, block?.publisher).installed(at: destination.path).save(manifestURL)
-        return Installation(path: destination, copied: true, sha256: digest, publisher: block?.publisher)
+        let (digest, block) = try copyVerified(from: pack.path, to: slot.pack, expected: expected)
+        try slot.commit(record(digest, block?.publisher))
+        return Installation(path: slot.pack, copied: true, sha256: digest, publisher: block?.publisher)
     }
 
     // MARK: - Steps
-
-    /// Creates the directory (0700) or tightens it. - Returns: whether it was created.
-    @discardableResult
-    private func makePrivateDirectory() throws -> Bool {
-        let path = directory.path
-        let existed = (try? FileSystem.lstat(path)) != nil
-        do {
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        } catch {
-            throw AssetPackError(.io, "cannot create \(path): \(error.localizedDescription)")
-        }
-        guard let status = try? FileSystem.lstat(path), status.kind == .directory else {
-            throw AssetPackError(.io, "\(path) is not a directory")
-        }
-        do { try FileSystem.chmod(path, 0o700) } catch { throw error.io("cannot make \(path) private") }
-        return !existed
-    }
-
-    /// Any temporary left in the directory while we hold the lock is from a crashed install.
-    private func removeStaleTemporaries() {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        for name in names where name.hasPrefix(AtomicFile.temporaryPrefix) {
-            try? FileSystem.unlink(directory.appendingPathComponent(name).path)
-        }
-    }
 
     /// Copies `source` to a temporary file, fsyncs it, reads it back to compare SHA-256s and,
     /// with trusted keys, checks its publisher signature on every byte and its release (expiry,

@@ -50,10 +50,12 @@ extension PrivateInstaller {
         }
     }
 
-    /// Installs one pack of a release: `(pack, location, stored name, previous installed path of
-    /// that pack's name or nil, the installer to use)`. The lock is held.
-    package typealias PackFetcher = (ReleaseManifest.Pack, String, String, String?, PrivateInstaller) throws ->
-        PackFetch
+    /// Installs one pack of a release: `(pack, location, the slot of its stored name, previous
+    /// installed path of that pack's name or nil, the installer to use)`, in the release's
+    /// transaction.
+    package typealias PackFetcher = (
+        ReleaseManifest.Pack, String, InstallTransaction.Slot, String?, PrivateInstaller
+    ) throws -> PackFetch
 
     /// Installs the release whose manifest is the local file `manifest`, with packs given as
     /// paths relative to it. (A release whose packs are URLs installs with
@@ -73,12 +75,12 @@ extension PrivateInstaller {
     public func installRelease(at manifest: URL) throws -> ReleaseInstallation {
         let document = try Self.readManifest(manifest.path)
         return try installRelease(document: document, base: Self.folder(of: manifest.path)) {
-            pack, at, name, _, inner in
+            pack, at, slot, _, inner in
             guard !ReleaseManifest.isURL(at) else {
                 throw AssetPackError(
                     .invalidArgument, "pack \(pack.name) is at a URL (\(at)): install the release with AssetPackRemote")
             }
-            let result = try inner.installLocked(URL(fileURLWithPath: at), as: name, expected: pack)
+            let result = try inner.install(URL(fileURLWithPath: at), into: slot, expected: pack)
             return PackFetch(copied: result.copied)
         }
     }
@@ -103,7 +105,7 @@ extension PrivateInstaller {
     /// `base` (a folder path or a URL), each through `fetch`. The engine behind both products.
     package func installRelease(document: Data, base: String, fetch: PackFetcher) throws -> ReleaseInstallation {
         let manifest = try ReleaseManifest.parse(document, trustedKeys: trustedKeys)
-        return try locked(name: "release") { _ in
+        return try transaction { transaction in
             try checkRelease(manifest)
             let current = directory.appendingPathComponent(Self.currentReleaseName).path
             let pending = directory.appendingPathComponent(Self.pendingReleaseName).path
@@ -112,10 +114,12 @@ extension PrivateInstaller {
             let kept = named.union(previous?.packs.map(\.storedName) ?? [])
             // What a crashed install of another release stored: nobody names it now.
             let crashed = try? ReleaseManifest.parse(Self.readManifest(pending), trustedKeys: [])
-            for pack in crashed?.packs ?? [] where !kept.contains(pack.storedName) { removeStored(pack.storedName) }
+            for pack in crashed?.packs ?? [] where !kept.contains(pack.storedName) {
+                try transaction.slot(pack.storedName).remove()
+            }
             // And what a kill between an earlier switch and the removal of the packs it replaced
             // left: stored packs of releases no manifest names any more.
-            removeOrphanedPacks(keeping: kept.union(crashed?.packs.map(\.storedName) ?? []))
+            removeOrphanedPacks(in: transaction, keeping: kept.union(crashed?.packs.map(\.storedName) ?? []))
             try Self.writeManifest(document, to: pending)
 
             var inner = self
@@ -126,13 +130,14 @@ extension PrivateInstaller {
             do {
                 for pack in manifest.packs {
                     let name = pack.storedName
-                    if try isInstalled(pack) { continue }
+                    let slot = try transaction.slot(name)
+                    if try isInstalled(pack, in: slot) { continue }
                     let old = previous?.packs.first { $0.name == pack.name }.map {
                         directory.appendingPathComponent($0.storedName).path
                     }
                     let fetched: PackFetch
                     do {
-                        fetched = try fetch(pack, Self.location(of: pack.file, base: base), name, old, inner)
+                        fetched = try fetch(pack, Self.location(of: pack.file, base: base), slot, old, inner)
                     } catch var error as AssetPackError {
                         let shown = EntryPath.printable(pack.name)
                         if !error.message.hasPrefix("pack \(shown)") {
@@ -157,12 +162,12 @@ extension PrivateInstaller {
                 // nothing of this release (the previous one was never touched).
                 if (error as? AssetPackError)?.code != .remote {
                     let keep = Set(previous?.packs.map(\.storedName) ?? [])
-                    for name in created where !keep.contains(name) { removeStored(name) }
+                    for name in created where !keep.contains(name) { try? transaction.slot(name).remove() }
                 }
                 throw error
             }
             for old in previous?.packs ?? [] where !named.contains(old.storedName) {
-                removeStored(old.storedName)
+                try? transaction.slot(old.storedName).remove()
             }
             try? FileSystem.unlink(pending)
             return result
@@ -171,18 +176,16 @@ extension PrivateInstaller {
 
     // MARK: - Steps
 
-    /// Whether `pack` is installed already: its stored file has its size and its install
-    /// record the SHA-256 named (and, trusting keys, its signature has not expired).
-    private func isInstalled(_ pack: ReleaseManifest.Pack) throws -> Bool {
-        let path = directory.appendingPathComponent(pack.storedName).path
-        let recordURL = directory.appendingPathComponent(".\(pack.storedName).install")
-        let record = InstallRecord.load(recordURL)
-        guard let record, record.sha256 == pack.sha256, (try? Self.regularFile(path))?.size == pack.size,
-            record.holdsInstalled(path, recordedAt: recordURL)
+    /// Whether `pack` is installed already in `slot`: its stored file has its size and its
+    /// install record the SHA-256 named (and, trusting keys, its signature has not expired).
+    /// (The manifest pins the bytes, so the key an install was checked under does not matter.)
+    private func isInstalled(_ pack: ReleaseManifest.Pack, in slot: InstallTransaction.Slot) throws -> Bool {
+        guard let record = slot.record(), record.sha256 == pack.sha256, slot.installedSize() == pack.size,
+            record.holdsInstalled(slot.pack.path, recordedAt: slot.recordURL)
         else {
             return false
         }
-        try checkInstalledNotExpired(path)
+        try checkInstalledNotExpired(slot.pack.path)
         return true
     }
 
@@ -190,19 +193,12 @@ extension PrivateInstaller {
     /// pack is one whose name carries the first 16 hex digits of the SHA-256 its install record
     /// holds (``ReleaseManifest/Pack/storedName``): a pack installed by itself under a name of
     /// its own is never taken for one.
-    private func removeOrphanedPacks(keeping kept: Set<String>) {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        for name in names where !name.hasPrefix(".") && !kept.contains(name) {
-            let record = InstallRecord.load(directory.appendingPathComponent(".\(name).install"))
-            guard let record, record.sha256.count == 64, name.contains("-" + record.sha256.prefix(16)) else { continue }
-            removeStored(name)
-        }
-    }
-
-    /// Removes a stored pack, its install record and any download of it left behind.
-    private func removeStored(_ name: String) {
-        for file in [name, ".\(name).install", ".\(name).download", ".\(name).download.json"] {
-            try? FileSystem.unlink(directory.appendingPathComponent(file).path)
+    private func removeOrphanedPacks(in transaction: InstallTransaction, keeping kept: Set<String>) {
+        for name in transaction.fileNames() where !name.hasPrefix(".") && !kept.contains(name) {
+            guard let slot = try? transaction.slot(name), let record = slot.record(), record.sha256.count == 64,
+                name.contains("-" + record.sha256.prefix(16))
+            else { continue }
+            slot.remove()
         }
     }
 

@@ -30,6 +30,17 @@ package struct RemoteDownload {
     /// The staging file.
     package var stagingPath: String { staging }
 
+    /// Where a download is assembled: the file, and the file its progress is kept in to resume
+    /// it (the installer names both).
+    package struct Staging: Sendable {
+        package var file: String
+        package var state: String
+        package init(file: String, state: String) {
+            self.file = file
+            self.state = state
+        }
+    }
+
     /// Opens the staging file for `version`, with what an earlier download of the same
     /// version left in it, after checking that the file system holding `room` has space for
     /// the rest (before the file is created or grows), or for `roomNeeded` bytes when that is
@@ -37,13 +48,13 @@ package struct RemoteDownload {
     /// download).
     /// - Throws: `.io`, naming both sizes when there is no room.
     package init(
-        client: HTTPRangeClient, version: HTTPRangeClient.Version, staging: String, options: RemoteMirror.Options,
+        client: HTTPRangeClient, version: HTTPRangeClient.Version, staging: Staging, options: RemoteMirror.Options,
         room: String, roomNeeded: UInt64? = nil
     ) throws {
         self.client = client
         self.version = version
-        self.staging = staging
-        self.statePath = staging + ".json"
+        self.staging = staging.file
+        self.statePath = staging.state
         var options = options
         options.cacheLimit = .max
         self.options = options
@@ -51,12 +62,12 @@ package struct RemoteDownload {
         if let data = FileManager.default.contents(atPath: statePath),
             let state = try? JSONDecoder().decode(State.self, from: data),
             state.url == client.url.absoluteString, state.version.isSame(as: version),
-            (try? FileSystem.stat(staging))?.size == version.size
+            (try? FileSystem.stat(staging.file))?.size == version.size
         {
             present = state.present
             resumed = present.total
         } else {
-            try? FileSystem.unlink(staging)
+            try? FileSystem.unlink(staging.file)
             try? FileSystem.unlink(statePath)
         }
         do {
@@ -67,7 +78,7 @@ package struct RemoteDownload {
         }
         do {
             mirror = try RemoteMirror(
-                client: client, path: staging, size: version.size, options: options, present: present)
+                client: client, path: staging.file, size: version.size, options: options, present: present)
         } catch {
             // A file system that cannot hold the size (EFBIG) leaves the file it created.
             discard()

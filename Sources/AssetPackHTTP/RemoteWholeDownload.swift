@@ -34,10 +34,10 @@ extension RemoteDownload {
     /// ``commit(to:)`` check and install it as they do a ranged download. No resume: a download
     /// that fails is deleted, and the next install starts over.
     package static func whole(
-        client: HTTPRangeClient, version: HTTPRangeClient.Version, staging: String, options: RemoteMirror.Options,
-        limit: UInt64, room: String, progress: (@Sendable (UInt64, UInt64) -> Void)?
+        client: HTTPRangeClient, version: HTTPRangeClient.Version, staging place: Staging,
+        options: RemoteMirror.Options, limit: UInt64, room: String, progress: (@Sendable (UInt64, UInt64) -> Void)?
     ) throws -> RemoteDownload {
-        let statePath = staging + ".json"
+        let (staging, statePath) = (place.file, place.state)
         try? FileSystem.unlink(statePath)
         try? FileSystem.unlink(staging)
         try checkRoom(needed: version.size, in: room)
@@ -66,7 +66,7 @@ extension RemoteDownload {
         }
         // The staging file and its record, complete: taken up as a finished download.
         var download = try RemoteDownload(
-            client: client, version: version, staging: staging, options: options, room: room)
+            client: client, version: version, staging: place, options: options, room: room)
         download.resumed = 0
         return download
     }

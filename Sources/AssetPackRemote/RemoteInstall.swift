@@ -89,159 +89,25 @@ extension PrivateInstaller {
         options: RemoteMirror.Options = RemoteMirror.Options(),
         progress: (@Sendable (_ done: UInt64, _ total: UInt64) -> Void)? = nil
     ) throws -> RemoteInstallation {
-        try locked(name: name ?? url.lastPathComponent) { name in
+        try transaction(installing: name ?? url.lastPathComponent) { slot in
             try installRemote(
-                url, locked: name, credential: credential, limits: limits, options: options, progress: progress)
+                url, into: slot, credential: credential, limits: limits, options: options, progress: progress)
         }
     }
 
-    /// Downloads `url` as `name`, the lock held, for a release: a delta from `previous` (the
-    /// installed pack of that name in the release before, if any), and it must be the pack
+    /// Downloads `url` into `slot` for a release (its transaction held): a delta from `previous`
+    /// (the installed pack of that name in the release before, if any), and it must be the pack
     /// `expected` names: its size before the download, its SHA-256 before anything is recorded
     /// or renamed.
     /// - Throws: As ``install(from:as:credential:limits:transfer:progress:)``; `.untrusted` for a
     ///   pack that is not the one named.
-    package func installRemoteLocked(
-        _ url: URL, as name: String, previous: String?, expected: ReleaseManifest.Pack, credential: PackCredential?,
-        limits: ReadLimits, options: RemoteMirror.Options
+    package func installRemote(
+        _ url: URL, into slot: InstallTransaction.Slot, previous: String?, expected: ReleaseManifest.Pack,
+        credential: PackCredential?, limits: ReadLimits, options: RemoteMirror.Options
     ) throws -> RemoteInstallation {
         try installRemote(
-            url, locked: name, credential: credential, limits: limits, options: options, progress: nil,
+            url, into: slot, credential: credential, limits: limits, options: options, progress: nil,
             release: (previous, expected))
-    }
-
-    private func installRemote(
-        _ url: URL, locked name: String, credential: PackCredential?, limits: ReadLimits,
-        options: RemoteMirror.Options, progress: (@Sendable (_ done: UInt64, _ total: UInt64) -> Void)?,
-        release: (previous: String?, expected: ReleaseManifest.Pack)? = nil
-    ) throws -> RemoteInstallation {
-
-        // A FIFO or device under the name is refused as a local install refuses it, before any download.
-        try AtomicFile.checkTarget(directory.appendingPathComponent(name).path)
-        let client = try HTTPRangeClient(url: url, retry: options.retry, limits: options.transfer)
-        let (version, whole) = try RemoteDownload.probe(client)
-        try limits.checkPackSize(version.size, of: url.absoluteString)
-        if let expected = release?.expected, version.size != expected.size {
-            throw expected.mismatch(url.absoluteString, size: version.size, sha256: nil)
-        }
-        let fingerprint = "remote \(url.absoluteString) \(version.fingerprint)"
-
-        let destination = directory.appendingPathComponent(name)
-        let manifestURL = directory.appendingPathComponent(".\(name).install")
-        let recorded = InstallRecord.load(manifestURL)
-        let installed = try? Self.regularFile(destination.path)
-        let recordedPublisher = recorded?.publisher.flatMap { try? PublisherKey(text: $0) }
-        let trustedBefore = trustedKeys.isEmpty || recordedPublisher.map(trustedKeys.contains) == true
-        func summary(_ installation: Installation, _ download: PackDownload) -> RemoteInstallation {
-            let transferred = client.transferred
-            var result = RemoteInstallation(
-                installation: installation, downloaded: transferred.bytes, reused: download.reused,
-                resumed: download.resumed, requests: transferred.requests)
-            result.rangesIgnored = whole
-            return result
-        }
-        if release == nil, let recorded, let installed, installed.size == recorded.size, trustedBefore,
-            recorded.sourceFingerprint == fingerprint,
-            recorded.holdsInstalled(destination.path, recordedAt: manifestURL)
-        {
-            // A server frozen on this pack: once its signature expired, "current" is no answer.
-            try checkInstalledNotExpired(destination.path)
-            let publisher = trustedKeys.isEmpty ? nil : recordedPublisher
-            return summary(
-                Installation(path: destination, copied: false, sha256: recorded.sha256, publisher: publisher),
-                PackDownload(RemoteDownload(), url: url.absoluteString))
-        }
-
-        let staging = directory.appendingPathComponent(".\(name).download").path
-        var download = PackDownload(RemoteDownload(), url: url.absoluteString)
-        // A whole-file download holds every byte: nothing to reuse.
-        let previous = whole ? nil : release.map { $0.previous } ?? (installed == nil ? nil : destination.path)
-        // An update in place writes the remote's bytes after the installed pack's end twice (the
-        // staging file, then the installed pack): the room it needs, checked before the first
-        // byte. A whole download is checked again, for all of it, before it starts.
-        // (+ 16 KiB: the header blocks the staging file holds.) Saturating: a raised limit can
-        // make the doubling overflow.
-        let inPlaceRoom =
-            release == nil && !whole
-            ? installed.map {
-                let (twice, overflow) = (version.size - min($0.size, version.size)).multipliedReportingOverflow(by: 2)
-                return overflow ? UInt64.max : twice.addingReportingOverflow(16 << 10).partialValue
-            } : nil
-        var checked: (String, PublisherKey?)
-        /// Records the install of the verified pack `checked` (its SHA-256 and key), and says what it cost.
-        func record(_ checked: (String, PublisherKey?), written: UInt64) throws -> RemoteInstallation {
-            let (digest, publisher) = checked
-            try InstallRecord(
-                sha256: digest, size: version.size, sourceSize: version.size, sourceModified: 0,
-                sourceFingerprint: fingerprint, publisher: publisher?.text
-            ).installed(at: destination.path).save(manifestURL)
-            var result = summary(
-                Installation(path: destination, copied: true, sha256: digest, publisher: publisher), download)
-            result.written = written
-            return result
-        }
-        do {
-            download.download =
-                try whole
-                ? RemoteDownload.whole(
-                    client: client, version: version, staging: staging, options: options, limit: limits.maxPackSize,
-                    room: directory.path, progress: progress)
-                : RemoteDownload(
-                    client: client, version: version, staging: staging, options: options, room: directory.path,
-                    roomNeeded: inPlaceRoom)
-            try download.checkBeforeDownload(
-                trustedKeys: trustedKeys, credential: credential, limits: limits, client: client)
-            // Trusting keys: the signature block's release (expiry, rollback), before the bulk
-            // download; its key and signed size were checked with the structure.
-            if !trustedKeys.isEmpty, let block = download.signatureBlock {
-                try checkRelease(block, replacing: destination)
-            }
-            if release == nil, let previous, FileSystem.isSoleWritableFile(previous),
-                let update = try download.prepareUpdateInPlace(
-                    installed: previous, trustedKeys: trustedKeys, credential: credential, progress: progress)
-            {
-                let release = try checkStagedRelease(update.pack, replacing: destination)
-                try Cancellation.current?.check()
-                try release.map { try recordRelease($0, as: destination) }
-                let written = try Self.update(previous, inPlace: update.plan, from: update.pack)
-                download.download.discard()
-                // The staging file held them first.
-                var result = try record(update.checked, written: 2 * written)
-                result.reused = UInt64(update.plan.kept.count)
-                result.updatedInPlace = true
-                return result
-            }
-            if inPlaceRoom != nil { try download.download.checkRoomForRest(in: directory.path) }
-            try download.assemble(previous: previous, credential: credential, limits: limits, progress: progress)
-            do {
-                checked = try download.verify(trustedKeys: trustedKeys, credential: credential)
-            } catch let error as AssetPackError
-                where download.reused > 0 && [.integrityFailure, .untrusted].contains(error.code)
-            {
-                // A reused span that was not what the remote holds, or a remote that changed
-                // under the same validators (with trusted keys a signature mismatch is
-                // `.untrusted`): download everything once. The whole download is checked again.
-                try download.download.restart()
-                try download.assemble(previous: nil, credential: credential, limits: limits, progress: progress)
-                checked = try download.verify(trustedKeys: trustedKeys, credential: credential)
-            }
-            if let expected = release?.expected, checked.0 != expected.sha256 {
-                throw expected.mismatch(url.absoluteString, size: version.size, sha256: checked.0)
-            }
-            // The release that counts is that of the bytes just verified: a full download after
-            // a failed delta may have fetched another version under the same validators.
-            let release = try checkStagedRelease(download.stagingPath, replacing: destination)
-            try Cancellation.current?.check()
-            // Recorded before the rename: a failure after it refuses older versions all the same.
-            try release.map { try recordRelease($0, as: destination) }
-            try download.download.commit(to: destination.path)
-        } catch {
-            // Only a download cut by the network is kept, for the next install to resume;
-            // after any other failure nothing stays behind.
-            if (error as? AssetPackError)?.code != .remote { download.download.discard() }
-            throw error
-        }
-        return try record(checked, written: version.size - download.resumed)
     }
 
     /// Updates the installed pack at `path` in place as `plan` says, with the bytes `pack` (the

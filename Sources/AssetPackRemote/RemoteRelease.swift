@@ -50,14 +50,14 @@ extension PrivateInstaller {
             document = try Self.readManifest(location)
             base = Self.folder(of: location)
         }
-        var result = try installRelease(document: document, base: base) { pack, at, name, previous, inner in
+        var result = try installRelease(document: document, base: base) { pack, at, slot, previous, inner in
             guard ReleaseManifest.isURL(at) else {
                 return PackFetch(
-                    copied: try inner.installLocked(URL(fileURLWithPath: at), as: name, expected: pack).copied)
+                    copied: try inner.install(URL(fileURLWithPath: at), into: slot, expected: pack).copied)
             }
             guard let url = URL(string: at) else { throw AssetPackError(.invalidArgument, "\(at) is not a valid URL") }
-            let got = try inner.installRemoteLocked(
-                url, as: name, previous: previous, expected: pack, credential: credential, limits: limits,
+            let got = try inner.installRemote(
+                url, into: slot, previous: previous, expected: pack, credential: credential, limits: limits,
                 options: options)
             return PackFetch(
                 copied: got.installation.copied, downloaded: got.downloaded, reused: got.reused,
