@@ -205,6 +205,11 @@ public enum AssetPacks {
         /// read that pack to reuse its entries (a container re-pack with the same credential and
         /// settings); `nil` when it did not (zip, `fresh`, other settings, no pack there).
         public var removed: Int?
+        /// What the packer should be told about the pack this one replaced: signed, and this one
+        /// unsigned, signed by another key, of another signed name, or the same version with other
+        /// signed bytes (installers trusting its key refuse or download it whole). Empty unless
+        /// ``PackOptions/describesReplacedPack``.
+        public var warnings: [String] = []
     }
 
     /// Packs the files below `source` into `output`.
@@ -229,7 +234,15 @@ public enum AssetPacks {
         try checkNotALink(output.path)  // before the scan too; pack(_:…) checks again for its other callers
         let (files, skipped) = try SourceTree.scanReporting(
             root: source, includeHidden: options.includeHidden, excluding: output)
-        return try pack(files, skipped: skipped, to: output, options: options, watch: watch)
+        // A container re-pack counts "removed" itself from the pack it reuses (no second key
+        // derivation); only when it will not is the replaced pack listed, while it packs.
+        let replaced =
+            options.describesReplacedPack
+            ? ReplacedPack(
+                output: output.path, credential: options.credential,
+                listNow: !(try driver(for: options.format)).countsRemovedEntries || options.fresh) : nil
+        let summary = try pack(files, skipped: skipped, to: output, options: options, watch: watch)
+        return replaced?.describe(summary, output: output.path, signedBy: options.signingKey?.publicKey) ?? summary
     }
 
     /// Writes scanned `files` to `output` (signing, reuse and the summary as ``pack(source:to:options:)``).

@@ -90,6 +90,12 @@ public struct PackOptions: Sendable {
     /// pack's deletion record (docs/FORMAT.md, "Deletion record"). Each must be a normalised
     /// NFC path outside `.assetpack/`, named once, and not one of the files packed. Empty: none.
     public var deletions: [String] = []
+    /// Read the pack at the output before it is replaced, for the summary: the entries the new
+    /// pack removed (``AssetPacks/PackSummary/removed``) and warnings about replacing a signed
+    /// pack (``AssetPacks/PackSummary/warnings``). Off: no second look at it (a container re-pack
+    /// that did not reuse it would otherwise derive its key once more), `removed` only when the
+    /// writer counted it itself, no warnings.
+    public var describesReplacedPack = true
     /// Write a version-1 signature block (no name, version, expiry or size), as builds before
     /// block version 2 did: for tests and test vectors only.
     package var legacySignature = false

@@ -232,6 +232,9 @@ struct Request {
                     "assetpack-pack: warning: skipped special file \(EntryPath.printable(skipped.path)) (\(skipped.kind))\n"
                         .utf8))
         }
+        for warning in summary.warnings {
+            FileHandle.standardError.write(Data("assetpack-pack: warning: \(warning)\n".utf8))
+        }
         let inputBytes = summary.files.reduce(UInt64(0)) { $0 + $1.size }
         let count = summary.files.count
         var line =

@@ -197,39 +197,23 @@ extension AssetPackCommand {
                     try packPatch(options, progress: ProgressLine(enabled: !quiet.quiet && isatty(STDERR_FILENO) == 1))
                     return
                 }
-                // Only for the summary's "removed": with --quiet, no second open of the old pack. A
-                // container re-pack counts it itself from the pack it reuses (no second key
-                // derivation); only when it did not read that pack is it listed here, afterwards.
-                let previous =
-                    quiet.quiet
-                    ? nil
-                    : PreviousEntries(
-                        of: output, credential: options.credential,
-                        listNow: !(try AssetPacks.driver(for: format)).countsRemovedEntries || fresh)
+                // Only for the summary's "removed" and its warnings: with --quiet, no second look
+                // at the pack replaced.
+                options.describesReplacedPack = !quiet.quiet
                 let progress = ProgressLine(enabled: !quiet.quiet && isatty(STDERR_FILENO) == 1)
                 options.progress = {
                     progress.update(
                         done: $0.done, total: $0.total, label: $0.path, bytes: ($0.bytesDone, $0.bytesTotal))
                 }
-                // The signature of the pack being replaced (its block only), for two warnings.
-                // (A regular file only: opening a FIFO there would wait for a writer.)
-                let replacedBlock =
-                    (try? FileSystem.stat(output))?.kind == .regular
-                    ? (try? PrivateInstaller.signatureBlock(at: output)) ?? nil : nil
                 let summary = try AssetPacks.pack(
                     source: URL(fileURLWithPath: source), to: URL(fileURLWithPath: output), options: options)
                 progress.finish()
                 for skipped in summary.skipped {
                     printWarning("skipped special file \(EntryPath.printable(skipped.path)) (\(skipped.kind))")
                 }
-                if let replacedBlock {
-                    warnAboutReplacing(
-                        publisher: replacedBlock.publisher, release: replacedBlock.release,
-                        body: replacedBlock.bodyDigest, signedBy: options.signingKey?.publicKey, output: output)
-                }
+                for warning in summary.warnings { printWarning(warning) }
                 let inputBytes = summary.files.reduce(UInt64(0)) { $0 + $1.size }
-                let removed =
-                    summary.removed ?? previous?.paths.map { $0.subtracting(summary.files.map(\.path)).count }
+                let removed = summary.removed
                 quiet.say(
                     "packed \(plural(summary.files.count, "entry", "entries")) (\(inputBytes) bytes) into \(output) (\(summary.packSize) bytes, \(format.rawValue)\(chunkNote(summary))) in \(String(format: "%.2f", summary.seconds)) s: \(summary.reused) reused, \(summary.packed) packed"
                         + (removed.map { ", \($0) removed" } ?? "")
@@ -240,43 +224,6 @@ extension AssetPackCommand {
             }
         }
     }
-}
-
-/// Warns when the pack just written replaced a signed one in a way installers trusting its key
-/// will refuse or pay for: unsigned now (a re-pack without --sign-key), signed by another key
-/// (apps must trust it, and nothing was reused), under another signed name (installers refuse
-/// it under the installed file's name), or the same version of the same name with another
-/// signed body (other content or expiry; pack refuses a lower version itself).
-/// (`publisher`, `release`, `body`: the replaced pack's signature block.)
-private func warnAboutReplacing(
-    publisher: PublisherKey, release: PackRelease, body: [UInt8], signedBy key: PublisherKey?, output: String
-) {
-    guard let key else {
-        printWarning(
-            "\(output) was signed by key \(publisher.fingerprint) as \(release.summary); this pack is not signed, so installers that trust that key will refuse it (give --sign-key to sign it)"
-        )
-        return
-    }
-    guard publisher == key else {
-        printWarning(
-            "\(output) was signed by key \(publisher.fingerprint) as \(release.summary); this pack is signed by key \(key.fingerprint): installers must trust that key (--trust) to take it, and nothing of the previous pack was reused, so every installed copy downloads it whole"
-        )
-        return
-    }
-    let written = (try? PrivateInstaller.signatureBlock(at: output)) ?? nil
-    if let name = release.name, let written, let now = written.release.name, now != name {
-        printWarning(
-            "\(output) was \(release.printableName) version \(release.version); this pack is \(written.release.printableName): installers that installed \(release.printableName) under this file name refuse a pack of another name there (keep --pack-name, or publish it under another file name)"
-        )
-        return
-    }
-    guard release.name != nil, release.version > 0, let written,
-        written.release.name == release.name, written.release.version == release.version,
-        written.bodyDigest != body
-    else { return }
-    printWarning(
-        "\(output) is again \(release.printableName) version \(release.version), but not the version \(release.version) it replaced (its signed bytes differ: other content or expiry): installers that installed that one will refuse this one; raise --pack-version"
-    )
 }
 
 /// A container's chunk reuse, appending and dictionary, for the summary: "; 3 of 40 chunks reused,
@@ -385,65 +332,5 @@ final class ProgressLine: @unchecked Sendable {
         defer { lock.unlock() }
         stopped = true
         finish()
-    }
-}
-
-/// The entry paths of the pack at an output before `pack` replaces it, which the summary's
-/// "removed" counts against. Read from a descriptor opened before the pack starts, so the old pack
-/// is what is listed even if the new one has replaced it by then: on another thread while the pack
-/// is written (`listNow`), or when first asked for (a container's listing costs one more key
-/// derivation, 70–170 ms at the default cost, which a re-pack that counts "removed" itself never pays).
-final class PreviousEntries: @unchecked Sendable {
-    private let done = DispatchGroup()
-    private let lock = NSLock()
-    private var fd: FileDescriptor?
-    private let credential: PackCredential?
-    private var listed: Set<String>?
-
-    /// Opens the pack at `output`, and with `listNow` starts listing it with `credential` (and,
-    /// for a zip, whose names need none, without).
-    init(of output: String, credential: PackCredential?, listNow: Bool) {
-        self.credential = credential
-        guard (try? FileSystem.lstat(output)) != nil else {
-            listed = []  // no pack before: nothing removed
-            return
-        }
-        guard let status = try? FileSystem.stat(output), status.kind == .regular else { return }
-        fd = try? FileDescriptor.open(output, .readOnly)
-        guard listNow, fd != nil else { return }
-        done.enter()
-        DispatchQueue.global().async { [self] in
-            defer { done.leave() }
-            list()
-        }
-    }
-
-    deinit { try? fd?.close() }
-
-    /// Lists the pack once, then closes it.
-    private func list() {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let fd else { return }
-        defer {
-            try? fd.close()
-            self.fd = nil
-        }
-        for attempt in [credential, nil] {
-            if let reader = try? AssetPacks.open("/dev/fd/\(fd.rawValue)", credential: attempt) {
-                listed = Set(reader.entries.map(\.path))
-                return
-            }
-        }
-    }
-
-    /// The paths, once listed: none when there was no pack, `nil` when it did not open (a
-    /// container under another password: its names are encrypted too).
-    var paths: Set<String>? {
-        done.wait()
-        list()  // a no-op when it was listed (or never opened)
-        lock.lock()
-        defer { lock.unlock() }
-        return listed
     }
 }

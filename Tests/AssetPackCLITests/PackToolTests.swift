@@ -140,6 +140,32 @@ import Testing
         #expect(try reader.read("a.txt") == textBytes(2_000, seed: 1))
     }
 
+    /// What a re-pack replaced is the library's to say (``PackOptions/describesReplacedPack``),
+    /// so the plugin's tool says it as `assetpack pack` does: the entries removed, in both formats
+    /// (a zip's writer does not count them: the library lists the replaced pack), and a signed
+    /// pack replaced by an unsigned one.
+    @Test(arguments: ["container", "zip"])
+    func saysWhatTheRepackRemovedAndReplaced(format: String) throws {
+        let dir = TemporaryDirectory()
+        let key = PublisherSigningKey.generate()
+        let keyPath = dir.appending("publisher.key").path
+        try key.write(to: keyPath)
+        let arguments = try Self.base(dir, format: format)
+        #expect(try Self.run(arguments + ["--sign-key", keyPath]).status == 0)
+        try FileManager.default.removeItem(at: dir.appending("src/a.txt"))
+        let unsigned = try Self.run(arguments)
+        #expect(unsigned.status == 0, "\(unsigned.stderr)")
+        #expect(unsigned.text.contains(", 1 removed"), "\(unsigned.text)")
+        #expect(
+            unsigned.stderr.contains(
+                "assetpack-pack: warning: \(dir.appending("out.pack").path) was signed by key \(key.publicKey.fingerprint)"
+            ) && unsigned.stderr.contains("this pack is not signed, so installers that trust that key will refuse it"),
+            "\(unsigned.stderr)")
+        let same = try Self.run(arguments)
+        #expect(same.status == 0 && same.stderr.isEmpty, "\(same.stderr)")
+        #expect(!same.text.contains("removed"), "\(same.text)")
+    }
+
     /// The plugin's output is a build product: after the password changes, the next build packs it
     /// afresh under the new one (where `assetpack pack` refuses without --fresh).
     @Test(arguments: ["container", "zip"])
