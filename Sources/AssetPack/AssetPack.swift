@@ -105,36 +105,47 @@ public enum AssetPacks {
         return try driver.open(source, credential: credential, limits: limits, trustedKeys: trustedKeys)
     }
 
-    /// Whether the pack at `path` carries a publisher signature (checked or not).
-    package static func isSigned(_ path: String) throws -> Bool {
+    // MARK: - Signatures
+    //
+    // Three nouns, one per depth of checking (docs/ARCHITECTURE.md, "Signatures"):
+    // - `signature`: the block as signed, its signature checked against its own key; the bytes it
+    //   describes are not read (what a download checks before the bulk of a pack).
+    // - `intactSignature`: the block, and every byte it describes, checked against its own key:
+    //   the pack is what its publisher signed, whoever that is (not a trust decision).
+    // - `trustedSignature`: the same, by one of the keys trusted.
+
+    /// The signature of the local pack at `path` (``PackFormatDriver/signature(_:limits:)``):
+    /// its block, checked against its own key, the bytes it describes not read.
+    /// - Returns: `nil` for an unsigned pack.
+    /// - Throws: `.integrityFailure` for a damaged block, `.unsupportedFormat`, `.io`.
+    package static func signature(at path: String) throws -> PackSignature? {
         let source = try FileByteSource(path: path)
-        return try driver(of: source).isSigned(source)
+        return try driver(of: source).signature(source, limits: .default)
     }
 
-    /// Checks the publisher signature of the pack at `path` without its password: the signature,
-    /// the directory or index, and every stored byte (what an installer can check).
-    /// - Returns: The trusted key that signed it.
+    /// The publisher signature of the pack at `path`, checked without its password against
+    /// `trusting`: the signature, the directory or index, and every stored byte (what an
+    /// installer can check). Its expiry is not checked: the caller knows the time.
+    /// - Returns: The verified block: its key and the release it states.
     /// - Throws: `.untrusted` when it is unsigned, signed by another key, or altered.
-    package static func verifySignature(at path: String, trustedKeys: [PublisherKey]) throws -> PublisherKey {
-        try verifiedBlock(at: path, trustedKeys: trustedKeys).publisher
-    }
-
-    /// ``verifySignature(at:trustedKeys:)``, returning the verified block: its key and the release
-    /// it states (expiry not checked: the caller knows the time).
-    package static func verifiedBlock(at path: String, trustedKeys: [PublisherKey]) throws -> PackSignature {
+    package static func trustedSignature(at path: String, trusting trustedKeys: [PublisherKey]) throws
+        -> PackSignature
+    {
         let source: FileByteSource
         do { source = try FileByteSource(path: path) } catch let error as AssetPackError {
             throw error.untrustedIfUnreadable(trusting: trustedKeys)
         }
-        return try verifiedBlock(source, trustedKeys: trustedKeys)
+        return try trustedSignature(source, trusting: trustedKeys)
     }
 
-    /// ``verifiedBlock(at:trustedKeys:)`` for the pack `source` holds (a remote one is fetched whole).
-    package static func verifiedBlock(_ source: any ByteSource, trustedKeys: [PublisherKey]) throws -> PackSignature {
+    /// ``trustedSignature(at:trusting:)`` for the pack `source` holds (a remote one is fetched whole).
+    package static func trustedSignature(_ source: any ByteSource, trusting trustedKeys: [PublisherKey]) throws
+        -> PackSignature
+    {
         do {
             // Every byte is read: a remote source fetches the whole pack at once, and keeps it.
             try source.retain(0..<source.size)
-            return try driver(of: source).verifiedBlock(source, trusted: trustedKeys)
+            return try driver(of: source).trustedSignature(source, trusting: trustedKeys)
         } catch let error as AssetPackError {
             throw error.untrustedIfUnreadable(trusting: trustedKeys)
         }
@@ -150,18 +161,18 @@ public enum AssetPacks {
     ///   password) or a file that is no pack.
     /// - Throws: `.integrityFailure` when it is not what its signature describes, or its
     ///   structure is damaged; `.limitExceeded`, `.io`.
-    package static func checkOwnSignature(_ source: any ByteSource, what: String, why: String = "it is damaged")
+    package static func intactSignature(_ source: any ByteSource, what: String, why: String = "it is damaged")
         throws -> PackSignature?
     {
         do {
             let block: PackSignature?
-            do { block = try driver(of: source).signatureBlock(source, limits: .default) } catch let error
+            do { block = try driver(of: source).signature(source, limits: .default) } catch let error
                 as AssetPackError where error.code == .unsupportedFormat
             {
                 return nil
             }
             guard let block else { return nil }
-            return try verifiedBlock(source, trustedKeys: [block.publisher])
+            return try trustedSignature(source, trusting: [block.publisher])
         } catch let error as AssetPackError where error.code == .untrusted {
             throw AssetPackError(
                 .integrityFailure, "\(what) is not what its signature describes: \(why) (\(error.message))")
@@ -258,7 +269,7 @@ public enum AssetPacks {
             // Read only when it matters: to reuse the previous pack, or to compare its version.
             let previous =
                 options.fresh && options.allowRollback
-                ? nil : try? verifiedBlock(at: output.path, trustedKeys: [key.publicKey])
+                ? nil : try? trustedSignature(at: output.path, trusting: [key.publicKey])
             if let earlier = previous?.release, let name = release.name, earlier.name == name,
                 earlier.version > release.version, !options.allowRollback
             {

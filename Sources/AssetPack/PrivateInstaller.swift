@@ -249,7 +249,7 @@ public struct PrivateInstaller: Sendable {
                     throw expected.mismatch(source, size: expected.size, sha256: sourceDigest)
                 }
                 if !trustedKeys.isEmpty {
-                    let verified = try AssetPacks.verifiedBlock(at: temporary, trustedKeys: trustedKeys)
+                    let verified = try AssetPacks.trustedSignature(at: temporary, trusting: trustedKeys)
                     // Bytes after the signed end are never read, and must not be installed either.
                     let size = try Self.regularFile(temporary).size
                     if let signed = verified.release.size, signed != size {
@@ -267,7 +267,7 @@ public struct PrivateInstaller: Sendable {
                 } else {
                     // Not a trust decision: a damaged signed pack is refused here instead of
                     // installed and refused at every read.
-                    _ = try AssetPacks.checkOwnSignature(FileByteSource(path: temporary), what: source)
+                    _ = try AssetPacks.intactSignature(FileByteSource(path: temporary), what: source)
                 }
             })
         return (sourceDigest, block)

@@ -250,7 +250,7 @@ extension ReleaseManifest.Pack {
     package static func describing(_ path: String, file: String, signedBy publisher: PublisherKey) throws -> Self {
         let size = try PrivateInstaller.regularFile(path).size
         let release: PackRelease
-        do { release = try AssetPacks.verifiedBlock(at: path, trustedKeys: [publisher]).release } catch var error
+        do { release = try AssetPacks.trustedSignature(at: path, trusting: [publisher]).release } catch var error
             as AssetPackError
         {
             error.message =

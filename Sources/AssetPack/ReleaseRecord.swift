@@ -94,7 +94,7 @@ extension PrivateInstaller {
         // (also when the pack was removed).
         let trusted = Set(trustedKeys.map(\.text) + [block.publisher.text])
         let file = record.files?[destination.lastPathComponent].flatMap { trusted.contains($0.publisher) ? $0 : nil }
-        let installed = (try? Self.signatureBlock(at: destination.path))?.flatMap {
+        let installed = (try? AssetPacks.signature(at: destination.path))?.flatMap {
             trusted.contains($0.publisher.text) ? $0 : nil
         }
         let there = installed.flatMap { block in
@@ -257,16 +257,16 @@ extension PrivateInstaller {
     /// checked as ``checkRelease(_:replacing:)`` checks it.
     /// - Returns: The block, to record; `nil` without trusted keys.
     /// - Throws: `.untrusted` (expired, rollback, or no signature), `.io`.
-    package func checkStagedRelease(_ path: String, replacing destination: URL) throws -> PackSignature? {
-        try checkStagedRelease(FileByteSource(path: path), replacing: destination)
+    package func checkRelease(ofStaged path: String, replacing destination: URL) throws -> PackSignature? {
+        try checkRelease(ofStaged: FileByteSource(path: path), replacing: destination)
     }
 
-    /// ``checkStagedRelease(_:replacing:)`` of the pack `source` holds (an update in place, before it is written).
-    package func checkStagedRelease(_ source: any ByteSource, replacing destination: URL) throws
+    /// ``checkRelease(ofStaged:replacing:)`` of the pack `source` holds (an update in place, before it is written).
+    package func checkRelease(ofStaged source: any ByteSource, replacing destination: URL) throws
         -> PackSignature?
     {
         guard !trustedKeys.isEmpty else { return nil }
-        guard let block = try AssetPacks.driver(of: source).signatureBlock(source, limits: .default) else {
+        guard let block = try AssetPacks.driver(of: source).signature(source, limits: .default) else {
             throw AssetPackError(.untrusted, "the pack is not signed, and trusted keys were given")
         }
         try checkRelease(block, replacing: destination)
@@ -277,14 +277,7 @@ extension PrivateInstaller {
     /// finds the pack current would otherwise vouch for).
     /// - Throws: `.untrusted` naming the expiry.
     package func checkInstalledNotExpired(_ path: String) throws {
-        guard !trustedKeys.isEmpty, let block = try? Self.signatureBlock(at: path) else { return }
+        guard !trustedKeys.isEmpty, let block = try? AssetPacks.signature(at: path) else { return }
         try block.release.checkNotExpired(now: clock())
-    }
-
-    /// The signature block of the local pack at `path`, checked against its own key (intact, not
-    /// trusted); `nil` for an unsigned pack.
-    package static func signatureBlock(at path: String) throws -> PackSignature? {
-        let source = try FileByteSource(path: path)
-        return try AssetPacks.driver(of: source).signatureBlock(source, limits: .default)
     }
 }

@@ -17,7 +17,7 @@ struct ReplacedPack {
     init(output: String, credential: PackCredential?, listNow: Bool) {
         block =
             (try? FileSystem.stat(output))?.kind == .regular
-            ? (try? PrivateInstaller.signatureBlock(at: output)) ?? nil : nil
+            ? (try? AssetPacks.signature(at: output)) ?? nil : nil
         entries = PreviousEntries(of: output, credential: credential, listNow: listNow)
     }
 
@@ -58,7 +58,7 @@ private func replacementWarnings(
             "\(output) was signed by key \(publisher.fingerprint) as \(release.summary); this pack is signed by key \(key.fingerprint): installers must trust that key (--trust) to take it, and nothing of the previous pack was reused, so every installed copy downloads it whole"
         ]
     }
-    let written = (try? PrivateInstaller.signatureBlock(at: output)) ?? nil
+    let written = (try? AssetPacks.signature(at: output)) ?? nil
     if let name = release.name, let written, let now = written.release.name, now != name {
         return [
             "\(output) was \(release.printableName) version \(release.version); this pack is \(written.release.printableName): installers that installed \(release.printableName) under this file name refuse a pack of another name there (keep --pack-name, or publish it under another file name)"

@@ -45,7 +45,7 @@ extension ContainerPackWriter {
                 }
             }
         }
-        let block = try ContainerPackReader.signatureBlock(previous.source)
+        let block = try ContainerPackReader.signature(previous.source)
         guard let key = options.signingKey else { return block == nil }
         guard let block, block.publisher == key.publicKey else { return false }
         let wanted = try options.release(for: output)

@@ -39,14 +39,12 @@ package struct ContainerFormatDriver: PackFormatDriver {
 
     package func makeWriter() -> any PackWriter { ContainerPackWriter() }
 
-    package func isSigned(_ source: any ByteSource) throws -> Bool { try ContainerPackReader.isSigned(source) }
-
-    package func signatureBlock(_ source: any ByteSource, limits: ReadLimits) throws -> PackSignature? {
-        try ContainerPackReader.signatureBlock(source, limits: limits)
+    package func signature(_ source: any ByteSource, limits: ReadLimits) throws -> PackSignature? {
+        try ContainerPackReader.signature(source, limits: limits)
     }
 
-    package func verifiedBlock(_ source: any ByteSource, trusted: [PublisherKey]) throws -> PackSignature {
-        try ContainerPackReader.verifiedBlock(source, trusted: trusted)
+    package func trustedSignature(_ source: any ByteSource, trusting trusted: [PublisherKey]) throws -> PackSignature {
+        try ContainerPackReader.trustedSignature(source, trusting: trusted)
     }
 
     /// Every sealed chunk's span, from the index: `nil` without the credential that opens it.

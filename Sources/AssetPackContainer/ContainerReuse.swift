@@ -61,7 +61,7 @@ extension ContainerPackReader {
     /// not trusted); `nil` for an unsigned container. Its items describe ``chunkSpans``. Reads
     /// (and a remote source keeps) only the header, index and block.
     /// - Throws: `.untrusted` or `.integrityFailure` for a damaged block, `.limitExceeded`, `.io`.
-    package static func signatureBlock(_ source: any ByteSource, limits: ReadLimits = .default) throws
+    package static func signature(_ source: any ByteSource, limits: ReadLimits = .default) throws
         -> PackSignature?
     {
         let header = try header(of: source).header

@@ -62,7 +62,9 @@ extension ContainerPackReader {
     /// reader checks each chunk as it reads it).
     /// - Returns: The verified block (its key and release).
     /// - Throws: `.untrusted`, `.integrityFailure`, `.unsupportedFormat`, `.io`.
-    package static func verifiedBlock(_ source: any ByteSource, trusted: [PublisherKey]) throws -> PackSignature {
+    package static func trustedSignature(_ source: any ByteSource, trusting trusted: [PublisherKey]) throws
+        -> PackSignature
+    {
         let (headerBytes, header) = try header(of: source)
         let (end, overflow) = header.indexOffset.addingReportingOverflow(header.indexLength)
         guard header.indexOffset >= header.dataStart, !overflow, end <= (try header.packEnd(fileSize: source.size)),

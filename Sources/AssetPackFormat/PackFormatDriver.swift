@@ -46,19 +46,16 @@ package protocol PackFormatDriver: Sendable {
     /// A writer of this format.
     func makeWriter() -> any PackWriter
 
-    /// Whether the pack carries a publisher signature (not checked).
-    func isSigned(_ source: any ByteSource) throws -> Bool
+    /// The pack's signature: its block, checked against its own key (not trusted), or `nil` for
+    /// an unsigned pack. Reads only the structure, not the bytes the block describes (what a
+    /// download checks before the bulk of the pack): a remote source keeps it, within `limits`.
+    func signature(_ source: any ByteSource, limits: ReadLimits) throws -> PackSignature?
 
-    /// The pack's signature block, checked against its own key (intact, not trusted), or `nil`
-    /// for an unsigned pack. Reads only the structure (what a download checks before the bulk
-    /// of the pack): a remote source keeps it, within `limits`.
-    func signatureBlock(_ source: any ByteSource, limits: ReadLimits) throws -> PackSignature?
-
-    /// Checks the whole pack's signature without its password: block, structure and every
-    /// stored byte (what an installer checks).
+    /// The pack's signature by a key in `trusted`, checked without its password: block,
+    /// structure and every stored byte (what an installer checks).
     /// - Returns: The verified block.
     /// - Throws: `.untrusted` when it is unsigned, signed by a key not in `trusted`, or altered.
-    func verifiedBlock(_ source: any ByteSource, trusted: [PublisherKey]) throws -> PackSignature
+    func trustedSignature(_ source: any ByteSource, trusting trusted: [PublisherKey]) throws -> PackSignature
 
     /// The spans a signature's items describe, in item order, or `nil` when they cannot be
     /// known without what is missing (a container's index needs its credential). A delta

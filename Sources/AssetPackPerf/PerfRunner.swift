@@ -56,7 +56,8 @@ public enum PerfRunner {
             for (i, url) in urls.enumerated() {
                 report(configuration, "open \(url.lastPathComponent)", i, urls.count)
                 let remote = !url.isFileURL
-                let signed = try !configuration.trustedKeys.isEmpty && (remote || AssetPacks.isSigned(url.path))
+                let signed =
+                    try !configuration.trustedKeys.isEmpty && (remote || AssetPacks.signature(at: url.path) != nil)
                 let watch = Stopwatch()
                 let source = try AssetPacks.source(location: remote ? url.absoluteString : url.path)
                 let reader = try AssetPacks.open(

@@ -14,7 +14,7 @@ struct PackDownload {
     /// The remote pack's format, once its structure was read.
     private var driver: (any PackFormatDriver)?
     /// The pack's signature block (checked against its own key), and the server's `.sha256` text.
-    private(set) var signatureBlock: PackSignature?
+    private(set) var signature: PackSignature?
     private var sidecar: String?
     private let url: String
 
@@ -41,18 +41,18 @@ struct PackDownload {
         do {
             let driver = try AssetPacks.driver(of: mirror)
             self.driver = driver
-            signatureBlock = try driver.signatureBlock(mirror, limits: limits)
+            signature = try driver.signature(mirror, limits: limits)
         } catch let error as AssetPackError {
             throw error.untrustedIfUnreadable(trusting: trustedKeys)
         }
         do { sidecar = try client.sidecar(suffix: ".sha256") } catch let error as AssetPackError
-            where signatureBlock != nil && error.code == .remote
+            where signature != nil && error.code == .remote
         {
             // A signed pack is checked by its signature: a sidecar the server fails to serve
             // (401, 410, 500) does not stop the install.
             sidecar = nil
         }
-        if let block = signatureBlock {
+        if let block = signature {
             // Not a trust decision: a pack whose signed size is not the server's would fail its
             // own signature once downloaded.
             if let signed = block.release.size, signed != mirror.size {
@@ -114,7 +114,7 @@ struct PackDownload {
         guard let driver, let mirror = download.mirror else { return }
         let installed = try FileByteSource(path: previous)
         guard try driver.recognizes(installed) else { return }
-        if let block = signatureBlock {
+        if let block = signature {
             guard let wanted = try driver.signedSpans(mirror, credential: credential, limits: limits),
                 wanted.count == block.itemCount,
                 let available = try driver.signedSpans(installed, credential: credential, limits: limits)
@@ -190,13 +190,13 @@ struct PackDownload {
             }
         }
         var publisher: PublisherKey?
-        if signatureBlock != nil {
+        if signature != nil {
             if trustedKeys.isEmpty {
-                _ = try AssetPacks.checkOwnSignature(
+                _ = try AssetPacks.intactSignature(
                     source, what: "the pack downloaded from \(url)",
                     why: "it is damaged, or changed on the server during the download")
             } else {
-                do { publisher = try AssetPacks.verifiedBlock(source, trustedKeys: trustedKeys).publisher } catch var
+                do { publisher = try AssetPacks.trustedSignature(source, trusting: trustedKeys).publisher } catch var
                     error
                     as AssetPackError where error.code == .untrusted
                 {

@@ -109,14 +109,14 @@ struct RemoteInstallPipeline {
             trustedKeys: trustedKeys, credential: credential, limits: limits, client: client)
         // Trusting keys: the signature block's release (expiry, rollback), before the bulk
         // download; its key and signed size were checked with the structure.
-        if !trustedKeys.isEmpty, let block = download.signatureBlock {
+        if !trustedKeys.isEmpty, let block = download.signature {
             try installer.checkRelease(block, replacing: slot.pack)
         }
         if release == nil, let previous, FileSystem.isSoleWritableFile(previous),
             let update = try download.prepareUpdateInPlace(
                 installed: previous, trustedKeys: trustedKeys, credential: credential, progress: progress)
         {
-            let staged = try installer.checkStagedRelease(update.pack, replacing: slot.pack)
+            let staged = try installer.checkRelease(ofStaged: update.pack, replacing: slot.pack)
             try Cancellation.current?.check()
             try staged.map { try installer.recordRelease($0, as: slot.pack) }
             let written = try PrivateInstaller.update(previous, inPlace: update.plan, from: update.pack)
@@ -154,7 +154,7 @@ struct RemoteInstallPipeline {
         }
         // The release that counts is that of the bytes just verified: a full download after
         // a failed delta may have fetched another version under the same validators.
-        let staged = try installer.checkStagedRelease(download.stagingPath, replacing: slot.pack)
+        let staged = try installer.checkRelease(ofStaged: download.stagingPath, replacing: slot.pack)
         try Cancellation.current?.check()
         try staged.map { try installer.recordRelease($0, as: slot.pack) }
         return checked

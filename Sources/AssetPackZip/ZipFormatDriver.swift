@@ -48,14 +48,12 @@ package struct ZipFormatDriver: PackFormatDriver {
 
     package func makeWriter() -> any PackWriter { ZipPackWriter() }
 
-    package func isSigned(_ source: any ByteSource) throws -> Bool { try ZipSignature.isPresent(source) }
-
-    package func signatureBlock(_ source: any ByteSource, limits: ReadLimits) throws -> PackSignature? {
-        try ZipSignature.signatureBlock(source, limits: limits)
+    package func signature(_ source: any ByteSource, limits: ReadLimits) throws -> PackSignature? {
+        try ZipSignature.signature(source, limits: limits)
     }
 
-    package func verifiedBlock(_ source: any ByteSource, trusted: [PublisherKey]) throws -> PackSignature {
-        try ZipSignature.verifiedBlock(source, trusted: trusted)
+    package func trustedSignature(_ source: any ByteSource, trusting trusted: [PublisherKey]) throws -> PackSignature {
+        try ZipSignature.trustedSignature(source, trusting: trusted)
     }
 
     /// Every entry's span: the directory says where they are, no password needed.

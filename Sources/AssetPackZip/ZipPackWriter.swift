@@ -118,7 +118,7 @@ package struct ZipPackWriter: PackWriter {
     ) throws -> Bool {
         guard report.packed == 0, report.reused == files, previous.entryCount == files else { return false }
         guard let key = options.signingKey else { return !previous.hasSignatureEntry }
-        guard let block = (try? ZipSignature.signatureBlock(FileByteSource(path: output))) ?? nil,
+        guard let block = (try? ZipSignature.signature(FileByteSource(path: output))) ?? nil,
             block.publisher == key.publicKey
         else { return false }
         let release = try options.release(for: output)

@@ -162,7 +162,9 @@ package enum ZipSignature {
     /// check; a reader checks each entry's span as it reads it).
     /// - Returns: The verified block (its key and release).
     /// - Throws: `.untrusted`, `.integrityFailure`, `.unsupportedFormat`, `.io`.
-    package static func verifiedBlock(_ source: any ByteSource, trusted: [PublisherKey]) throws -> PackSignature {
+    package static func trustedSignature(_ source: any ByteSource, trusting trusted: [PublisherKey]) throws
+        -> PackSignature
+    {
         let read = ZipStructure.reader(source)
         let structure = try ZipStructure(fileSize: source.size, limits: .default, signed: true, read: read)
         let block = try verify(structure, fileSize: source.size, trusted: trusted, read: read)
@@ -177,7 +179,7 @@ package enum ZipSignature {
     /// not trusted); `nil` for an unsigned zip. Reads (and a remote source keeps) only the
     /// directory, the end records and the signature entry. Its items describe ``spans(_:)``.
     /// - Throws: `.untrusted` or `.integrityFailure` for a damaged block, `.limitExceeded`, `.io`.
-    package static func signatureBlock(_ source: any ByteSource, limits: ReadLimits = .default) throws
+    package static func signature(_ source: any ByteSource, limits: ReadLimits = .default) throws
         -> PackSignature?
     {
         try ZipStructure.retainDirectory(of: source, limits: limits)

@@ -272,7 +272,7 @@ extension AssetPackCommand.Pack {
         // trusting the key refuses an unsigned re-pack (warned the same way).
         if options.signingKey == nil {
             for path in patchOf where (try? FileSystem.stat(path))?.kind == .regular {
-                guard let signed = (try? PrivateInstaller.signatureBlock(at: path)) ?? nil else { continue }
+                guard let signed = (try? AssetPacks.signature(at: path)) ?? nil else { continue }
                 printWarning(
                     "\(path), which this patches, is signed by key \(signed.publisher.fingerprint); this patch is not signed, so reading them as a set with --trust refuses it (give --sign-key to sign it)"
                 )

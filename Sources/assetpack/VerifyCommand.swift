@@ -124,9 +124,9 @@ extension AssetPackCommand {
                 // entry read returns (the zip's .assetpack/manifest, say). Without it, a signed pack
                 // against its own key, as an installer without trusted keys checks it (exit 4).
                 if reader.publisher != nil {
-                    for source in opened.sources { _ = try AssetPacks.verifiedBlock(source, trustedKeys: trust.keys()) }
+                    for source in opened.sources { _ = try AssetPacks.trustedSignature(source, trusting: trust.keys()) }
                 } else {
-                    for source in opened.sources { _ = try AssetPacks.checkOwnSignature(source, what: source.name) }
+                    for source in opened.sources { _ = try AssetPacks.intactSignature(source, what: source.name) }
                 }
             }
         }

@@ -420,7 +420,7 @@ import Testing
         let report = try tree.pack(signingKey: key)
         #expect(report.appended && report.bytesWritten < 50_000)
         let source = try FileByteSource(path: tree.output)
-        let block = try ContainerPackReader.verifiedBlock(source, trusted: [key.publicKey])
+        let block = try ContainerPackReader.trustedSignature(source, trusting: [key.publicKey])
         #expect(block.release.size == UInt64(tree.bytes.count))
         let reader = try ContainerPackReader(path: tree.output, credential: testKey, trustedKeys: [key.publicKey])
         #expect(reader.header.version == 7)
@@ -432,7 +432,7 @@ import Testing
         damaged[8192 + 300] ^= 1
         try Data(damaged).write(to: URL(fileURLWithPath: tree.output))
         #expect(throws: AssetPackError.self) {
-            _ = try ContainerPackReader.verifiedBlock(FileByteSource(path: tree.output), trusted: [key.publicKey])
+            _ = try ContainerPackReader.trustedSignature(FileByteSource(path: tree.output), trusting: [key.publicKey])
         }
     }
 

@@ -36,7 +36,7 @@ import Testing
                 #expect(try reader.readRange(name, offset: 0, count: data.count) == data)
             }
             // And the whole file as one stream (what install and verify check).
-            _ = try ContainerPackReader.verifiedBlock(FileByteSource(path: path), trusted: keys).publisher
+            _ = try ContainerPackReader.trustedSignature(FileByteSource(path: path), trusting: keys).publisher
             return nil
         } catch let error as AssetPackError {
             return error.code
@@ -61,7 +61,7 @@ import Testing
         for (name, data) in Self.files { #expect(try plain.read(name) == data) }
         // The installer's check, without the password.
         #expect(
-            try ContainerPackReader.verifiedBlock(FileByteSource(path: path), trusted: Self.trusted).publisher
+            try ContainerPackReader.trustedSignature(FileByteSource(path: path), trusting: Self.trusted).publisher
                 == Self.publisher.publicKey)
     }
 
@@ -70,7 +70,8 @@ import Testing
         let unsigned = try scratch.pack(Self.files, name: "u.apack")
         #expect(Self.outcome(unsigned) == .untrusted)
         expectError(.untrusted) {
-            _ = try ContainerPackReader.verifiedBlock(FileByteSource(path: unsigned), trusted: Self.trusted).publisher
+            _ = try ContainerPackReader.trustedSignature(FileByteSource(path: unsigned), trusting: Self.trusted)
+                .publisher
         }
         let signed = try scratch.pack(Self.files, name: "s.apack", signingKey: Self.other)
         #expect(Self.outcome(signed) == .untrusted)
@@ -113,7 +114,8 @@ import Testing
         }
         #expect(try careful.read("a.txt") == Self.files[0].1, "other entries still read")
         expectError(.untrusted) {
-            _ = try ContainerPackReader.verifiedBlock(FileByteSource(path: attacked), trusted: Self.trusted).publisher
+            _ = try ContainerPackReader.trustedSignature(FileByteSource(path: attacked), trusting: Self.trusted)
+                .publisher
         }
     }
 

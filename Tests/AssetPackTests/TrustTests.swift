@@ -91,6 +91,8 @@ import Testing
         bytes[format == .container ? 8192 + 100 : 300] ^= 1  // a container's data starts at 8192
         try Data(bytes).write(to: out)
         #expect(try AssetPacks.pack(source: source, to: out, options: options).reused == 0)
-        #expect(try AssetPacks.verifySignature(at: out.path, trustedKeys: [successor.publicKey]) == successor.publicKey)
+        #expect(
+            try AssetPacks.trustedSignature(at: out.path, trusting: [successor.publicKey]).publisher
+                == successor.publicKey)
     }
 }

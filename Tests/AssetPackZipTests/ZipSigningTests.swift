@@ -36,7 +36,7 @@ import Testing
                 #expect(streamed == data, "wrong streamed bytes for \(name)")
             }
             // And every stored byte, the hidden .assetpack/ entries too (what install and verify check).
-            _ = try ZipSignature.verifiedBlock(FileByteSource(path: path), trusted: keys).publisher
+            _ = try ZipSignature.trustedSignature(FileByteSource(path: path), trusting: keys).publisher
             return nil
         } catch let error as AssetPackError {
             return error.code
@@ -70,7 +70,7 @@ import Testing
         let reader = try ZipPackReader(path: path, credential: password.map { .password($0) })
         #expect(reader.publisher == nil && reader.entries.count == Self.tree.count, "reads as unsigned")
         #expect(
-            try ZipSignature.verifiedBlock(FileByteSource(path: path), trusted: Self.trusted).publisher
+            try ZipSignature.trustedSignature(FileByteSource(path: path), trusting: Self.trusted).publisher
                 == Self.publisher.publicKey)
     }
 
@@ -81,7 +81,7 @@ import Testing
         let other = try writeZip(Self.tree, in: dir, name: "o.zip", signingKey: Self.other).path
         #expect(Self.outcome(other) == .untrusted)
         expectUntrusted {
-            _ = try ZipSignature.verifiedBlock(FileByteSource(path: other), trusted: Self.trusted).publisher
+            _ = try ZipSignature.trustedSignature(FileByteSource(path: other), trusting: Self.trusted).publisher
         }
     }
 
@@ -114,7 +114,7 @@ import Testing
         #endif
         #expect(try reader.read("long.bin") == Self.tree["long.bin"], "other entries still read")
         expectUntrusted {
-            _ = try ZipSignature.verifiedBlock(FileByteSource(path: attacked), trusted: Self.trusted).publisher
+            _ = try ZipSignature.trustedSignature(FileByteSource(path: attacked), trusting: Self.trusted).publisher
         }
         // An AE-1 entry re-made changes its CRC in the directory: refused at open.
         var forged1 = Self.tree

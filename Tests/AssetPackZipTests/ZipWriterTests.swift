@@ -239,7 +239,7 @@ func expectReadsBack(_ path: String, _ tree: [String: [UInt8]], password: String
         #expect(signed.entries.count == count && signed.publisher == key.publicKey)
         #expect(try signed.read("e/65999") == [42])
         #expect(
-            try ZipSignature.verifiedBlock(FileByteSource(path: path), trusted: [key.publicKey]).publisher
+            try ZipSignature.trustedSignature(FileByteSource(path: path), trusting: [key.publicKey]).publisher
                 == key.publicKey)
     }
 }
