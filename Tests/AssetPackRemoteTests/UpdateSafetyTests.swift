@@ -480,7 +480,10 @@ import Testing
         let cancelledAt = Date()
         task.cancel()
         await #expect(throws: CancellationError.self) { try await task.value }
-        #expect(Date().timeIntervalSince(cancelledAt) < 3, "the install took too long to stop")
+        // It stops within about a second; the bound leaves room for a loaded machine under
+        // ThreadSanitizer (4.2 s seen with both cores busy), and still fails an install that runs
+        // on: the rest of the pack takes over 40 s at this pace.
+        #expect(Date().timeIntervalSince(cancelledAt) < 10, "the install took too long to stop")
         #expect(leftovers(into).isEmpty, "\(leftovers(into))")
         // Bytes sent after the cancel: the server notices the closed connection within a
         // second or two of its pace (64 KiB/s), far below the 3 MB pack.
