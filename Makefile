@@ -36,11 +36,11 @@ release: deps
 	$(SWIFT) build -c release --product assetpack
 
 ## test: the fast tier: every module's unit tests and an end-to-end slice of the CLI (each command
-## run as the built binary), without the suites and tests tagged `.slow` (Tests/AssetPackTestSupport/Tags.swift):
+## run as the built binary), without the suites and tests marked `.slow` (a condition trait,
+## Tests/AssetPackTestSupport/Tags.swift, off when ASSETPACK_TESTS=fast; they show as skipped):
 ## the seeded, size and byte-flip sweeps, the concurrency stress, the remote suites that start real or
 ## fault-injecting servers, the interrupt and crash loops, interop with 7-Zip and pyzipper.
-## scripts/slow-tests.py reads the tag off the sources into a --skip pattern (Swift 6.3 cannot skip by
-## tag; the script fails on a tag it cannot place, and then so does make test). test-full (what .ci/run runs): everything.
+## test-full (what .ci/run runs): everything.
 
 ## What the tests need, built by name: the two binaries the end-to-end tests run and the test bundle.
 ## A bare `swift build` or `swift test` also builds every plugin's tool a second time for the host
@@ -51,31 +51,27 @@ BUILD_FOR_TESTS = $(SWIFT) build --product assetpack && $(SWIFT) build --product
 
 test: test-deps
 	$(BUILD_FOR_TESTS)
-	slow="$$(python3 scripts/slow-tests.py)" && $(SWIFT_TEST) --skip-build --skip "$$slow"
+	ASSETPACK_TESTS=fast $(SWIFT_TEST) --skip-build
 
-## test-full (what .ci/run runs): every test, as three test processes at once: the fast tier, and the
-## slow tier in two shards (scripts/slow-tests.py --shard K/2). Swift Testing runs as many tests at a
+## test-full (what .ci/run runs): every test, as three test processes at once, split by test
+## target: the CLI's suites, the remote ones, and the rest. Swift Testing runs as many tests at a
 ## time as there are cores, and most slow tests wait (on servers, deadlines, child processes), so
 ## the extra processes keep the cores busy. `swift test` holds a lock on the build folder for its
 ## whole run, so the three run the built test bundle as `swift test` does on Linux
-## (--testing-library swift-testing); each shard's output follows the fast tier's.
+## (--testing-library swift-testing); the two shards' output follows the rest's.
 TEST_BUNDLE = $(shell $(SWIFT) build --show-bin-path)/AssetPackPackageTests.xctest
-SLOW_SHARDS := 1 2
+TEST_SHARDS := AssetPackCLITests AssetPackRemoteTests
 test-full: test-deps
 	$(BUILD_FOR_TESTS)
-	@logs=$$(mktemp -d); trap 'rm -rf "$$logs"' EXIT; pids=""; \
-	for k in $(SLOW_SHARDS); do \
-	  slow="$$(python3 scripts/slow-tests.py --shard $$k/$(words $(SLOW_SHARDS)))" || exit 1; \
-	  [ -n "$$slow" ] || continue; \
-	  "$(TEST_BUNDLE)" --testing-library swift-testing --filter "$$slow" > "$$logs/slow-$$k.log" 2>&1 & pids="$$pids $$!"; \
+	@export ASSETPACK_TESTS=all; logs=$$(mktemp -d); trap 'rm -rf "$$logs"' EXIT; pids=""; sharded=""; \
+	for target in $(TEST_SHARDS); do \
+	  "$(TEST_BUNDLE)" --testing-library swift-testing --filter "^$$target\\." > "$$logs/$$target.log" 2>&1 & pids="$$pids $$!"; \
+	  sharded="$$sharded$${sharded:+|}^$$target\\."; \
 	done; \
-	slow="$$(python3 scripts/slow-tests.py)" || exit 1; \
-	echo "== fast tier (the slow tier runs beside it, $(words $(SLOW_SHARDS)) shards; their output follows)"; \
-	"$(TEST_BUNDLE)" --testing-library swift-testing --skip "$$slow"; status=$$?; \
+	echo "== every target but $(TEST_SHARDS) (those run beside it; their output follows)"; \
+	"$(TEST_BUNDLE)" --testing-library swift-testing --skip "$$sharded"; status=$$?; \
 	for pid in $$pids; do wait $$pid || status=1; done; \
-	for k in $(SLOW_SHARDS); do \
-	  [ -e "$$logs/slow-$$k.log" ] && { echo "== slow tier, shard $$k"; cat "$$logs/slow-$$k.log"; }; \
-	done; \
+	for target in $(TEST_SHARDS); do echo "== $$target"; cat "$$logs/$$target.log"; done; \
 	exit $$status
 
 ## install: the release binary to $(DESTDIR)$(PREFIX)/bin/assetpack (PREFIX /usr/local unless given;
@@ -120,11 +116,6 @@ samples: release
 SWIFT_SOURCES := Package.swift Sources Tests Plugins Fuzz Examples Benchmarks
 fmt:
 	$(SWIFT) format --in-place --recursive --configuration .swift-format $(SWIFT_SOURCES)
-
-## list-slow: the suites and tests tagged .slow, which make test leaves to make test-full.
-.PHONY: list-slow
-list-slow:
-	@python3 scripts/slow-tests.py --list
 
 lint:
 	python3 scripts/check-architecture.py
@@ -207,7 +198,7 @@ tsan: SANITIZE = --sanitize=thread --scratch-path .build-tsan
 tsan: test-deps
 	$(SWIFT) build $(SANITIZE) --product AssetPackPackageTests
 	@rm -rf .build-tsan/reports && mkdir -p .build-tsan/reports
-	TSAN_OPTIONS=log_path=$(CURDIR)/.build-tsan/reports/race $(SWIFT_TEST) $(SANITIZE) --skip-build \
+	ASSETPACK_TESTS=all TSAN_OPTIONS=log_path=$(CURDIR)/.build-tsan/reports/race $(SWIFT_TEST) $(SANITIZE) --skip-build \
 	  --filter 'StressTests|concurrentRead|readsFromManyThreads|\.RemoteTests/(largeReadsStream|chunksAsLargeAsTheWindow|everyEntryReadsOverHTTP)|\.UpdateSafetyTests/cancelling' \
 	  || { cat .build-tsan/reports/race.* 2>/dev/null; exit 1; }
 	@if ls .build-tsan/reports/race.* >/dev/null 2>&1; then cat .build-tsan/reports/race.*; exit 1; fi
@@ -215,7 +206,7 @@ tsan: test-deps
 asan: SANITIZE = --sanitize=address --scratch-path .build-asan
 asan: test-deps
 	$(SWIFT) build $(SANITIZE) --product AssetPackPackageTests
-	LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan.supp $(SWIFT_TEST) $(SANITIZE) --skip-build --filter 'StressTests|HardeningTests|ZipPackReaderTests'
+	ASSETPACK_TESTS=all LSAN_OPTIONS=suppressions=$(CURDIR)/Tests/lsan.supp $(SWIFT_TEST) $(SANITIZE) --skip-build --filter 'StressTests|HardeningTests|ZipPackReaderTests'
 
 ## fuzz: every libFuzzer target for FUZZ_SECONDS (default 60) each; non-zero on any crash.
 ## libFuzzer refuses a corpus folder that does not exist, and git keeps no empty folder, so a

@@ -195,7 +195,7 @@ import Testing
     /// file over it (as root, `cat -o /dev/null` once replaced /dev/null with a regular file).
     /// A FIFO stands in for /dev/null here, so a regression cannot damage the machine.
     /// `pack` and `keygen`, which need a file to rename into place, refuse such a target.
-    @Test(.tags(.slow), arguments: PackFormat.allCases)
+    @Test(.slow, arguments: PackFormat.allCases)
     func outputToAFIFOIsWrittenIntoNotReplaced(format: PackFormat) throws {
         let dir = TemporaryDirectory()
         let bytes = (0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }  // fits a pipe's buffer

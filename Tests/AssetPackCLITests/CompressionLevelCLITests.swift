@@ -58,7 +58,7 @@ import Testing
         try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? Int ?? -1
     }
 
-    @Test(.tags(.slow)) func zipPackedFastIsLargerThanAtTheDefaultLevelAndBothReadBack() throws {
+    @Test(.slow) func zipPackedFastIsLargerThanAtTheDefaultLevelAndBothReadBack() throws {
         let dir = TemporaryDirectory()
         let plain = try Self.pack(dir, .zip, "plain.zip", [])
         let named = try Self.pack(dir, .zip, "default.zip", ["--level", "default"])
@@ -81,7 +81,7 @@ import Testing
         }
     }
 
-    @Test(.tags(.slow)) func containerTakesTheLevelAndReadsBack() throws {
+    @Test(.slow) func containerTakesTheLevelAndReadsBack() throws {
         let dir = TemporaryDirectory()
         for (name, extra) in [("plain.apack", []), ("fast.apack", ["--fast"]), ("named.apack", ["--level", "fast"])] {
             let pack = try Self.pack(dir, .container, name, extra)

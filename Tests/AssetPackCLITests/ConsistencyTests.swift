@@ -145,7 +145,7 @@ import Testing
 
     // MARK: - stdout is data, stderr is chatter; --quiet
 
-    @Test(.tags(.slow), arguments: PackFormat.allCases)
+    @Test(.slow, arguments: PackFormat.allCases)
     func summariesGoToStderrAndQuietSilencesThem(format: PackFormat) throws {
         let dir = TemporaryDirectory()
         let source = try dir.write(["a.txt": [1], "b.txt": [2]], under: "src")
@@ -345,7 +345,7 @@ import Testing
     /// terminal. Human output escapes both; --json keeps the exact name. (libzip 1.7.3 passes \n
     /// and \t through but turns other C0 bytes in an unflagged name into CP437 glyphs, and refuses
     /// them in a UTF-8-flagged one; the container keeps any name, so both formats are tried.)
-    @Test(.tags(.slow), arguments: PackFormat.allCases)
+    @Test(.slow, arguments: PackFormat.allCases)
     func controlCharactersInNamesAreEscapedInTablesButExactInJSON(format: PackFormat) throws {
         let dir = TemporaryDirectory()
         let forged = "\n         1          1 store    none       00000000 forged.txt"

@@ -190,7 +190,7 @@ import Testing
         return arguments
     }
 
-    @Test(.tags(.slow)) func everyDocumentedFlagParses() throws {
+    @Test(.slow) func everyDocumentedFlagParses() throws {
         let documented = try Self.documentedFlags()
         var declared: [String: [String: Bool]] = [:]
         for command in Self.subcommands { declared[command] = Self.declaredOptions(help: try Self.help([command])) }

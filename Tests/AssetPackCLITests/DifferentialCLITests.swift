@@ -9,7 +9,7 @@ import Testing
 /// goes in `$ASSETPACK_PASSWORD`, never on the command line.
 ///
 /// Seeds: `DifferentialSeeds` (`ASSETPACK_SEED=N` to reproduce one, `ASSETPACK_SOAK_SEEDS=K`, `make soak`).
-@Suite(.tags(.slow)) struct DifferentialCLITests {
+@Suite(.slow) struct DifferentialCLITests {
     static let password = "differential cli pässword"
 
     struct Case: Sendable, CustomTestStringConvertible {

@@ -7,7 +7,7 @@ import Testing
 /// An incremental re-pack (unchanged entries copied as they were, the changed one packed anew,
 /// the manifest re-encrypted) still opens in 7-Zip and pyzipper.
 @Suite struct IncrementalInteropTests {
-    @Test(.tags(.slow), .enabled(if: sevenZip != nil && hasPyzipper, "needs 7-Zip (7zz) and pyzipper"))
+    @Test(.slow, .enabled(if: sevenZip != nil && hasPyzipper, "needs 7-Zip (7zz) and pyzipper"))
     func anIncrementalRepackOpensInSevenZipAndPyzipper() throws {
         let dir = TemporaryDirectory()
         var tree = InteropTests.tree

@@ -5,7 +5,7 @@ import Foundation
 import Testing
 
 /// `assetpack install` killed at any moment, or out of disk, never loses the installed pack.
-@Suite(.serialized, .tags(.slow)) struct InstallCrashTests {
+@Suite(.serialized, .slow) struct InstallCrashTests {
     /// An unencrypted stored zip pack of `size` random bytes (a real pack: install sniffs its input).
     static func makePack(_ name: String, size: Int, seed: UInt64, in dir: TemporaryDirectory) throws -> URL {
         let src = try dir.write(["blob.bin": testBytes(size, seed: seed)], under: "src-\(name)")

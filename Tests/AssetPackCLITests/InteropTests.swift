@@ -102,7 +102,7 @@ let hasPyzipper: Bool = {
     }
 
     @Test(
-        .tags(.slow),
+        .slow,
         .enabled(if: sevenZip != nil, "7-Zip (Debian package 7zip) is not installed"),
         arguments: [
             ["-mem=AES256", "-mx=0"], ["-mem=AES256", "-mx=5"], ["-mem=AES128", "-mx=5"], ["-mem=AES192", "-mx=0"],
@@ -173,7 +173,7 @@ let hasPyzipper: Bool = {
         }
     }
 
-    @Test(.tags(.slow), .enabled(if: hasPyzipper, "pyzipper is not installed (pip install pyzipper)"))
+    @Test(.slow, .enabled(if: hasPyzipper, "pyzipper is not installed (pip install pyzipper)"))
     func ourPacksOpenInPyzipper() throws {
         let dir = TemporaryDirectory()
         let src = try dir.write(Self.tree, under: "src")

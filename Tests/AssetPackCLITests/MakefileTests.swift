@@ -55,82 +55,47 @@ struct MakefileTests {
         return run.text.split(separator: "\n").map(String.init).first { $0.contains("swift test") } ?? ""
     }
 
-    /// Two tiers: `make test` skips what is tagged `.slow`, through the pattern
-    /// scripts/slow-tests.py reads off the sources; `make test-full` runs every suite; CI runs
-    /// `make test-full`. Every name the pattern skips is a suite or test that exists (a renamed one
-    /// cannot slip into the fast tier unnoticed), and the pattern skips what it names and nothing else.
-    @Test(.tags(.slow)) func testSkipsTheSlowTagAndTestFullRunsEverything() throws {
+    /// Two tiers: `make test` runs the bundle with `ASSETPACK_TESTS=fast`, which turns the `.slow`
+    /// condition off; `make test-full` (what CI runs) runs every test, as three processes that
+    /// split the targets between them and together cover each once.
+    @Test func testSkipsTheSlowTierAndTestFullRunsEverything() throws {
         let fast = try Self.swiftTestLine("test")
-        #expect(fast.hasPrefix(#"slow="$(python3 scripts/slow-tests.py)" && "#), "\(fast)")
-        #expect(fast.hasSuffix(#"swift test --disable-xctest --skip-build --skip "$slow""#), "\(fast)")
-        let script = Self.root.appending(path: "scripts/slow-tests.py").path
-        let listed = try CLI.run([script, "--list"], executable: "/usr/bin/python3")
-        #expect(listed.status == 0, "\(listed.stderr)")
-        let slow = listed.text.split(separator: "\n").map(String.init)
-        #expect(
-            slow.contains("AssetPackCLITests.DifferentialCLITests") && slow.contains("AssetPackRemoteTests.RemoteTests")
-        )
-        #expect(slow.contains("AssetPackZipTests.ZipWriterTests/roundTripsEverySize"), "\(slow)")
-        for name in slow {
-            let parts = name.split(separator: ".", maxSplits: 1).map(String.init)
-            let directory = Self.root.appending(path: "Tests/\(parts[0])").path
-            let sources = try FileManager.default.subpathsOfDirectory(atPath: directory)
-                .filter { $0.hasSuffix(".swift") }
-                .map { try String(contentsOfFile: directory + "/" + $0, encoding: .utf8) }
-                .joined()
-            let suiteAndTest = parts[1].split(separator: "/").map(String.init)
-            #expect(sources.contains("struct \(suiteAndTest[0]) "), "\(name): no such suite in \(directory)")
-            if suiteAndTest.count == 2 {
-                #expect(sources.contains("func \(suiteAndTest[1])("), "\(name): no such test in \(directory)")
-            }
-        }
-        let pattern = try CLI.run([script], executable: "/usr/bin/python3")
-        let regex = try Regex(pattern.text.trimmingCharacters(in: .whitespacesAndNewlines))
-        for id in [
-            "AssetPackZipTests.ZipWriterTests/roundTripsEverySize(encryption:compression:)",
-            "AssetPackRemoteTests.RemoteTests/largeReadsStreamThroughABoundedWindow(format:)",
-            "AssetPackRemoteTests.RemoteTests",
-        ] {
-            #expect(id.contains(regex), "\(id) is not skipped")
-        }
-        for id in [
-            "AssetPackZipTests.ZipWriterTests/roundTripsEverySizeFast()", "AssetPackZipTests.ZipWriterTests",
-            "AssetPackZipTests.ZipWriterTestsMore/roundTripsEverySize()",
-            "AssetPackCLITests.CLITests/packListCatRoundTrip(format:)",
-        ] {
-            #expect(!id.contains(regex), "\(id) is skipped")
-        }
-        // test-full: the fast tier beside two shards of the slow tier, each run of the built
-        // bundle with Swift Testing only; together the shards are the whole slow tier.
+        #expect(fast.hasPrefix("ASSETPACK_TESTS=fast swift test"), "\(fast)")
+        #expect(!fast.contains("--skip ") && !fast.contains("--filter"), "\(fast)")
         let dry = try CLI.run(["-n", "-C", Self.root.path, "test-full", "SWIFT=swift"], executable: "/usr/bin/make")
         #expect(dry.status == 0, "\(dry.stderr)")
-        #expect(dry.text.contains("slow-tests.py --shard $k/2"), "\(dry.text)")
-        #expect(dry.text.contains(#"--testing-library swift-testing --filter "$slow""#), "\(dry.text)")
-        #expect(dry.text.contains(#"--testing-library swift-testing --skip "$slow""#), "\(dry.text)")
-        var sharded: [String] = []
-        for k in 1...2 {
-            let shard = try CLI.run([script, "--list", "--shard", "\(k)/2"], executable: "/usr/bin/python3")
-            #expect(shard.status == 0, "\(shard.stderr)")
-            sharded += shard.text.split(separator: "\n").map(String.init)
-        }
-        #expect(sharded.sorted() == slow.sorted())
+        #expect(dry.text.contains("export ASSETPACK_TESTS=all;"), "\(dry.text)")
+        #expect(dry.text.contains("for target in AssetPackCLITests AssetPackRemoteTests; do"), "\(dry.text)")
+        #expect(dry.text.contains(#"--testing-library swift-testing --filter "^$target\\.""#), "\(dry.text)")
+        #expect(dry.text.contains(#"--testing-library swift-testing --skip "$sharded""#), "\(dry.text)")
         let ci = try String(contentsOf: Self.root.appending(path: ".ci/run"), encoding: .utf8)
         #expect(ci.contains("\nstep make test-full\n") && !ci.contains("\nstep make test\n"), "\(ci)")
     }
 
-    /// The script refuses a `.slow` tag it cannot place, so `make test` fails rather than running
-    /// (or skipping) the wrong tests.
-    @Test func aTagTheScriptCannotPlaceFailsMakeTest() throws {
-        let tree = TemporaryDirectory("slow-tests")
-        let scripts = tree.url.appending(path: "scripts"), tests = tree.url.appending(path: "Tests/SomeTests")
-        try FileManager.default.createDirectory(at: scripts, withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(at: tests, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(
-            at: Self.root.appending(path: "scripts/slow-tests.py"), to: scripts.appending(path: "slow-tests.py"))
-        try Data("@Test(.tags(.slow)) let notAFunction = 1\n".utf8).write(to: tests.appending(path: "A.swift"))
-        let run = try CLI.run([scripts.appending(path: "slow-tests.py").path], executable: "/usr/bin/python3")
-        #expect(run.status != 0 && run.text.isEmpty, "\(run.text)")
-        #expect(run.stderr.contains("A.swift:1: .slow on a @Test that declares no function"), "\(run.stderr)")
+    /// The condition itself, in the built test bundle: with `ASSETPACK_TESTS=fast` a test marked
+    /// `.slow` (a whole suite, or one test of a suite that is not) is skipped, saying why, and a
+    /// test beside it runs; without it, both run.
+    @Test func theSlowConditionSkipsOnlyInTheFastTier() throws {
+        let bundle = CLI.binary.deletingLastPathComponent().appending(path: "AssetPackPackageTests.xctest").path
+        let filter =
+            "ZipWriterTests/outputIsReproducibleWithFixedSalts|ZipWriterTests/mediaExtensionsAreStoredUnderAuto"
+            + "|ZipIncrementalTests/theManifestMatchesTheDocumentedVector"
+        func run(_ tier: String) throws -> String {
+            let run = try CLI.run(
+                ["--testing-library", "swift-testing", "--filter", filter], environment: ["ASSETPACK_TESTS": tier],
+                executable: bundle)
+            #expect(run.status == 0, "\(run.text)\(run.stderr)")
+            return run.text + run.stderr
+        }
+        let fast = try run("fast")
+        #expect(fast.contains("Test outputIsReproducibleWithFixedSalts() skipped"), "\(fast)")
+        #expect(fast.contains("the slow tier: make test-full runs it"), "\(fast)")
+        #expect(fast.contains("Suite ZipIncrementalTests skipped"), "\(fast)")
+        #expect(fast.contains("Test mediaExtensionsAreStoredUnderAuto() passed"), "\(fast)")
+        let all = try run("all")
+        #expect(all.contains("Test outputIsReproducibleWithFixedSalts() passed"), "\(all)")
+        #expect(all.contains("Test theManifestMatchesTheDocumentedVector() passed"), "\(all)")
+        #expect(!all.contains("skipped"), "\(all)")
     }
 }
 #endif

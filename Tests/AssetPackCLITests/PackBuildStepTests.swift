@@ -232,7 +232,7 @@ final class ConcurrentRuns: @unchecked Sendable {
     }
 
     /// `--codec` picks the container's codec (zstd by default), and is refused for a zip.
-    @Test(.tags(.slow)) func codecIsTheContainersChoice() throws {
+    @Test(.slow) func codecIsTheContainersChoice() throws {
         let dir = TemporaryDirectory()
         let source = try dir.write(["t.txt": textBytes(100_000)], under: "src")
         for codec in ["zstd", "deflate"] {
@@ -289,7 +289,7 @@ final class ConcurrentRuns: @unchecked Sendable {
     /// SIGINT or SIGTERM while a pack is being written: the previous pack stays byte for byte,
     /// no temporary file is left, and the process dies of the signal.
     /// (Zip packs, AES and ZipCrypto: ZipInterruptTests.)
-    @Test(.tags(.slow), arguments: [(PackFormat.container, SIGINT), (.container, SIGTERM)])
+    @Test(.slow, arguments: [(PackFormat.container, SIGINT), (.container, SIGTERM)])
     func interruptedPackLeavesThePreviousPack(format: PackFormat, signal: Int32) throws {
         let dir = TemporaryDirectory()
         let source = try dir.write(
@@ -320,7 +320,7 @@ final class ConcurrentRuns: @unchecked Sendable {
     /// the timing, each either succeeds or fails saying the pack changed under it, and the pack
     /// that is left verifies and holds one source's files exactly (an append over another's
     /// append used to corrupt it).
-    @Test(.tags(.slow)) func concurrentRepacksNeverCorruptThePack() throws {
+    @Test(.slow) func concurrentRepacksNeverCorruptThePack() throws {
         let dir = TemporaryDirectory()
         let base = testBytes(24 << 20, seed: 41)
         let output = dir.appending("out.pack")
@@ -356,7 +356,7 @@ final class ConcurrentRuns: @unchecked Sendable {
     /// file): the append is cut back, so the pack stays byte for byte, and the process dies of
     /// the signal saying so. At several points of the append: the writer thread's next write
     /// used to grow the file again after the handler cut it (3 of 15 trials: +42 MB, sparse).
-    @Test(.tags(.slow), arguments: [0, 30_000, 80_000, 150_000, 250_000] as [useconds_t])
+    @Test(.slow, arguments: [0, 30_000, 80_000, 150_000, 250_000] as [useconds_t])
     func interruptedAppendLeavesThePreviousPack(after delay: useconds_t) throws {
         let dir = TemporaryDirectory()
         let source = try dir.write(["small.txt": textBytes(100)], under: "src")
@@ -388,7 +388,7 @@ final class ConcurrentRuns: @unchecked Sendable {
     /// Ctrl-C on a terminal: the progress bar is cleared before the line that says what became of
     /// the output, and no bar is drawn after it. A first pack interrupted leaves no pack, and says so.
     @Test(
-        .tags(.slow),
+        .slow,
         arguments: [(PackFormat.container, true), (.zip, false)])
     func interruptedOnATerminalClearsTheBarAndSaysSo(format: PackFormat, previous: Bool) throws {
         let dir = TemporaryDirectory()

@@ -134,7 +134,7 @@ import Testing
         #expect(failing.count == 1 && failing[0].contains(base) && failing[0].hasSuffix(" a.txt"), "\(damaged.text)")
     }
 
-    @Test(.tags(.slow)) func aLaterPackAddsADeletedPathBack() throws {
+    @Test(.slow) func aLaterPackAddsADeletedPathBack() throws {
         let dir = TemporaryDirectory()
         let base = try Self.pack(Self.baseTree, "base", in: dir).path
         let patch = try Self.pack(
@@ -179,7 +179,7 @@ import Testing
         #expect(none.status == 0 && paths(none) == [])
     }
 
-    @Test(.tags(.slow), arguments: ["zip", "container"])
+    @Test(.slow, arguments: ["zip", "container"])
     func aSignedPatchVerifiesWithTrust(format: String) throws {
         let dir = TemporaryDirectory()
         let keygen = try CLI.run(["keygen", "--out", dir.appending("pub").path])
@@ -243,7 +243,7 @@ import Testing
         return out
     }
 
-    @Test(.tags(.slow)) func eachOverPackCanHaveItsOwnCredential() throws {
+    @Test(.slow) func eachOverPackCanHaveItsOwnCredential() throws {
         let base = try pack(
             ["a.txt": "base a", "b.txt": "base b", "c.txt": "base c"], "base", ["--format", "zip"],
             password: "base-pw")

@@ -104,7 +104,7 @@ import Testing
         }
     }
 
-    @Test(.tags(.slow)) func perfMeasuresExistingPacksAndWorksWithoutAPassword() throws {
+    @Test(.slow) func perfMeasuresExistingPacksAndWorksWithoutAPassword() throws {
         let dir = TemporaryDirectory("perf-cli-packs")
         let source = try dir.write(Self.tree, under: "src")
         // No password given: a generated one is used for the throwaway packs.

@@ -65,7 +65,7 @@ import Testing
     /// for echo to go off. With echo turned off first this always happens, and the password typed
     /// in the same instant as the prompt appears is never echoed; with the prompt written first,
     /// echo is still on while the prompt is pending, every time.
-    @Test(.tags(.slow)) func echoIsOffBeforeThePromptAppears() throws {
+    @Test(.slow) func echoIsOffBeforeThePromptAppears() throws {
         let dir = TemporaryDirectory()
         let pack = try CLITests.pack(["a.txt": Array("secret asset".utf8)], in: dir)
         for round in 1...20 {

@@ -8,7 +8,7 @@ import Testing
 /// freeze"): `pack --pack-version/--expires/--name`, the installer's refusal of an older version
 /// (from a file and from a URL, before the bulk download), `install --allow-rollback`, expired
 /// packs refused by `install` and `cat --trust`, and where the signed release is shown.
-@Suite(.serialized, .tags(.slow)) struct ReleaseCLITests {
+@Suite(.serialized, .slow) struct ReleaseCLITests {
     let dir = TemporaryDirectory("release-cli")
     let tree: [String: [UInt8]] = [
         "a.txt": Array("hello, versioned world".utf8), "big.bin": testBytes(400_000, seed: 3),

@@ -5,7 +5,7 @@ import Foundation
 import Testing
 
 /// A release install killed at many points, and a release from nginx, through the built binary.
-@Suite(.serialized, .tags(.slow)) struct ReleaseInstallCrashTests {
+@Suite(.serialized, .slow) struct ReleaseInstallCrashTests {
     let dir = TemporaryDirectory("release-crash")
     var home: String { dir.appending("home").path }
 

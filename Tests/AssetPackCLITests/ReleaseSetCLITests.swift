@@ -58,7 +58,7 @@ import Testing
         return document?["entries"] as? [[String: Any]] ?? []
     }
 
-    @Test(.tags(.slow)) func aReleaseManifestIsReadAsTheSetOfItsPacks() throws {
+    @Test(.slow) func aReleaseManifestIsReadAsTheSetOfItsPacks() throws {
         let manifest = try baseAndPatch()
 
         let list = try run(["list", manifest, "--json"] + trust)
@@ -146,7 +146,7 @@ import Testing
         #expect(none.status == 1 && none.stderr.contains("no installed release"), "\(none.stderr)")
     }
 
-    @Test(.tags(.slow)) func withTrustTheManifestKeyAndEachPackAreChecked() throws {
+    @Test(.slow) func withTrustTheManifestKeyAndEachPackAreChecked() throws {
         // A release (and its pack) signed by a key the reader does not trust.
         try pack("base", ["a.txt": "base a"], key: "other")
         let other = try release(["base"], key: "other")
@@ -178,7 +178,7 @@ import Testing
         #expect(altered.status == 5 && altered.stderr.contains("does not verify"), "\(altered.stderr)")
     }
 
-    @Test(.tags(.slow)) func aSetOfPacksOnAServerReadsAsOne() throws {
+    @Test(.slow) func aSetOfPacksOnAServerReadsAsOne() throws {
         let manifest = try baseAndPatch()
         let nginx = try NginxServer(root: pub)
         let base = nginx.url("base.pack").absoluteString

@@ -6,7 +6,7 @@ import Testing
 
 /// URLs wherever the CLI takes a pack, through the built binary against a real nginx: the same
 /// bytes as local reads, exit 6 for a failing server, 4 for corrupt bytes, and `install URL`.
-@Suite(.serialized, .tags(.slow)) struct RemoteCLITests {
+@Suite(.serialized, .slow) struct RemoteCLITests {
     let dir = TemporaryDirectory("remote-cli")
     let tree: [String: [UInt8]] = [
         "a.txt": Array("hello, remote world".utf8), "img/big.bin": testBytes(300_000, seed: 4),

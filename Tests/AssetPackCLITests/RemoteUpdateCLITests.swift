@@ -8,7 +8,7 @@ import Testing
 /// nginx: an unsigned container update downloads only what changed, whichever way the secret is
 /// given; no read leaves a copy of fetched bytes in `$TMPDIR`; a FIFO at the destination is
 /// refused as a local install refuses it.
-@Suite(.serialized, .tags(.slow)) struct RemoteUpdateCLITests {
+@Suite(.serialized, .slow) struct RemoteUpdateCLITests {
     let dir = TemporaryDirectory("remote-update-cli")
 
     /// The secret as a user gives it: `--password-file`, `--key-file`, `$ASSETPACK_PASSWORD` or `--password-env`.

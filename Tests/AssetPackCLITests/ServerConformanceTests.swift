@@ -57,7 +57,7 @@ enum RealServer: String, CaseIterable, Sendable, CustomTestStringConvertible {
 /// The remote commands end to end, through the built binary, against every real server the tests
 /// start (nginx, Apache httpd, lighttpd), and against servers that cap or ignore ranges
 /// (docs/REMOTE.md, "Servers").
-@Suite(.serialized, .tags(.slow)) struct ServerConformanceTests {
+@Suite(.serialized, .slow) struct ServerConformanceTests {
     let dir = TemporaryDirectory("servers")
 
     func run(_ arguments: [String]) throws -> CLI.Run { try CLI.run(arguments, password: "pw") }

@@ -36,7 +36,7 @@ import Testing
         return (packs[0], packs[1], packs[2])
     }
 
-    @Test(.tags(.slow), arguments: ["zip", "container"])
+    @Test(.slow, arguments: ["zip", "container"])
     func everyReadingCommandChecksTrust(format: String) throws {
         let (signed, stranger, unsigned) = try setUp(format)
         let trust = ["--trust", dir.appending("publisher.pub").path]
@@ -81,7 +81,7 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: installDir + "/altered.\(format)"), "nothing installed")
     }
 
-    @Test(.tags(.slow)) func trustErrorsAreClear() throws {
+    @Test(.slow) func trustErrorsAreClear() throws {
         let (signed, _, _) = try setUp("container")
         // A private key where a public one belongs, and a missing file: usage errors, exit 1.
         let wrongFile = try run(["list", signed, "--trust", dir.appending("publisher.key").path])
@@ -99,7 +99,7 @@ import Testing
         #expect(untrusted.status == 5 && untrusted.stderr.contains(stranger), "\(untrusted.stderr)")
     }
 
-    @Test(.tags(.slow)) func perfComparesSignedAndUnsigned() throws {
+    @Test(.slow) func perfComparesSignedAndUnsigned() throws {
         let (signed, _, unsigned) = try setUp("container")
         let json = dir.appending("perf.json").path
         let perf = try run(

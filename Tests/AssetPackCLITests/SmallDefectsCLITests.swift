@@ -136,7 +136,7 @@ import Testing
     /// A SIGKILL while a pack is written (a compaction's 25 MB temporary) left the temporary for
     /// good: the next pack did not remove it. Now the next pack removes temporaries whose writer
     /// is gone, and leaves those of a live one.
-    @Test(.tags(.slow)) func theNextPackRemovesWhatAKilledPackLeft() throws {
+    @Test(.slow) func theNextPackRemovesWhatAKilledPackLeft() throws {
         let src = try dir.write(["a.txt": textBytes(100)], under: "big")
         for i in 0..<8 {
             try Data(testBytes(8 << 20, seed: UInt64(300 + i))).write(to: src.appendingPathComponent("r\(i).bin"))
@@ -168,7 +168,7 @@ import Testing
 
     /// A signed pack needs no `.sha256`: a server that fails that request (401, 410, 500) no
     /// longer aborts the install, which the signature checks.
-    @Test(.tags(.slow), arguments: [401, 410, 500]) func aFailingSidecarDoesNotStopASignedInstall(status: Int) throws {
+    @Test(.slow, arguments: [401, 410, 500]) func aFailingSidecarDoesNotStopASignedInstall(status: Int) throws {
         let src = try source()
         try CLI.keygen(["k"], in: dir)
         let www = dir.appending("www")

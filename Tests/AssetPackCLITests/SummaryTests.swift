@@ -33,7 +33,7 @@ import Testing
     }
 
     /// A re-pack that drops files names how many the pack lost, next to reused and packed.
-    @Test(.tags(.slow), arguments: PackFormat.allCases)
+    @Test(.slow, arguments: PackFormat.allCases)
     func aRepackThatDropsFilesSaysHowMany(format: PackFormat) throws {
         let dir = TemporaryDirectory("summary")
         var files: [String: [UInt8]] = [:]

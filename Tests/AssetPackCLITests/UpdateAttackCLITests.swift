@@ -7,7 +7,7 @@ import Testing
 /// `install URL` and remote reads through the built binary against a hostile server: endless
 /// data, slow retrieval, an unsigned pack nothing can check; and the options that set the
 /// bounds (docs/REMOTE.md, "Deadlines" and "Bounded downloads").
-@Suite(.serialized, .tags(.slow)) struct UpdateAttackCLITests {
+@Suite(.serialized, .slow) struct UpdateAttackCLITests {
     let dir = TemporaryDirectory("update-attack-cli")
 
     func pack(_ format: String = "container") throws -> String {

@@ -9,7 +9,7 @@ import Testing
 /// header and tail are downloaded and written, the installed file ends byte for byte the remote
 /// one, and whatever is not an append of it (a compacted pack, a tampered tail) is installed
 /// whole or refused, never half applied.
-@Suite(.serialized, .tags(.slow)) struct UpdateInPlaceCLITests {
+@Suite(.serialized, .slow) struct UpdateInPlaceCLITests {
     let dir = TemporaryDirectory("update-in-place-cli")
     static let password = "in place"
 

@@ -7,7 +7,7 @@ import Testing
 /// SIGINT or SIGTERM while a zip pack is being written (our writer for AES, libzip inside a
 /// temporary directory for ZipCrypto): the previous pack stays byte for byte, nothing is left
 /// behind, and the process dies of the signal.
-@Suite(.tags(.slow)) struct ZipInterruptTests {
+@Suite(.slow) struct ZipInterruptTests {
     static let password = "interrupt-me"
 
     @Test(arguments: [("aes256", SIGINT), ("aes256", SIGTERM), ("zipcrypto", SIGTERM)])

@@ -19,7 +19,7 @@ import Testing
         ("a/b/c/d/e/f/deep.txt", text(9000)),
     ]
 
-    @Test(.tags(.slow), arguments: [CompressionPolicy.auto, .store, .deflate], BuildConfiguration.codecs)
+    @Test(.slow, arguments: [CompressionPolicy.auto, .store, .deflate], BuildConfiguration.codecs)
     func roundTrip(_ compression: CompressionPolicy, codec: ContainerCodec) throws {
         let scratch = Scratch()
         let path = try scratch.pack(Self.files, compression: compression, codec: codec)
@@ -87,7 +87,7 @@ import Testing
         }
     }
 
-    @Test(.tags(.slow), arguments: [4096, 64 << 10, 1 << 20])
+    @Test(.slow, arguments: [4096, 64 << 10, 1 << 20])
     func chunkSizes(_ chunkSize: Int) throws {
         let scratch = Scratch()
         let files = [
@@ -145,7 +145,7 @@ import Testing
         #expect(seen.items.map(\.done) == [1, 2, 3] && seen.items.allSatisfy { $0.total == 3 })
     }
 
-    @Test(.tags(.slow)) func concurrentReaders() throws {
+    @Test(.slow) func concurrentReaders() throws {
         let scratch = Scratch()
         let files: [(String, [UInt8])] = (0..<40).map { i in
             let size = [0, 1, 100, 4096, 70_000, 300_000, 1 << 20][i % 7] + i

@@ -46,7 +46,7 @@ import Testing
         return .read(failed: failed)
     }
 
-    @Test(.tags(.slow)) func flippingAnyByteIsDetected() throws {
+    @Test(.slow) func flippingAnyByteIsDetected() throws {
         let scratch = Scratch()
         let path = try scratch.pack(Self.small, compression: .auto)
         let original = bytes(of: path)

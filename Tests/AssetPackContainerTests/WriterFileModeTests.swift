@@ -26,7 +26,7 @@ import Testing
         return currentUmask(fd)
     }
 
-    @Test("packing never changes the process umask, even for a moment", .tags(.slow))
+    @Test("packing never changes the process umask, even for a moment", .slow)
     func packingLeavesTheUmaskAlone() throws {
         guard let before = Self.currentUmask() else { return }  // no /proc: nothing to observe
         let scratch = Scratch()
@@ -71,7 +71,7 @@ import Testing
     /// next is cut (on every core), hashed and sealed: stored and compressed, they read back and
     /// their CRC and SHA-256 hold; after one byte of each changes, a re-pack copies all but the
     /// chunks around it (the reuse check's scratch) and reads back the new bytes.
-    @Test(.tags(.slow)) func entriesOfSeveralBatchesRoundTripAndRepack() throws {
+    @Test(.slow) func entriesOfSeveralBatchesRoundTripAndRepack() throws {
         let scratch = Scratch()
         var random = noise((17 << 20) + 12_345, seed: 2026)
         var prose = text((19 << 20) + 777)
@@ -111,7 +111,7 @@ import Testing
 
     @Test(
         "a disk that fills while a large entry is written behind: an .io error naming the cause, no pack, no temporary file",
-        .enabled(if: SmallFileSystem.isAvailable, "needs root to mount a small tmpfs"), .tags(.slow))
+        .enabled(if: SmallFileSystem.isAvailable, "needs root to mount a small tmpfs"), .slow)
     func aFullDiskMidEntryFailsThePack() throws {
         let disk = try SmallFileSystem(megabytes: 10)
         let scratch = Scratch()

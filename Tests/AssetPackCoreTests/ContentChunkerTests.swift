@@ -100,7 +100,7 @@ import Testing
             ])
     }
 
-    @Test(.tags(.slow)) func boundsHoldOnRandomZeroAndRepetitiveInput() {
+    @Test(.slow) func boundsHoldOnRandomZeroAndRepetitiveInput() {
         let pattern = Array(testBytes(1000, seed: 3))
         let inputs: [(String, [UInt8])] = [
             ("random", Self.splitMixBytes(3 << 20, seed: 1)),
@@ -152,7 +152,7 @@ import Testing
 
     /// Streaming a file through a small buffer (read a piece, cut what can be cut, keep the rest)
     /// gives the boundaries of one call over the whole input.
-    @Test(.tags(.slow), arguments: [1000, 4096, 65543, 300_000])
+    @Test(.slow, arguments: [1000, 4096, 65543, 300_000])
     func streamingThroughSmallBuffersGivesTheSameBoundaries(piece: Int) {
         let data =
             Self.splitMixBytes(1 << 20, seed: 11) + [UInt8](repeating: 0, count: 600_000)
@@ -189,7 +189,7 @@ import Testing
     }
 
     /// One byte changed in the middle of a 16 MiB entry changes at most 2 chunks, near the byte.
-    @Test(.tags(.slow)) func oneChangedByteChangesAtMostTwoChunks() {
+    @Test(.slow) func oneChangedByteChangesAtMostTwoChunks() {
         let chunker = ContentChunker.standard
         let old = Self.splitMixBytes(16 << 20, seed: 21)
         let known = Set(Self.chunkKeys(old, Self.ends(chunker, old)))
@@ -203,7 +203,7 @@ import Testing
     }
 
     /// 4 KiB inserted in the middle: only chunks around the insertion differ (at most 3).
-    @Test(.tags(.slow)) func insertionChangesOnlyTheChunksAroundIt() {
+    @Test(.slow) func insertionChangesOnlyTheChunksAroundIt() {
         let chunker = ContentChunker.standard
         let old = Self.splitMixBytes(16 << 20, seed: 22)
         let known = Set(Self.chunkKeys(old, Self.ends(chunker, old)))
@@ -220,7 +220,7 @@ import Testing
 
     /// 1 MiB appended: every boundary but the old last one stays; only chunks from the old last
     /// chunk's start on differ.
-    @Test(.tags(.slow)) func appendingChangesOnlyTheLastChunks() {
+    @Test(.slow) func appendingChangesOnlyTheLastChunks() {
         let chunker = ContentChunker.standard
         let old = Self.splitMixBytes(16 << 20, seed: 24)
         let new = old + Self.splitMixBytes(1 << 20, seed: 25)

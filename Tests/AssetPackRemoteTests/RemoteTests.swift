@@ -8,7 +8,7 @@ import Testing
 
 /// Remote packs over real HTTP: nginx for what a CDN origin does, and a fault-injecting server
 /// for what networks and broken servers do (docs/REMOTE.md).
-@Suite(.serialized, .tags(.slow)) struct RemoteTests {
+@Suite(.serialized, .slow) struct RemoteTests {
     let dir = TemporaryDirectory("remote")
     let publisher = PublisherSigningKey.generate()
 

@@ -10,7 +10,7 @@ import Testing
 /// hostile or broken server: endless data, slow retrieval, a pack replaced under the same
 /// validators while it downloads (a torn install), and a caller that gives up (cancellation).
 /// docs/SECURITY.md, "Update attacks", lists each with its defence and test.
-@Suite(.serialized, .tags(.slow)) struct UpdateSafetyTests {
+@Suite(.serialized, .slow) struct UpdateSafetyTests {
     let dir = TemporaryDirectory("update-safety")
 
     static var options: RemoteMirror.Options {

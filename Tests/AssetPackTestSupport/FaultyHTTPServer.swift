@@ -154,7 +154,10 @@ public final class FaultyHTTPServer: @unchecked Sendable {
 
     /// The requests served so far (complete log lines, oldest first). The server logs each just after
     /// its response's last byte: pass `count` to wait (up to `timeout`) until there are that many.
-    public func requests(waitingFor count: Int = 0, timeout: TimeInterval = 2) throws -> [AccessLogLine] {
+    /// (It returns as soon as `count` requests are logged: the timeout is only what a loaded
+    /// machine may need. 2 s was too little with three test processes on two cores: a request
+    /// answered was not yet logged.)
+    public func requests(waitingFor count: Int = 0, timeout: TimeInterval = 15) throws -> [AccessLogLine] {
         try AccessLogLine.read(requestLogURL, waitingFor: count, timeout: timeout)
     }
 

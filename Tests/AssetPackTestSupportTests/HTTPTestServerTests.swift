@@ -63,7 +63,7 @@ private func servedFolder() throws -> (TemporaryDirectory, [UInt8]) {
     return (folder, bytes)
 }
 
-@Suite(.tags(.slow)) struct HTTPTestServerTests {
+@Suite(.slow) struct HTTPTestServerTests {
     // MARK: nginx
 
     @Test func nginxAnswersARangeWith206AndLogsIt() throws {

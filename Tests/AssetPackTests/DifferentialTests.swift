@@ -9,7 +9,7 @@ import Testing
 /// compare with the source bytes, its CRC-32 and the entry's `EntryInfo`.
 ///
 /// Seeds: `DifferentialSeeds` (`ASSETPACK_SEED=N` to reproduce one, `ASSETPACK_SOAK_SEEDS=K`, `make soak`).
-@Suite(.tags(.slow)) struct DifferentialTests {
+@Suite(.slow) struct DifferentialTests {
     static let password = "differential pässword"
 
     struct Case: Sendable, CustomTestStringConvertible {

@@ -4,7 +4,7 @@ import Foundation
 import Testing
 
 /// Damaged and hostile packs: never a crash, never wrong bytes, never a write outside the target.
-@Suite(.tags(.slow)) struct HardeningTests {
+@Suite(.slow) struct HardeningTests {
     static let tree: [String: [UInt8]] = [
         "a.txt": textBytes(300, seed: 1), "b.bin": testBytes(100, seed: 2), "tiny": Array("tiny!".utf8),
     ]

@@ -143,7 +143,7 @@ import Testing
         return packs
     }
 
-    @Test(.tags(.slow), arguments: 0..<40) func theMergedIndexFollowsTheRules(batch: Int) throws {
+    @Test(.slow, arguments: 0..<40) func theMergedIndexFollowsTheRules(batch: Int) throws {
         var errors = 0
         var formErrors = 0
         var deletions = 0

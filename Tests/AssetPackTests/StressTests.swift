@@ -5,7 +5,7 @@ import Testing
 
 /// Many threads reading random entries from one open pack, every byte checked. Run under
 /// ThreadSanitizer (`make tsan`) and AddressSanitizer (`make asan`) as well as plainly.
-@Suite(.tags(.slow)) struct StressTests {
+@Suite(.slow) struct StressTests {
     @Test(arguments: PackFormat.allCases)
     func randomConcurrentReadsFromOneOpenPack(format: PackFormat) throws {
         let dir = TemporaryDirectory()

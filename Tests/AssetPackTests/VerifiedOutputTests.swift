@@ -25,7 +25,7 @@ import Testing
     }
 
     @Test(
-        "writeVerified writes exactly the entry, in memory or spooled, for both formats", .tags(.slow),
+        "writeVerified writes exactly the entry, in memory or spooled, for both formats", .slow,
         arguments: [PackFormat.zip, .container], [UInt64(64) << 20, 1_000])
     func writesTheEntry(format: PackFormat, memoryLimit: UInt64) throws {
         let dir = TemporaryDirectory()

@@ -182,7 +182,7 @@ private func withFixture<T>(_ strength: WinZipAESKeyStrength, _ body: (Archive) 
 
 @Suite("WinZipAES")
 struct WinZipAESTests {
-    @Test("bulk decode equals libzip's read and the original", .tags(.slow), arguments: WinZipAESKeyStrength.allCases)
+    @Test("bulk decode equals libzip's read and the original", .slow, arguments: WinZipAESKeyStrength.allCases)
     func roundTrip(strength: WinZipAESKeyStrength) throws {
         try withFixture(strength) { archive in
             #expect(archive.count == sizes.count * 2)
@@ -348,7 +348,7 @@ struct WinZipAESTests {
         #expect(code { try decode(other, storedRaw) } == .unsupportedFormat)
     }
 
-    @Test("large stored entries (two-thread path) decode and fail like small ones", .tags(.slow))
+    @Test("large stored entries (two-thread path) decode and fail like small ones", .slow)
     func largeStored() throws {
         let size = (9 << 20) + 17
         let original = sample(size, seed: 99)

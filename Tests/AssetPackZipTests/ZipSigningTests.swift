@@ -212,7 +212,7 @@ import Testing
     }
 
     /// Every single-byte flip of a small signed pack is refused by a trusting reader.
-    @Test(.tags(.slow), arguments: [PackEncryption.aes256, .none])
+    @Test(.slow, arguments: [PackEncryption.aes256, .none])
     func everySingleByteFlipIsRefused(encryption: PackEncryption) throws {
         let dir = TemporaryDirectory()
         let tree: [String: [UInt8]] = ["a.txt": Array("ten bytes!".utf8), "b": textBytes(300, seed: 5)]

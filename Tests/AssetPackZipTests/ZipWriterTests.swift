@@ -73,7 +73,7 @@ func expectReadsBack(_ path: String, _ tree: [String: [UInt8]], password: String
         return tree
     }
 
-    @Test(.tags(.slow), arguments: [PackEncryption.aes256, .none], [CompressionPolicy.auto, .store, .deflate])
+    @Test(.slow, arguments: [PackEncryption.aes256, .none], [CompressionPolicy.auto, .store, .deflate])
     func roundTripsEverySize(encryption: PackEncryption, compression: CompressionPolicy) throws {
         let dir = TemporaryDirectory()
         let tree = Self.sizedTree()
@@ -125,7 +125,7 @@ func expectReadsBack(_ path: String, _ tree: [String: [UInt8]], password: String
         }
     }
 
-    @Test(.tags(.slow)) func outputIsReproducibleWithFixedSalts() throws {
+    @Test(.slow) func outputIsReproducibleWithFixedSalts() throws {
         let dir = TemporaryDirectory()
         var tree = Self.sizedTree()
         for i in 0..<200 { tree[String(format: "many/%03d.txt", i)] = textBytes(100 + i * 37, seed: UInt64(i)) }
@@ -213,7 +213,7 @@ func expectReadsBack(_ path: String, _ tree: [String: [UInt8]], password: String
         #expect(leftovers.isEmpty)
     }
 
-    @Test(.tags(.slow)) func moreThan65535EntriesUseZip64() throws {
+    @Test(.slow) func moreThan65535EntriesUseZip64() throws {
         // 66,000 entries, all read from one source file (creating 66,000 files costs ~40 s here).
         let dir = TemporaryDirectory()
         let source = try dir.write(["one": [42]], under: "src").appendingPathComponent("one")
@@ -290,7 +290,7 @@ func setCRC(_ name: String, _ crc: UInt32, in bytes: inout [UInt8]) {
     for h in central { bytes.replaceSubrange((h + 16)..<(h + 20), with: le) }
 }
 
-@Suite(.tags(.slow)) struct ZipIncrementalTests {
+@Suite(.slow) struct ZipIncrementalTests {
     static func tree() -> [String: [UInt8]] {
         var tree = ZipWriterTests.sizedTree()
         for i in 0..<40 { tree[String(format: "many/%02d.json", i)] = textBytes(2000 + i, seed: UInt64(i)) }
