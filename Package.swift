@@ -210,6 +210,8 @@ let package = Package(
             name: "AssetPackCLITests",
             dependencies: [
                 "AssetPack", .target(name: "AssetPackRemote", condition: system),
+                // In-process parse and usage-error tests (UsageErrorTests), as swift-argument-parser tests itself.
+                .target(name: "assetpack", condition: system),
                 .target(name: "AssetPackPerf", condition: system), "AssetPackTestSupport",
             ],
             swiftSettings: testSettings),

@@ -47,18 +47,24 @@ struct AssetPackCommand: ParsableCommand {
     /// the style of every other error (`assetpack: error: …`), and a misspelt command or a password
     /// on the command line is said as such.
     static func finish(with error: Error, arguments: [String]) -> Never {
-        let code = exitCode(for: error)
         // Help and --version (to stdout), and errors already reported (ExitCode): as before.
-        guard code != .success, !(error is ExitCode) else { exit(withError: error) }
-        let commands = configuration.subcommands.map { $0._commandName }
-        let text: String
-        if code == .validationFailure, let hint = UsageErrors.hint(for: arguments, commands: commands) {
-            text = "assetpack: error: \(hint)\n  See 'assetpack --help' for more information."
-        } else {
-            text = UsageErrors.restyled(fullMessage(for: error))
-        }
+        guard let (text, code) = report(for: error, arguments: arguments) else { exit(withError: error) }
         FileHandle.standardError.write(Data((text + "\n").utf8))
-        Foundation.exit(code.rawValue)
+        Foundation.exit(code)
+    }
+
+    /// What ``finish(with:arguments:)`` prints on stderr for `error`, a failure of `arguments`,
+    /// and the status it exits with; `nil` for help, `--version` and errors already reported
+    /// (ArgumentParser prints those). The tests parse in-process and check this, as
+    /// swift-argument-parser tests itself; one end-to-end test checks the binary prints it.
+    static func report(for error: Error, arguments: [String]) -> (text: String, status: Int32)? {
+        let code = exitCode(for: error)
+        guard code != .success, !(error is ExitCode) else { return nil }
+        let commands = configuration.subcommands.map { $0._commandName }
+        if code == .validationFailure, let hint = UsageErrors.hint(for: arguments, commands: commands) {
+            return ("assetpack: error: \(hint)\n  See 'assetpack --help' for more information.", code.rawValue)
+        }
+        return (UsageErrors.restyled(fullMessage(for: error)), code.rawValue)
     }
 }
 

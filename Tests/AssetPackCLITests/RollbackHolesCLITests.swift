@@ -101,7 +101,7 @@ import Testing
             #expect(made.status == 0, "\(made.stderr)")
             return made
         }
-        try pack()
+        _ = try pack()
         let withBoss = Int(try FileSystem.stat(out).size)
         try FileManager.default.removeItem(at: src.appendingPathComponent("unreleased_boss.bin"))
         let removed = try pack()

@@ -3,16 +3,51 @@ import AssetPackTestSupport
 import Foundation
 import Testing
 
+@testable import assetpack
+
 /// What a newcomer's first mistakes print: a misspelt command, a password on the command line,
 /// a missing or bad option. Every usage error is `assetpack: error: …` on stderr (the style of
-/// every other error), exit 64, nothing on stdout.
+/// every other error), exit 64, nothing on stdout. Parsed in-process, as swift-argument-parser
+/// tests itself; one test runs the binary to show it prints the same.
 @Suite struct UsageErrorTests {
-    static func expectUsageError(_ run: CLI.Run, _ arguments: [String]) {
+    /// What the CLI prints and exits with for `arguments` that do not parse, found in-process
+    /// (no binary started): `AssetPackCommand.parseAsRoot` and the report `main` prints.
+    struct Parsed {
+        var status: Int32
+        var stderr: String
+    }
+
+    static func parse(_ arguments: [String], sourceLocation: SourceLocation = #_sourceLocation) -> Parsed {
+        do {
+            _ = try AssetPackCommand.parseAsRoot(arguments)
+            Issue.record("\(arguments) parsed", sourceLocation: sourceLocation)
+            return Parsed(status: 0, stderr: "")
+        } catch {
+            guard let (text, status) = AssetPackCommand.report(for: error, arguments: arguments) else {
+                return Parsed(status: 0, stderr: "")
+            }
+            return Parsed(status: status, stderr: text + "\n")
+        }
+    }
+
+    static func expectUsageError(_ run: Parsed, _ arguments: [String]) {
         let shown = arguments.joined(separator: " ")
         #expect(run.status == 64, "\(shown): \(run.status) \(run.stderr)")
-        #expect(run.stdout.isEmpty, "\(shown): \(run.text)")
         #expect(run.stderr.hasPrefix("assetpack: error: "), "\(shown): \(run.stderr)")
         #expect(!run.stderr.contains("Error:"), "\(shown): two error styles: \(run.stderr)")
+    }
+
+    /// The binary prints what the in-process report says, on stderr only, and exits with its status.
+    @Test func theBinaryPrintsTheReportAndExits64() throws {
+        for arguments in [
+            ["instal", "assets.pack"], ["list", "p.pack", "--jsn"], ["cat", "p.pack", "--password", "x"],
+        ] {
+            let run = try CLI.run(arguments)
+            let parsed = Self.parse(arguments)
+            #expect(run.status == parsed.status && run.status == 64, "\(arguments): \(run.stderr)")
+            #expect(run.stdout.isEmpty, "\(arguments): \(run.text)")
+            #expect(run.stderr == parsed.stderr, "\(arguments)")
+        }
     }
 
     @Test func aMisspeltCommandIsNamedWithTheClosestOne() throws {
@@ -20,14 +55,14 @@ import Testing
             ("instal", "install"), ("lst", "list"), ("verfy", "verify"), ("pakc", "pack"), ("extrakt", "extract"),
         ] {
             let arguments = [typed, "assets.pack", "--into", "/tmp/nowhere"]
-            let run = try CLI.run(arguments)
+            let run = Self.parse(arguments)
             Self.expectUsageError(run, arguments)
             #expect(
                 run.stderr.hasPrefix("assetpack: error: unknown command '\(typed)'; did you mean '\(meant)'?"),
                 "\(run.stderr)")
             #expect(!run.stderr.contains("Unknown option"), "\(run.stderr)")
         }
-        let far = try CLI.run(["frobnicate"])
+        let far = Self.parse(["frobnicate"])
         Self.expectUsageError(far, ["frobnicate"])
         #expect(
             far.stderr.hasPrefix(
@@ -44,7 +79,7 @@ import Testing
             ["pack", "Assets", "--output", "a.pack", "--password=s3cret-value"],
             ["--password", "s3cret-value", "list", "assets.pack"],
         ] {
-            let run = try CLI.run(arguments)
+            let run = Self.parse(arguments)
             Self.expectUsageError(run, arguments)
             #expect(run.stderr.contains("passwords never go on the command line"), "\(run.stderr)")
             for way in ["$ASSETPACK_PASSWORD", "--password-env", "--password-file", "prompt"] {
@@ -77,7 +112,7 @@ import Testing
             [""],
             ["perf"],
         ] {
-            Self.expectUsageError(try CLI.run(arguments), arguments)
+            Self.expectUsageError(Self.parse(arguments), arguments)
         }
         // Help and the version still go to stdout with status 0.
         let help = try CLI.run(["--help"])
