@@ -316,6 +316,8 @@ extension AssetPacks {
                 "paths below \(DeletionRecord.reservedFolder) are reserved for the pack's own records",
                 path: reserved.path)
         }
+        // What the default reader refuses is never written.
+        try options.limits.checkEntryCount(files.count)
         let writer = try driver(for: options.format).makeWriter()
         if options.deletions.isEmpty { return try writer.write(files, to: output.path, options: options) }
         let record = try DeletionRecord.encode(options.deletions)

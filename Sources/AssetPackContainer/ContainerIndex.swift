@@ -88,10 +88,7 @@ package enum ContainerIndex {
         }
         var r = ByteReader(buf, structure: "container")
         let count = Int(try r.u32())
-        guard count <= limits.maxEntries else {
-            throw AssetPackError(
-                .limitExceeded, "pack declares \(count) entries, more than the limit \(limits.maxEntries)")
-        }
+        try limits.checkDeclaredEntries(UInt64(count))
         let v2 = version >= 2
         let perEntry = v2 ? 16 + ContainerFormat.keyIDSize + 32 : 16
         guard count <= r.remaining / perEntry else { throw corrupt("entry count") }

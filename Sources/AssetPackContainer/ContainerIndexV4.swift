@@ -181,10 +181,7 @@ extension ContainerIndex {
         let chunking = ChunkingParameters(min: Int(try r.u32()), avg: Int(try r.u32()), max: Int(try r.u32()))
         guard chunking.isValid(maxShift: chunkShift) else { throw corrupt("chunk bounds") }
         let count = Int(try r.u32())
-        guard count <= limits.maxEntries else {
-            throw AssetPackError(
-                .limitExceeded, "pack declares \(count) entries, more than the limit \(limits.maxEntries)")
-        }
+        try limits.checkDeclaredEntries(UInt64(count))
         let recordSize = chunkRecordSize + (offsets ? 8 : 0)
         let perEntry = 2 + 8 + 4 + 1 + 1 + ContainerFormat.keyIDSize + 32 + 4 + recordSize
         guard count <= r.remaining / perEntry else { throw corrupt("entry count") }

@@ -188,6 +188,7 @@ package final class ContainerPackReader: PackReader {
             // Entries below `.assetpack/` are the pack's own (the deletion record, the dictionary):
             // not listed, not found.
             let (entries, index, reserved) = try Self.visibleEntries(records)
+            try limits.checkEntryCount(entries.count)  // what the packer checked, its own records aside
             self.deletionPosition = reserved.deletion
             self.dictionaryPosition = reserved.dictionary
             self.keys = keys

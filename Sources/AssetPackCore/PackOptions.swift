@@ -96,6 +96,9 @@ public struct PackOptions: Sendable {
     /// that did not reuse it would otherwise derive its key once more), `removed` only when the
     /// writer counted it itself, no warnings.
     public var describesReplacedPack = true
+    /// The reader limits the packer holds a pack to (``ReadLimits/checkEntryCount(_:)``): the
+    /// default reader's, so no pack is written that it refuses; tests lower them.
+    package var limits: ReadLimits = .default
     /// Write a version-1 signature block (no name, version, expiry or size), as builds before
     /// block version 2 did: for tests and test vectors only.
     package var legacySignature = false

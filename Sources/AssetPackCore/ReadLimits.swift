@@ -3,7 +3,8 @@
 /// Every size that comes from a pack is checked against these before memory is
 /// allocated for it. The defaults suit app assets; raise them for unusual packs.
 public struct ReadLimits: Sendable, Hashable {
-    /// Most entries a pack may declare.
+    /// Most entries a pack may hold, its own records below `.assetpack/` aside. The packer holds
+    /// every pack to the default (a pack of more files is refused before anything is written).
     public var maxEntries: Int = 1_000_000
     /// Largest uncompressed entry, in bytes, a read will produce.
     public var maxEntrySize: UInt64 = 8 << 30
@@ -71,6 +72,35 @@ extension ReadLimits {
                 .limitExceeded,
                 "the deletion record declares \(entry.size) bytes; the limit is \(maxDeletionRecordSize) (ReadLimits.maxDeletionRecordSize)",
                 path: entry.path)
+        }
+    }
+
+    /// The pack's own records, below `.assetpack/` (a zip's manifest and signature entry, a
+    /// patch's deletion record), which a pack may hold beyond ``maxEntries``: the limit counts
+    /// what the publisher packed.
+    package static let ownRecords = 8
+
+    /// The check of the entry count a pack's index or directory declares, before anything is
+    /// allocated for its entries: at most ``maxEntries`` and the pack's own records
+    /// (``checkEntryCount(_:)`` then counts the entries without them).
+    /// - Throws: `.limitExceeded`.
+    package func checkDeclaredEntries(_ declared: UInt64) throws {
+        guard declared <= UInt64(maxEntries) + UInt64(Self.ownRecords) else {
+            throw AssetPackError(
+                .limitExceeded,
+                "pack declares \(declared) entries, more than the limit \(maxEntries) (ReadLimits.maxEntries) and its own \(Self.ownRecords) records"
+            )
+        }
+    }
+
+    /// The one entry-count check, of what a pack holds (its own records aside): every reader
+    /// makes it once a pack is open, and the packer before it writes, with the default limits,
+    /// so a pack is never written that the default reader refuses.
+    /// - Throws: `.limitExceeded`: "a pack of N entries is over the limit of M (ReadLimits.maxEntries)".
+    package func checkEntryCount(_ count: Int) throws {
+        guard count <= maxEntries else {
+            throw AssetPackError(
+                .limitExceeded, "a pack of \(count) entries is over the limit of \(maxEntries) (ReadLimits.maxEntries)")
         }
     }
 

@@ -139,6 +139,7 @@ package final class ZipPackReader: PackReader, @unchecked Sendable {
         publisher = signature?.publisher
         release = signature?.release
         let (files, deletion) = try Self.readDirectory(structure.records)
+        try limits.checkEntryCount(files.count)  // what the packer checked, its own records aside
         var table = files
         table.sort { $0.info.path.utf8.lexicographicallyPrecedes($1.info.path.utf8) }
         var index = EntryIndex<Int>(capacity: table.count)

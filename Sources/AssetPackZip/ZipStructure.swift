@@ -91,8 +91,8 @@ package struct ZipStructure: Sendable {
                 "central directory of \(end.directorySize) bytes exceeds the limit of \(limits.maxIndexSize)",
                 .limitExceeded)
         }
-        guard end.count <= UInt64(limits.maxEntries) else {
-            throw Self.damaged("pack declares \(end.count) entries; the limit is \(limits.maxEntries)", .limitExceeded)
+        do { try limits.checkDeclaredEntries(end.count) } catch let error as AssetPackError {
+            throw Self.damaged(error.message, .limitExceeded)
         }
         let directory = try read(end.directoryOffset, Int(end.directorySize))
         var lastStart = 0

@@ -113,10 +113,27 @@ import Testing
         let (path, credential) = try Self.smallPack(.zip, in: dir)
         var few = ReadLimits()
         few.maxEntries = 2
+        // What the directory declares is checked before anything is allocated (the limit and the
+        // pack's own records); what it holds, its own records aside, once it is open.
         let tooMany = #expect(throws: AssetPackError.self) {
             try ZipPackReader(path: path, credential: credential, limits: few)
         }
         #expect(tooMany?.code == .limitExceeded)
+        var many: [String: [UInt8]] = [:]
+        for i in 0..<20 { many["f\(i)"] = [UInt8(i)] }
+        var options = PackOptions.forTests
+        options.credential = credential
+        let twenty = dir.appending("twenty.zip")
+        try AssetPacks.pack(source: try dir.write(many, under: "many"), to: twenty, options: options)
+        var one = ReadLimits()
+        one.maxEntries = 1
+        let declared = #expect(throws: AssetPackError.self) {
+            try ZipPackReader(path: twenty.path, credential: credential, limits: one)
+        }
+        // 20 files and the zip's manifest.
+        #expect(
+            declared?.message
+                == "pack declares 21 entries, more than the limit 1 (ReadLimits.maxEntries) and its own 8 records")
         var small = ReadLimits()
         small.maxEntrySize = 200
         let reader = try ZipPackReader(path: path, credential: credential, limits: small)
