@@ -23,6 +23,14 @@ import Testing
         try dir.write(["a.txt": textBytes(2_000, seed: 1), "b/c.bin": testBytes(5_000, seed: 2)], under: "src")
     }
 
+    /// A new publisher key, and the path of its key file in `dir`.
+    static func signingKey(in dir: TemporaryDirectory) throws -> (PublisherSigningKey, String) {
+        let key = PublisherSigningKey.generate()
+        let path = dir.appending("publisher.key").path
+        try key.write(to: path)
+        return (key, path)
+    }
+
     /// SOURCE OUTPUT and the two required options, with the password from `$ASSETPACK_PASSWORD`.
     static func base(_ dir: TemporaryDirectory, format: String = "container") throws -> [String] {
         [
@@ -147,9 +155,7 @@ import Testing
     @Test(arguments: ["container", "zip"])
     func saysWhatTheRepackRemovedAndReplaced(format: String) throws {
         let dir = TemporaryDirectory()
-        let key = PublisherSigningKey.generate()
-        let keyPath = dir.appending("publisher.key").path
-        try key.write(to: keyPath)
+        let (key, keyPath) = try Self.signingKey(in: dir)
         let arguments = try Self.base(dir, format: format)
         #expect(try Self.run(arguments + ["--sign-key", keyPath]).status == 0)
         try FileManager.default.removeItem(at: dir.appending("src/a.txt"))
@@ -185,9 +191,7 @@ import Testing
     @Test(arguments: ["container", "zip"])
     func signsWithTheKeyAndTheRelease(format: String) throws {
         let dir = TemporaryDirectory()
-        let key = PublisherSigningKey.generate()
-        let keyPath = dir.appending("publisher.key").path
-        try key.write(to: keyPath)
+        let (key, keyPath) = try Self.signingKey(in: dir)
         let arguments =
             try Self.base(dir, format: format) + [
                 "--sign-key", keyPath, "--pack-name", "levels", "--pack-version", "12", "--expires", "+30d",

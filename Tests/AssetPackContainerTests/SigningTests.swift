@@ -26,7 +26,7 @@ import Testing
     static func outcome(_ path: String, trusting keys: [PublisherKey] = trusted, files: [(String, [UInt8])] = files)
         -> AssetPackError.Code?
     {
-        do {
+        refusal {
             let reader = try ContainerPackReader(path: path, credential: testKey, trustedKeys: keys)
             for (name, data) in files {
                 #expect(try reader.read(name) == data, "wrong bytes for \(name)")
@@ -37,12 +37,6 @@ import Testing
             }
             // And the whole file as one stream (what install and verify check).
             _ = try ContainerPackReader.trustedSignature(FileByteSource(path: path), trusting: keys).publisher
-            return nil
-        } catch let error as AssetPackError {
-            return error.code
-        } catch {
-            Issue.record("unexpected \(error)")
-            return .io
         }
     }
 

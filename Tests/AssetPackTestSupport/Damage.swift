@@ -1,5 +1,6 @@
 import AssetPackCore
 import Foundation
+import Testing
 
 /// Flips one byte of a file in place.
 public func flipByte(at offset: Int, in path: String, with mask: UInt8 = 0xFF) throws {
@@ -90,5 +91,21 @@ public enum ZipSurgery {
         let le = (0..<4).map { UInt8(truncatingIfNeeded: size >> (8 * $0)) }
         for h in local { bytes.replaceSubrange((h + 22)..<(h + 26), with: le) }
         for h in central { bytes.replaceSubrange((h + 24)..<(h + 28), with: le) }
+    }
+}
+
+/// The code of the ``AssetPackError`` `body` throws, or `nil` when it returns: what a damage or
+/// attack sweep compares. Any other error is recorded as an issue (and answered `.io`).
+public func refusal(sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void)
+    -> AssetPackError.Code?
+{
+    do {
+        try body()
+        return nil
+    } catch let error as AssetPackError {
+        return error.code
+    } catch {
+        Issue.record("unexpected \(error)", sourceLocation: sourceLocation)
+        return .io
     }
 }
