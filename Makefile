@@ -190,8 +190,9 @@ portable:
 	[ $$found = 0 ] && echo "portable: no binary in $$bin links $(PORTABLE_FORBIDDEN)"
 
 ## tsan / asan: the concurrency stress test (and for asan the damage sweeps) under sanitizers. They
-## build the test bundle only: none of the tests they run starts the assetpack binary, so the CLI
-## and ArgumentParser are not built a third and fourth time.
+## build the test bundle only: none of the tests they run starts the assetpack binary. (The bundle
+## links the CLI's module since its usage errors are tested in-process, so ArgumentParser is built
+## under each sanitizer too.)
 tsan: SANITIZE = --sanitize=thread --scratch-path .build-tsan
 ## tsan: the stress suite, the concurrent-read tests, and the remote tests whose reads cross threads
 ## (every entry over HTTP, the mirror's streaming window, cancelled opens, reads and installs); the

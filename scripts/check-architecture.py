@@ -8,6 +8,8 @@
   comparison with a format literal, no format literal or list, no format-type downcast and no
   format reader or writer made by name. Core (which declares `PackFormat`) and the registry
   (Sources/AssetPack/AssetPack.swift: the drivers' list and the default format) are the exceptions.
+- An install directory's files (`.assetpack.lock`, `.NAME.install`, `.NAME.download`) are named
+  in one place, the install transaction (Sources/AssetPack/InstallTransaction.swift).
 - Every Swift target of Sources/ has a row in ARCHITECTURE.md's module table, and the row's
   "May import" column names exactly its dependencies.
 """
@@ -58,6 +60,11 @@ for name, (kind, path, deps) in targets.items():
                     for m in re.finditer(pattern, code):
                         line = code[:m.start()].count("\n") + 1
                         problems.append(f"{rel}:{line}: a decision by format outside the format modules ({m.group(0)})")
+            if rel != os.path.join("Sources", "AssetPack", "InstallTransaction.swift"):
+                code = re.sub(r"//[^\n]*", "", text)
+                for m in re.finditer(r'"\.assetpack\.lock"|\.install"|\.download(\.json)?"', code):
+                    line = code[:m.start()].count("\n") + 1
+                    problems.append(f"{rel}:{line}: an install directory's file named outside InstallTransaction ({m.group(0)})")
 for module, importers in c_importers.items():
     if len(importers) > 1:
         problems.append(f"{module} is imported by {sorted(importers)}; a C module has one importer")
