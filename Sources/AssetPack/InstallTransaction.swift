@@ -11,7 +11,7 @@ import Foundation
 /// - it names each installed pack's files (``Slot``): the pack, its install record
 ///   `.NAME.install`, and a download's staging file `.NAME.download` with its progress
 ///   `.NAME.download.json`;
-/// - it says whether a slot still holds the install it recorded (``Slot/current()``), and
+/// - it says whether a slot still holds the install it recorded (``Slot/current(source:)``), and
 ///   commits a new one by recording it (``Slot/commit(_:)``);
 /// - a first install that fails leaves no directory behind.
 package struct InstallTransaction {
@@ -109,16 +109,23 @@ package struct InstallTransaction {
             package var recordedPublisher: PublisherKey?
         }
 
-        /// ``Current`` when the slot holds what it recorded; `nil` when it must be installed again.
-        /// - Throws: `.untrusted` when the installed pack's signature expired (trusting keys): an
-        ///   unchanged but expired pack is not current, and nothing would make it so.
-        package func current() throws -> Current? {
+        /// ``Current`` when the slot holds what it recorded and `source` says the record is of the
+        /// source being installed now; `nil` when it must be installed again.
+        /// - Parameter source: Whether the recorded install is of this source (its size, mtime and
+        ///   fingerprint, or its SHA-256; a URL's validators). Asked only of an install the slot
+        ///   still holds.
+        /// - Throws: `.untrusted` when the installed pack is the source's and its signature expired
+        ///   (trusting keys): an unchanged but expired pack is not current, and nothing would make
+        ///   it so. A new source is installed over an expired pack. What `source` throws.
+        package func current(source: (InstallRecord) throws -> Bool) throws -> Current? {
             let installer = transaction.installer
             guard let record = record(), installedSize() == record.size else { return nil }
             let recordedPublisher = record.publisher.flatMap { try? PublisherKey(text: $0) }
             let trustedBefore =
                 installer.trustedKeys.isEmpty || recordedPublisher.map(installer.trustedKeys.contains) == true
-            guard trustedBefore, record.holdsInstalled(pack.path, recordedAt: recordURL) else { return nil }
+            guard trustedBefore, record.holdsInstalled(pack.path, recordedAt: recordURL), try source(record) else {
+                return nil
+            }
             try installer.checkInstalledNotExpired(pack.path)
             return Current(
                 record: record, publisher: installer.trustedKeys.isEmpty ? nil : recordedPublisher,

@@ -197,19 +197,23 @@ public struct PrivateInstaller: Sendable {
                 sha256: digest, size: source.size, sourceSize: source.size, sourceModified: source.modificationTime,
                 sourceFingerprint: fingerprint, publisher: publisher?.text)
         }
-        if expected == nil, let current = try slot.current() {
-            let recorded = current.record
-            if recorded.sourceSize == source.size && recorded.sourceModified == source.modificationTime
-                && recorded.sourceFingerprint == fingerprint
-            {
-                return Installation(
-                    path: slot.pack, copied: false, sha256: recorded.sha256, publisher: current.publisher)
-            }
-            let digest = try Self.sha256(of: pack.path)
-            if digest == recorded.sha256 {
-                try slot.commit(record(digest, current.recordedPublisher))
-                return Installation(path: slot.pack, copied: false, sha256: digest, publisher: current.publisher)
-            }
+        // The source is the installed pack's when its size, mtime and fingerprint are as recorded;
+        // else its SHA-256 decides (and is recorded, with the new mtime).
+        var sourceDigest: String?
+        if expected == nil,
+            let current = try slot.current(source: { recorded in
+                if recorded.sourceSize == source.size && recorded.sourceModified == source.modificationTime
+                    && recorded.sourceFingerprint == fingerprint
+                {
+                    return true
+                }
+                sourceDigest = try Self.sha256(of: pack.path)
+                return sourceDigest == recorded.sha256
+            })
+        {
+            if let sourceDigest { try slot.commit(record(sourceDigest, current.recordedPublisher)) }
+            return Installation(
+                path: slot.pack, copied: false, sha256: current.record.sha256, publisher: current.publisher)
         }
 
         try check?(pack)

@@ -60,8 +60,9 @@ struct RemoteInstallPipeline {
     /// release's pack, which the release checks by its SHA-256 first).
     /// - Throws: `.untrusted` when that version's signature expired.
     func current() throws -> PrivateInstaller.RemoteInstallation? {
-        guard release == nil, let current = try slot.current(), current.record.sourceFingerprint == fingerprint
-        else { return nil }
+        guard release == nil, let current = try slot.current(source: { $0.sourceFingerprint == fingerprint }) else {
+            return nil
+        }
         return summary(
             PrivateInstaller.Installation(
                 path: slot.pack, copied: false, sha256: current.record.sha256, publisher: current.publisher))

@@ -404,6 +404,14 @@ import Testing
             try installer.installRemote(server.url("e.apack"), credential: .password("pw"), options: Self.options)
         }
         expectError(.untrusted, containing: "expired") { try local.install(pack) }
+        // A new version (on the server, and bundled by an app update) replaces the expired one:
+        // the expiry of the installed pack only matters when it is what the source holds.
+        _ = try dir.write(["a.txt": Array("version 2".utf8)], under: "src-expiring")  // another size: other validators
+        options.releaseVersion = 2
+        options.releaseExpires = Date(timeIntervalSinceNow: 4 * 3600)
+        try AssetPacks.pack(source: source, to: pack, options: options)
+        #expect(try local.install(pack).copied)
+        #expect(try installer.installRemote(server.url("e.apack"), options: Self.options).installation.copied)
     }
 
     // MARK: - Never two versions
