@@ -10,6 +10,7 @@ import Foundation
 extension HTTPRangeClient {
     /// Runs one GET on the calling thread with a pooled handle.
     func perform(_ transfer: Transfer, url: URL, headers: [String]) -> CURLcode {
+        if let inMemory { return inMemory.perform(transfer, url: url, headers: headers) }
         let handle = handles.take()
         defer { handles.give(handle) }
         var list: UnsafeMutablePointer<curl_slist>?
@@ -144,7 +145,8 @@ final class Transfer {
         return transfer.body(UnsafeRawBufferPointer(start: buffer, count: length)) ? length : 0
     }
 
-    private func header(_ line: String) -> Bool {
+    /// One header line (the status line first; an empty line ends the head).
+    func header(_ line: String) -> Bool {
         if line.hasPrefix("HTTP/") {
             let fields = line.split(separator: " ", maxSplits: 2)
             status = fields.count > 1 ? Int(fields[1]) ?? 0 : 0
@@ -170,7 +172,8 @@ final class Transfer {
         return state?.response(response) ?? true
     }
 
-    private func body(_ piece: UnsafeRawBufferPointer) -> Bool {
+    /// A piece of the body. - Returns: Whether to go on.
+    func body(_ piece: UnsafeRawBufferPointer) -> Bool {
         if let whole { return whole.body(piece) }
         guard let state else {
             collected += piece.prefix(collectLimit - collected.count)

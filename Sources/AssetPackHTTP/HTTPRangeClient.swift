@@ -82,17 +82,23 @@ package final class HTTPRangeClient: @unchecked Sendable {
     /// trust them, so no request carries `If-Range` again.
     var ifRangeRefused = false
     var rangeless: Version?
+    /// The server requests go to instead of libcurl (tests; ``InMemoryHTTPServer``).
+    let inMemory: InMemoryHTTPServer?
 
     /// - Parameters:
     ///   - url: An `http` or `https` URL.
     ///   - limits: Every request's deadlines and minimum rate.
-    package init(url: URL, retry: Retry = Retry(), limits: TransferLimits = .default) throws {
+    ///   - inMemory: Serve every request from this server, not the network (tests).
+    package init(
+        url: URL, retry: Retry = Retry(), limits: TransferLimits = .default, inMemory: InMemoryHTTPServer? = nil
+    ) throws {
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", url.host != nil else {
             throw AssetPackError(.invalidArgument, "\(url.absoluteString) is not an http:// or https:// URL")
         }
         self.url = url
         self.retry = retry
         self.limits = limits
+        self.inMemory = inMemory
         Curl.initializeOnce()
     }
 

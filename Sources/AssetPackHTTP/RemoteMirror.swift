@@ -43,6 +43,8 @@ package final class RemoteMirror: @unchecked Sendable {
         /// nothing for `streamPatience`, writes the rest to the file instead). Small: each
         /// buffer's first use costs a page fault per 4 KiB.
         package var streamWindow = 4 << 20
+        /// Requests go to this server instead of the network (tests: the remote logic in-process).
+        package var inMemoryServer: InMemoryHTTPServer?
         /// How long a streamed download waits for its reader to make room before it writes to
         /// the file instead: a reader waiting for bytes behind the window would wait forever.
         package var streamPatience: TimeInterval = 0.5
@@ -90,7 +92,8 @@ package final class RemoteMirror: @unchecked Sendable {
     /// - Throws: `.limitExceeded` when the size the server claims exceeds `limits.maxPackSize`
     ///   (checked before the mirror file exists); `.remote`; `.io`.
     package convenience init(url: URL, options: Options = Options(), limits: ReadLimits = .default) throws {
-        let client = try HTTPRangeClient(url: url, retry: options.retry, limits: options.transfer)
+        let client = try HTTPRangeClient(
+            url: url, retry: options.retry, limits: options.transfer, inMemory: options.inMemoryServer)
         let collected = Collected()
         try client.fetch(0..<options.probeSize) { piece, _ in collected.append(piece) }
         let probe = collected.bytes

@@ -44,7 +44,8 @@ struct RemoteInstallPipeline {
     ) throws -> RemoteInstallPipeline {
         // A FIFO or device under the name is refused as a local install refuses it, before any download.
         try AtomicFile.checkTarget(slot.pack.path)
-        let client = try HTTPRangeClient(url: url, retry: options.retry, limits: options.transfer)
+        let client = try HTTPRangeClient(
+            url: url, retry: options.retry, limits: options.transfer, inMemory: options.inMemoryServer)
         let (version, whole) = try RemoteDownload.probe(client)
         try limits.checkPackSize(version.size, of: url.absoluteString)
         if let expected = release?.expected, version.size != expected.size {
