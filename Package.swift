@@ -193,13 +193,18 @@ let package = Package(
                 "AssetPackContainer", "AssetPackCore", "AssetPackCrypto", "AssetPackFormat", "AssetPackTestSupport",
             ],
             resources: [.copy("Vectors")], swiftSettings: testSettings),
+        // The packs the library, remote and CLI suites start from, made one way (Fixtures.swift).
+        .target(
+            name: "AssetPackFixtures", dependencies: ["AssetPack", "AssetPackTestSupport"],
+            path: "Tests/AssetPackFixtures", swiftSettings: testSettings),
         .testTarget(
-            name: "AssetPackTests", dependencies: ["AssetPack", "AssetPackTestSupport"], swiftSettings: testSettings),
+            name: "AssetPackTests", dependencies: ["AssetPack", "AssetPackTestSupport", "AssetPackFixtures"],
+            swiftSettings: testSettings),
         .testTarget(
             name: "AssetPackRemoteTests",
             dependencies: [
                 .target(name: "AssetPackRemote", condition: system), .target(name: "AssetPackHTTP", condition: system),
-                "AssetPackFormat", "AssetPackTestSupport",
+                "AssetPackFormat", "AssetPackTestSupport", "AssetPackFixtures",
             ],
             swiftSettings: testSettings),
         .testTarget(

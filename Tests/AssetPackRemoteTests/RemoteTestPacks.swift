@@ -1,5 +1,6 @@
 #if SystemLibraries  // the default configuration only: see Package.swift
 import AssetPack
+import AssetPackFixtures
 import AssetPackRemote
 import AssetPackHTTP
 import AssetPackTestSupport
@@ -13,18 +14,9 @@ extension TemporaryDirectory {
         _ files: [String: [UInt8]], _ format: PackFormat, to name: String, signingKey: PublisherSigningKey? = nil,
         encryption: PackEncryption = .aes256
     ) throws -> URL {
-        let source = appending("src-\(name)")
-        try? FileManager.default.removeItem(at: source)
-        _ = try write(files, under: "src-\(name)")
-        var options = PackOptions.forTests
-        options.format = format
-        options.zip.encryption = encryption
-        options.credential = encryption == .none ? nil : .password("pw")
-        options.signingKey = signingKey
-        let out = appending("www/\(name)")
-        try FileManager.default.createDirectory(at: appending("www"), withIntermediateDirectories: true)
-        try AssetPacks.pack(source: source, to: out, options: options)
-        return out
+        try pack(files, format, as: "www/\(name)", password: encryption == .none ? nil : "pw", signedBy: signingKey) {
+            $0.zip.encryption = encryption
+        }
     }
 }
 

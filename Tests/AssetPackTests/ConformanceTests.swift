@@ -1,4 +1,5 @@
 import AssetPack
+import AssetPackFixtures
 import AssetPackTestSupport
 import Foundation
 import Testing
@@ -10,13 +11,7 @@ import Testing
     static func makePack(_ format: PackFormat, _ tree: [String: [UInt8]] = sampleTree(), in dir: TemporaryDirectory)
         throws -> String
     {
-        let source = try dir.write(tree, under: "src-\(format.rawValue)")
-        var options = PackOptions.forTests
-        options.format = format
-        options.credential = .password(password)
-        let output = dir.appending("pack.\(format.rawValue)")
-        try AssetPacks.pack(source: source, to: output, options: options)
-        return output.path
+        try dir.pack(tree, format, as: "pack.\(format.rawValue)", password: password).path
     }
 
     @Test(arguments: PackFormat.allCases)

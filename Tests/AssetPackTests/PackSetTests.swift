@@ -1,4 +1,5 @@
 import AssetPack
+import AssetPackFixtures
 import AssetPackTestSupport
 import Foundation
 import Testing
@@ -12,16 +13,12 @@ import Testing
         _ files: [String: String], deleting: [String] = [], as name: String, format: PackFormat,
         in dir: TemporaryDirectory
     ) throws -> (path: String, credential: PackCredential) {
-        var options = PackOptions.forTests
-        options.format = format
-        options.credential = format == .zip ? .password("set-\(name)") : .key(key)
-        options.deletions = deleting
-        let source = dir.appending("src-\(name)")
-        try FileManager.default.createDirectory(at: source, withIntermediateDirectories: true)
-        try dir.write(files.mapValues { Array($0.utf8) }, under: "src-\(name)")
-        let pack = dir.appending(name)
-        try AssetPacks.pack(source: source, to: pack, options: options)
-        return (pack.path, options.credential!)
+        let credential: PackCredential = format == .zip ? .password("set-\(name)") : .key(key)
+        let pack = try dir.pack(files.mapValues { Array($0.utf8) }, format, as: name) {
+            $0.credential = credential
+            $0.deletions = deleting
+        }
+        return (pack.path, credential)
     }
 
     static func open(_ packs: [(path: String, credential: PackCredential)]) throws -> PackSet {

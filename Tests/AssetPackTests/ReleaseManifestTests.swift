@@ -1,4 +1,5 @@
 import AssetPack
+import AssetPackFixtures
 import AssetPackTestSupport
 import Foundation
 import Testing
@@ -146,15 +147,11 @@ import Testing
     let dir = TemporaryDirectory("release-library")
 
     func pack(_ name: String, seed: UInt64, key: PublisherSigningKey) throws -> URL {
-        let src = try dir.write(["\(name).bin": testBytes(10_000, seed: seed)], under: "src-\(name)-\(seed)")
-        var options = PackOptions.forTests
-        options.zip.encryption = .none
-        options.signingKey = key
-        options.releaseVersion = 1
-        let out = dir.appending("pub/\(name).pack")
-        try FileManager.default.createDirectory(at: out.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try AssetPacks.pack(source: src, to: out, options: options)
-        return out
+        try dir.pack(
+            ["\(name).bin": testBytes(10_000, seed: seed)], .zip, as: "pub/\(name).pack", password: nil, signedBy: key
+        ) {
+            $0.releaseVersion = 1
+        }
     }
 
     @Test func aReleaseInstallsAndExpiresByTheInstallersClock() throws {

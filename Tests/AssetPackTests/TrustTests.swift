@@ -1,4 +1,5 @@
 import AssetPack
+import AssetPackFixtures
 import AssetPackTestSupport
 import Foundation
 import Testing
@@ -11,14 +12,7 @@ import Testing
     let successor = PublisherSigningKey.generate()
 
     func pack(_ format: PackFormat, key: PublisherSigningKey?, name: String) throws -> URL {
-        let source = try dir.write(["a.txt": Array("signed bytes".utf8), "b.bin": testBytes(9000)], under: "src")
-        var options = PackOptions.forTests
-        options.format = format
-        options.credential = .password("pw")
-        options.signingKey = key
-        let out = dir.appending(name)
-        try AssetPacks.pack(source: source, to: out, options: options)
-        return out
+        try dir.pack(["a.txt": Array("signed bytes".utf8), "b.bin": testBytes(9000)], format, as: name, signedBy: key)
     }
 
     @Test(arguments: [PackFormat.zip, .container])
@@ -77,7 +71,7 @@ import Testing
     @Test(arguments: [PackFormat.zip, .container])
     func signingRepacksReuseOnlyWhatTheKeySigned(format: PackFormat) throws {
         let out = try pack(format, key: publisher, name: "p.pack")
-        let source = dir.appending("src")
+        let source = dir.appending("src-p.pack")  // where the fixture wrote the tree
         var options = PackOptions.forTests
         options.format = format
         options.credential = .password("pw")

@@ -1,17 +1,12 @@
 import AssetPack
+import AssetPackFixtures
 import AssetPackTestSupport
 import Foundation
 import Testing
 
 @Suite struct VerifiedOutputTests {
     static func pack(_ tree: [String: [UInt8]], format: PackFormat, in dir: TemporaryDirectory) throws -> URL {
-        let source = try dir.write(tree, under: "src-\(format)")
-        var options = PackOptions.forTests
-        options.format = format
-        options.credential = .password("pw")
-        let url = dir.appending("p.\(format)")
-        try AssetPacks.pack(source: source, to: url, options: options)
-        return url
+        try dir.pack(tree, format, as: "p.\(format)")
     }
 
     /// Runs `body` with a fresh file's descriptor; returns what was written to it.
