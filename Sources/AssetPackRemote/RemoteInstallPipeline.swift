@@ -12,11 +12,11 @@ import Foundation
 /// 2. ``current()``: the slot already holds that version: done, one request;
 /// 3. ``stage(credential:limits:progress:)``: the download opened (resumed, or whole from a server
 ///    that ignores `Range`), the pack's structure and signature checked before its bulk, then
-///    either an update in place (``Staged/inPlace(_:)``) or the rest fetched as a delta from the
+///    either an update in place (``Staged/inPlace(checked:plan:written:)``) or the rest fetched as a delta from the
 ///    installed pack or whole (``Staged/downloaded``);
 /// 4. ``verify(credential:limits:progress:)``: the assembled pack checked whole (once more from
 ///    scratch when a reused span was wrong), its release checked and recorded;
-/// 5. ``commit(_:written:)``: renamed into place and recorded in the slot.
+/// 5. ``commit(_:written:inPlace:)``: renamed into place and recorded in the slot.
 struct RemoteInstallPipeline {
     let installer: PrivateInstaller
     let slot: InstallTransaction.Slot
