@@ -101,11 +101,14 @@ package final class RemoteMirror: @unchecked Sendable {
             throw AssetPackError(.remote, "\(url.absoluteString): no response")
         }
         try limits.checkPackSize(version.size, of: url.absoluteString)
-        let folder: String
-        do {
-            folder = try FileSystem.makeTemporaryDirectory(
-                template: NSTemporaryDirectory() + "/assetpack-remote-XXXXXX")
-        } catch { throw error.io("cannot create a temporary directory") }
+        // Named as every temporary of ours (host, process, UUID), so that what a killed process
+        // left (SIGKILL, a crash) is told from a mirror in use, and removed here.
+        let temporaries = NSTemporaryDirectory()
+        AtomicFile.removeStaleTemporaries(in: temporaries)
+        let folder = AtomicFile.temporaryName(in: temporaries)
+        do { try FileSystem.mkdir(folder, permissions: 0o700) } catch {
+            throw error.io("cannot create a temporary directory")
+        }
         // An interrupted command (Ctrl-C) removes it too.
         TemporaryFiles.register(folder)
         do {

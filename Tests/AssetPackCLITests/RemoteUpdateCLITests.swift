@@ -176,6 +176,37 @@ import Testing
         #expect(left.isEmpty, "left in TMPDIR: \(left)")
     }
 
+    /// A remote read that finishes leaves nothing in `$TMPDIR`. A mirror that a killed process
+    /// left (SIGKILL, a crash: no chance to clean up) is named, as every temporary of ours, for
+    /// its host and process, and the next remote read removes it; one of a live process stays.
+    @Test func aFinishedRemoteReadLeavesNothingAndSweepsWhatAKilledOneLeft() throws {
+        _ = try dir.write(["a.txt": Array("remote".utf8)], under: "src-sweep")
+        try FileManager.default.createDirectory(at: dir.appending("www"), withIntermediateDirectories: true)
+        let out = dir.appending("www/sweep.container").path
+        #expect(
+            try CLI.run(["pack", dir.appending("src-sweep").path, "-o", out, "--format", "container"], password: "pw")
+                .status == 0)
+        let nginx = try NginxServer(root: dir.appending("www"))
+        let tmp = dir.appending("tmp-sweep")
+        try FileManager.default.createDirectory(at: tmp, withIntermediateDirectories: true)
+        let gone = Process()
+        gone.executableURL = URL(fileURLWithPath: "/bin/true")
+        try gone.run()
+        gone.waitUntilExit()
+        func mirror(of pid: Int32) throws -> String {
+            let name = AtomicFile.temporaryPrefix + AtomicFile.hostTag + "-\(pid)-" + UUID().uuidString
+            try dir.write(["pack": [1, 2, 3]], under: "tmp-sweep/\(name)")
+            return name
+        }
+        _ = try mirror(of: gone.processIdentifier)
+        let live = try mirror(of: getpid())
+        let cat = try CLI.run(
+            ["cat", nginx.url("sweep.container").absoluteString, "a.txt"], password: "pw",
+            environment: ["TMPDIR": tmp.path])
+        #expect(cat.status == 0 && cat.stdout == Array("remote".utf8), "\(cat.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.path) == [live])
+    }
+
     /// A FIFO (or device) where the pack is to be installed: `install URL` refuses it before it
     /// downloads anything, with the local install's message and exit code, and leaves it be.
     @Test func aFIFOAtTheDestinationIsRefusedAsALocalInstallRefusesIt() throws {
