@@ -37,7 +37,7 @@ release: deps
 
 ## test: the fast tier: every module's unit tests and an end-to-end slice of the CLI (each command
 ## run as the built binary), without the suites and tests marked `.slow` (a condition trait,
-## Tests/AssetPackTestSupport/Tags.swift, off when ASSETPACK_TESTS=fast; they show as skipped):
+## Tests/AssetPackTestSupport/TestTier.swift, off when ASSETPACK_TESTS=fast; they show as skipped):
 ## the seeded, size and byte-flip sweeps, the concurrency stress, the remote suites that start real or
 ## fault-injecting servers, the interrupt and crash loops, interop with 7-Zip and pyzipper.
 ## test-full (what .ci/run runs): everything.

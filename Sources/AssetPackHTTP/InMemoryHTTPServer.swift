@@ -127,7 +127,10 @@ package final class InMemoryHTTPServer: @unchecked Sendable {
             }
             if case .cutAfter(let bytes, let times) = fault, times > 0 { cut = bytes }
         }
-        let reason = [200: "OK", 206: "Partial Content", 404: "Not Found", 416: "Range Not Satisfiable", 503: "x"]
+        let reason = [
+            200: "OK", 206: "Partial Content", 404: "Not Found", 416: "Range Not Satisfiable",
+            503: "Service Unavailable",
+        ]
         var lines = ["HTTP/1.1 \(status) \(reason[status] ?? "")", "Content-Length: \(body.count)"] + head
         lines.append("")
         for line in lines where !transfer.header(line) { return CURLE_WRITE_ERROR }

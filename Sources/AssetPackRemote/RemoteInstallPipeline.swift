@@ -18,6 +18,10 @@ import Foundation
 ///    scratch when a reused span was wrong), its release checked and recorded;
 /// 5. ``commit(_:written:inPlace:)``: renamed into place and recorded in the slot.
 struct RemoteInstallPipeline {
+    /// For a pack of a release: the installed pack of its name in the release before, and the
+    /// pack the manifest names (size and SHA-256).
+    typealias ReleasePack = (previous: String?, expected: ReleaseManifest.Pack)
+
     let installer: PrivateInstaller
     let slot: InstallTransaction.Slot
     let url: URL
@@ -25,9 +29,8 @@ struct RemoteInstallPipeline {
     let version: HTTPRangeClient.Version
     /// Whether the server ignored `Range`: the pack comes whole, nothing is reused or resumed.
     let whole: Bool
-    /// For a pack of a release: the installed pack of its name in the release before, and the
-    /// pack the manifest names (size and SHA-256).
-    let release: (previous: String?, expected: ReleaseManifest.Pack)?
+    /// The release's pack, when it is one.
+    let release: ReleasePack?
     let options: RemoteMirror.Options
     /// What the install record keeps as the source: the URL and the server's validators.
     let fingerprint: String
@@ -39,7 +42,7 @@ struct RemoteInstallPipeline {
     ///   (a FIFO or device under the installed name).
     static func probe(
         _ url: URL, into slot: InstallTransaction.Slot, installer: PrivateInstaller,
-        release: (previous: String?, expected: ReleaseManifest.Pack)?, options: RemoteMirror.Options,
+        release: ReleasePack?, options: RemoteMirror.Options,
         limits: ReadLimits
     ) throws -> RemoteInstallPipeline {
         // A FIFO or device under the name is refused as a local install refuses it, before any download.
@@ -203,7 +206,7 @@ extension PrivateInstaller {
     func installRemote(
         _ url: URL, into slot: InstallTransaction.Slot, credential: PackCredential?, limits: ReadLimits,
         options: RemoteMirror.Options, progress: RemoteInstallPipeline.Progress?,
-        release: (previous: String?, expected: ReleaseManifest.Pack)? = nil
+        release: RemoteInstallPipeline.ReleasePack? = nil
     ) throws -> RemoteInstallation {
         var pipeline = try RemoteInstallPipeline.probe(
             url, into: slot, installer: self, release: release, options: options, limits: limits)
