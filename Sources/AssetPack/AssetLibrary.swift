@@ -163,7 +163,7 @@ public final class AssetLibrary: Sendable {
     // MARK: - Entries
 
     /// Every entry, sorted by path.
-    public var entries: [EntryInfo] { reader.entries }
+    public var entries: EntryList { reader.entries }
 
     /// The pack's format.
     public var format: PackFormat { reader.format }

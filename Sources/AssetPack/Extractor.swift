@@ -92,7 +92,7 @@ public struct Extractor: Sendable {
     private func plan(_ reader: any PackReader, _ paths: [String]) throws -> [(entry: EntryInfo, parts: [String])] {
         let selected: [EntryInfo] =
             try paths.isEmpty
-            ? reader.entries
+            ? Array(reader.entries)
             : paths.map { p in
                 guard let e = reader.entry(p) else { throw reader.noSuchEntry(p) }
                 return e

@@ -1,5 +1,6 @@
 import AssetPackCore
 import Foundation
+import Synchronization
 
 /// Several open packs read as one namespace, in order: a base pack, then patches, DLC and
 /// language packs (docs/ARCHITECTURE.md, "Pack sets").
@@ -7,10 +8,12 @@ import Foundation
 /// A path resolves to the last pack that has it. A patch pack's deletions
 /// (``PackReader/deletedPaths``) hide the paths of the packs below it, and a pack above the
 /// patch can add them back. The packs are any open readers: any mix of formats, credentials,
-/// local or remote. One merged index is built when the set is made (a merge of the packs'
-/// sorted lists, see `PackSetIndex`), so a read costs one hash lookup and then the chosen pack's
-/// own read. ``EntryInfo/pack`` and ``EntryTiming/pack``
-/// name the pack that served the entry.
+/// local or remote. Making a set merges nothing: a lookup walks the packs top down (each pack's
+/// own lookup, then its deletions), so a set of N packs opens in N packs' open and a read costs
+/// at most N lookups before the serving pack's own read. The merged, sorted list (``entries``)
+/// is built when it is first asked for (a merge of the packs' sorted lists, see `PackSetIndex`),
+/// and so are the set's rules' checks (``checkIndex()``). ``EntryInfo/pack`` and
+/// ``EntryTiming/pack`` name the pack that served the entry.
 ///
 /// ```swift
 /// let set = try PackSet([
@@ -39,40 +42,36 @@ public final class PackSet: PackReader {
 
     /// The packs, bottom first.
     public let members: [Member]
-    /// Every entry the set serves, sorted by path (UTF-8 byte order), each naming its pack.
-    public let entries: [EntryInfo]
-    /// The members' open times plus ``mergeSeconds``.
+    /// Every entry the set serves, sorted by path (UTF-8 byte order), each naming its pack: the
+    /// members' lists merged when first asked for (lookups never merge).
+    public var entries: EntryList { EntryList(merged().entries) }
+    /// The members' open times plus the set's own (its members' deletion lists).
     public let openSeconds: Double
-    /// Seconds spent building the merged index.
-    public let mergeSeconds: Double
-    /// Every path of the set → its position in ``entries`` (-1: deleted).
-    private let index: [String: Int32]
-    /// The member serving each entry of ``entries``.
-    private let servedBy: [Int32]
+    /// Seconds spent merging the members' lists for ``entries``: 0 until the set is first listed.
+    public var mergeSeconds: Double { merge.withLock { $0?.seconds ?? 0 } }
+    /// Each member's deleted paths (a `String` set: found in any canonically equivalent form).
+    private let deletions: [Set<String>]
+    /// The merged index, once built.
+    private let merge = Mutex<(index: PackSetIndex, seconds: Double)?>(nil)
 
-    /// Builds the merged index of `members`, bottom first.
-    /// - Throws: `.invalidArgument` for an empty list; `.integrityFailure` naming both packs when
-    ///   two packs hold one path in different Unicode forms (equal after NFC, different bytes),
-    ///   and naming the pack and path when a pack deletes a path no pack below it has.
+    /// A set of `members`, bottom first. Nothing is merged: see ``checkIndex()`` for the rules a
+    /// set's packs must keep, which a read does not need.
+    /// - Throws: `.invalidArgument` for an empty list.
     public init(_ members: [Member]) throws {
         guard !members.isEmpty else { throw AssetPackError(.invalidArgument, "a pack set needs at least one pack") }
         let watch = Stopwatch()
-        let merged = try PackSetIndex(members)
-        self.entries = merged.entries
-        self.servedBy = merged.servedBy
-        self.index = merged.table
         self.members = members
-        self.mergeSeconds = watch.elapsed
-        self.openSeconds = members.reduce(mergeSeconds) { $0 + $1.reader.openSeconds }
+        self.deletions = members.map { Set($0.reader.deletedPaths) }
+        self.openSeconds = members.reduce(watch.elapsed) { $0 + $1.reader.openSeconds }
     }
 
-    /// Opens the packs at `paths` (bottom first), each named by its path, and merges them.
+    /// Opens the packs at `paths` (bottom first), each named by its path.
     /// - Parameters:
     ///   - paths: The packs' files, bottom first.
     ///   - credentials: One credential for every pack, or one per pack.
     ///   - limits: Safety limits for each pack.
     ///   - trustedKeys: The publisher keys every pack must be signed by; empty: unchecked.
-    /// - Throws: `AssetPackError` from opening a pack (naming it) or from merging.
+    /// - Throws: `AssetPackError` from opening a pack (naming it).
     public convenience init(
         opening paths: [String], credentials: [PackCredential?], limits: ReadLimits = .default,
         trustedKeys: [PublisherKey] = []
@@ -97,6 +96,29 @@ public final class PackSet: PackReader {
         try self.init(members)
     }
 
+    /// The merged index, built on first use.
+    private func merged() -> PackSetIndex {
+        merge.withLock { built in
+            if let built { return built.index }
+            let watch = Stopwatch()
+            let index = PackSetIndex(members)
+            built = (index, watch.elapsed)
+            return index
+        }
+    }
+
+    /// Checks the rules a set's packs keep, which lookups do not need, and every member's index
+    /// (``PackReader/checkIndex()``): no pack deletes a path no pack below it has, and no two
+    /// packs hold one path in different Unicode forms (equal after NFC, other bytes). `list` and
+    /// `verify` run it; the first rule broken, in a bottom-first walk, is the error.
+    /// - Throws: `.integrityFailure` naming the pack and path, or both packs.
+    public func checkIndex() throws {
+        if let error = merged().firstError { throw error }
+        for m in members {
+            do { try m.reader.checkIndex() } catch let error as AssetPackError { throw error.naming(pack: m.name) }
+        }
+    }
+
     // MARK: - PackReader
 
     /// The top pack's format.
@@ -108,22 +130,37 @@ public final class PackSet: PackReader {
         members.allSatisfy { $0.reader.publisher != nil } ? members[members.count - 1].reader.publisher : nil
     }
 
-    /// The position in ``entries`` of the entry serving `path` (normalised first), or `nil`
-    /// when the set has no such entry: one lookup, or two when `path` is not in normal form.
-    private func resolve(_ path: String) -> Int? {
-        let found =
-            index[path]
-            ?? {
-                let n = EntryPath.normalize(path); return n == path ? nil : index[n]
-            }()
-        guard let found, found >= 0 else { return nil }
-        return Int(found)
+    /// The member serving `path` and its entry there (the entry's path as that pack stores it):
+    /// the packs from the top down, each pack's entries before its deletions (a pack that deletes
+    /// a path and adds it serves it), the first that holds the path or deletes it deciding; the
+    /// path as given first, then normalised (NFC, `/`) if no pack holds or deletes it as given.
+    /// "Holds" is `String` equality (canonical equivalence) with the path as that pack stores it,
+    /// as one dictionary of the whole set would decide: a pack that finds `a/b` only by tidying
+    /// it into its stored `a\b` does not hold `a/b`.
+    private func resolve(_ path: String) -> (member: Int, entry: EntryInfo)? {
+        enum Walk {
+            case served(Int, EntryInfo)
+            case deleted
+        }
+        func walk(_ path: String) -> Walk? {
+            for m in members.indices.reversed() {
+                if let entry = members[m].reader.entry(path), entry.path == path { return .served(m, entry) }
+                if deletions[m].contains(path) { return .deleted }
+            }
+            return nil
+        }
+        var outcome = walk(path)
+        if outcome == nil {
+            let normalized = EntryPath.normalize(path)
+            if !normalized.utf8.elementsEqual(path.utf8) { outcome = walk(normalized) }
+        }
+        if case .served(let m, let entry) = outcome { return (m, entry) }
+        return nil
     }
 
     private func resolved(_ path: String) throws -> (reader: any PackReader, path: String, pack: String) {
-        guard let i = resolve(path) else { throw notFound(path) }
-        let member = members[Int(servedBy[i])]
-        return (member.reader, entries[i].path, member.name)
+        guard let (m, entry) = resolve(path) else { throw notFound(path) }
+        return (members[m].reader, entry.path, members[m].name)
     }
 
     /// `.entryNotFound` for `path`, saying which pack deleted it when one did, so "no such entry"
@@ -136,10 +173,16 @@ public final class PackSet: PackReader {
     }
 
     /// The entry `path` resolves to, naming its pack.
-    public func entry(_ path: String) -> EntryInfo? { resolve(path).map { entries[$0] } }
+    public func entry(_ path: String) -> EntryInfo? {
+        resolve(path).map { m, entry in
+            var named = entry
+            named.pack = members[m].name
+            return named
+        }
+    }
 
     /// The pack that serves `path`, or `nil` when the set has no such entry.
-    public func member(serving path: String) -> Member? { resolve(path).map { members[Int(servedBy[$0])] } }
+    public func member(serving path: String) -> Member? { resolve(path).map { members[$0.member] } }
 
     public func readTimed(_ path: String) throws -> (bytes: [UInt8], timing: EntryTiming) {
         let (reader, stored, pack) = try resolved(path)
@@ -166,7 +209,7 @@ public final class PackSet: PackReader {
 
     /// The serving pack's answer: a set's entries come from packs of any format.
     public func authenticatesEachPiece(_ path: String) -> Bool {
-        resolve(path).map { members[Int(servedBy[$0])].reader.authenticatesEachPiece(path) } ?? false
+        resolve(path).map { members[$0.member].reader.authenticatesEachPiece($0.entry.path) } ?? false
     }
 
     public func readRange(_ path: String, offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws {

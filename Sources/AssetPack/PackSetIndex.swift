@@ -1,7 +1,8 @@
 import AssetPackCore
 import Foundation
 
-/// The merged index of a ``PackSet``: every path of its members resolved once, at open.
+/// The merged list of a ``PackSet``: every path of its members resolved once, when the set is
+/// first listed or checked (lookups walk the members instead: `PackSet.resolve`).
 ///
 /// The rules are those of one bottom-first walk (docs/ARCHITECTURE.md, "Pack sets"): a member's
 /// deletions, then its entries; a path resolves to the last member that adds it, unless a
@@ -19,11 +20,6 @@ import Foundation
 struct PackSetIndex {
     /// The set's entries, sorted by path bytes, each naming its pack.
     var entries: [EntryInfo] = []
-    /// The member serving each entry of ``entries``.
-    var servedBy: [Int32] = []
-    /// Every path of the set (as a member stores it) → its position in ``entries``, or -1 when
-    /// deleted. `String` keys: a lookup finds a path in any canonically equivalent form.
-    var table: [String: Int32] = [:]
 
     /// One step of the walk: member `member`'s deletion (`phase` 0) or entry (`phase` 1) at
     /// `position` of that list. Events compare in walk order.
@@ -38,22 +34,20 @@ struct PackSetIndex {
     }
 
     /// The first rule broken, by walk order.
-    private var firstError: (event: Event, error: AssetPackError)?
-    /// One path of each path group that ends deleted (or broke a rule): the table keeps them, so
-    /// that a lookup of a deleted path finds it deleted rather than trying its normalised form.
-    private var deleted: [String] = []
+    private var firstBroken: (event: Event, error: AssetPackError)?
+    /// The first rule the walk found broken (its path is left out of ``entries``), if any.
+    var firstError: AssetPackError? { firstBroken?.error }
 
     private let names: [String]
     private let deletions: [[String]]
     private let entryLists: [[EntryInfo]]
 
-    /// Builds the index of `members`, bottom first.
-    /// - Throws: `.integrityFailure` for the first deletion of a path no member below has, or path
-    ///   in another Unicode form, that a bottom-first walk meets.
-    init(_ members: [PackSet.Member]) throws {
+    /// Builds the list of `members`, bottom first, recording in ``firstError`` the first deletion
+    /// of a path no member below has, or path in another Unicode form, that a bottom-first walk meets.
+    init(_ members: [PackSet.Member]) {
         names = members.map(\.name)
         deletions = members.map { $0.reader.deletedPaths }
-        entryLists = members.map { $0.reader.entries }
+        entryLists = members.map { Array($0.reader.entries) }
 
         // The lists in walk order: ASCII paths to the merge, non-ASCII ones set apart.
         var merge = MergeHeap(deletions: deletions, entries: entryLists)
@@ -101,8 +95,6 @@ struct PackSetIndex {
                 if let winner = resolve(events.sorted(), sameBytes: false) { elsewhere.append(winner) }
             } else if live {
                 winners.append(latest!)
-            } else if let latest {
-                deleted.append(path(of: latest))
             }
         }
         while let (i, event) = merge.next() {
@@ -128,12 +120,10 @@ struct PackSetIndex {
         for events in alone + Array(joining.values) {
             if let winner = resolve(events, sameBytes: false) { elsewhere.append(winner) }
         }
-        if let firstError { throw firstError.error }
 
         // The entries: the merged winners, the others merged in by their bytes.
         elsewhere.sort { Self.compare(path(of: $0), path(of: $1)) < 0 }
         entries.reserveCapacity(winners.count + elsewhere.count)
-        servedBy.reserveCapacity(winners.count + elsewhere.count)
         var e = 0
         for winner in winners {
             while e < elsewhere.count, Self.compare(path(of: elsewhere[e]), path(of: winner)) < 0 {
@@ -143,16 +133,12 @@ struct PackSetIndex {
             append(winner)
         }
         for winner in elsewhere[e...] { append(winner) }
-        table.reserveCapacity(entries.count + deleted.count)
-        for (i, entry) in entries.enumerated() { table[entry.path] = Int32(i) }
-        for path in deleted { table[path] = -1 }
     }
 
     private mutating func append(_ event: Event) {
         var info = entryLists[Int(event.member)][Int(event.position)]
         info.pack = names[Int(event.member)]
         entries.append(info)
-        servedBy.append(event.member)
     }
 
     /// The path an event names, as its member stores it.
@@ -163,13 +149,13 @@ struct PackSetIndex {
     }
 
     /// Walks one path's events (in walk order): the entry that serves it, or `nil` when it ends
-    /// deleted (remembered in ``deleted``) or breaks a rule (recorded in ``firstError`` if it is
+    /// deleted or breaks a rule (recorded in ``firstBroken`` if it is
     /// the first so far). `sameBytes`: every event names the same bytes (no forms to compare).
     private mutating func resolve(_ events: [Event], sameBytes: Bool) -> Event? {
         var latest: Event?
         var live = false
         for event in events {
-            if let firstError, firstError.event < event { return nil }  // an earlier error wins
+            if let firstBroken, firstBroken.event < event { return nil }  // an earlier error wins
             if event.phase == 0 {
                 guard let below = latest else {
                     failDeletingNothing(event)
@@ -184,7 +170,6 @@ struct PackSetIndex {
             }
         }
         if live { return latest }
-        if let latest { deleted.append(path(of: latest)) }
         return nil
     }
 
@@ -213,7 +198,7 @@ struct PackSetIndex {
     }
 
     private mutating func fail(_ event: Event, _ error: AssetPackError) {
-        if firstError.map({ event < $0.event }) ?? true { firstError = (event, error) }
+        if firstBroken.map({ event < $0.event }) ?? true { firstBroken = (event, error) }
     }
 
     // MARK: - Bytes

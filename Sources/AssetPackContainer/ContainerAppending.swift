@@ -17,29 +17,34 @@ extension ContainerPackWriter {
 
     /// The bytes of `previous`'s live chunks whose plaintext is in none of `digests` (the new
     /// pack's chunks): content a re-pack removed or replaced.
-    static func liveBytes(_ previous: ContainerPackReader, notIn digests: Set<[UInt8]>) -> UInt64 {
+    static func liveBytes(_ previous: ContainerPackReader, notIn digests: Set<[UInt8]>) throws -> UInt64 {
         var bytes: UInt64 = 0
-        for (k, payload) in previous.chunks.payload.enumerated() where !digests.contains(previous.chunks.digest(k)) {
-            bytes += UInt64(payload & ~ChunkTable.compressedBit) + UInt64(ContainerFormat.tagSize)
+        let old = try previous.digests()
+        for k in 0..<previous.chunks.count where !digests.contains(old.chunk(k)) {
+            bytes += UInt64(previous.chunks.payloadLength(k)) + UInt64(ContainerFormat.tagSize)
         }
         return bytes
     }
 
     /// Whether `previous` holds exactly `records` (every chunk kept, in the same order, with the
     /// same nonces and offsets) and would be signed the same way: the same key and release, or
-    /// unsigned. A pack older than version 6 is rewritten as version 6.
+    /// unsigned. A pack older than version 8 is rewritten as version 8.
     static func holds(
         _ previous: ContainerPackReader, exactly records: [IndexRecordV4], options: PackOptions, output: String
     ) throws -> Bool {
         guard previous.records.count == records.count, previous.header.isAppendable else { return false }
-        for (old, new) in zip(previous.records, records) {
-            guard old.info.path == new.path, old.keyID == new.keyID, old.sha256 == new.sha256,
+        // A pack older than version 8 is rewritten as version 8 (its index read in place).
+        guard previous.header.hasIndexInPlace else { return false }
+        let digests = try previous.digests()
+        for (i, new) in records.enumerated() {
+            let old = try previous.records.record(i)
+            guard old.info.path == new.path, old.keyID == new.keyID, digests.entry(old) == new.sha256,
                 old.codec == new.codec, old.chunkCount == new.chunks.count
             else { return false }
             for (c, chunk) in new.chunks.enumerated() {
                 let k = old.firstChunk + c
-                guard previous.chunks.payload[k] == chunk.payload, previous.chunks.nonce(k) == chunk.nonce,
-                    previous.chunks.offset[k] == chunk.offset
+                guard previous.chunks.payload(k) == chunk.payload, previous.chunks.nonce(k) == chunk.nonce,
+                    previous.chunks.offset(k) == chunk.offset
                 else {
                     return false
                 }
@@ -78,8 +83,8 @@ extension ContainerPackWriter {
     /// indexes, signature blocks); 0 before version 6.
     static func earlierBytes(_ pack: ContainerPackReader) -> UInt64 {
         guard pack.header.isAppendable else { return 0 }
-        let live = pack.chunks.payload.reduce(UInt64(0)) {
-            $0 + UInt64($1 & ~ChunkTable.compressedBit) + UInt64(ContainerFormat.tagSize)
+        let live = (0..<pack.chunks.count).reduce(UInt64(0)) {
+            $0 + UInt64(pack.chunks.payloadLength($1)) + UInt64(ContainerFormat.tagSize)
         }
         let data = pack.header.indexOffset - pack.header.dataStart
         return data - min(live, data)

@@ -12,13 +12,13 @@ extension ContainerPackReader {
     static let cores = ProcessInfo.processInfo.activeProcessorCount
 
     func plainLength(_ e: ContainerEntry, _ c: Int) -> Int {
-        if e.codec != nil { return Int(chunks.plainLength[e.firstChunk + c]) }
+        if e.codec != nil { return Int(chunks.plainLength(e.firstChunk + c)) }
         return c == e.chunkCount - 1 ? Int(e.info.size - (UInt64(c) << chunkShift)) : 1 << chunkShift
     }
 
     /// Where chunk `c`'s plaintext starts in its entry.
     func plainStart(_ e: ContainerEntry, _ c: Int) -> UInt64 {
-        e.codec != nil ? chunks.plainStart[e.firstChunk + c] : UInt64(c) << chunkShift
+        e.codec != nil ? chunks.plainStart(e.firstChunk + c) : UInt64(c) << chunkShift
     }
 
     /// The chunk of `e` that holds plaintext byte `offset` (< the entry's size): a division for
@@ -28,7 +28,7 @@ extension ContainerPackReader {
         var lo = e.firstChunk, hi = e.firstChunk + e.chunkCount  // the answer is in lo..<hi
         while hi - lo > 1 {
             let mid = (lo + hi) / 2
-            if chunks.plainStart[mid] <= offset { lo = mid } else { hi = mid }
+            if chunks.plainStart(mid) <= offset { lo = mid } else { hi = mid }
         }
         return lo - e.firstChunk
     }
@@ -137,10 +137,10 @@ extension ContainerPackReader {
         let combined = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<nonceSize + stored])
         let sealed = UnsafeMutableRawBufferPointer(rebasing: combined[nonceSize...])
         try readExactly(source, sealed, at: offset)
-        if let hasher, let (block, firstChunk) = signed {
+        if let hasher, let block = signed {
             hasher.reset()
             hasher.update(UnsafeRawBufferPointer(sealed))
-            guard block.item(firstChunk[Int(e.id)] + c, is: hasher.finalize()) else {
+            guard block.item(e.firstChunk + c, is: hasher.finalize()) else {
                 throw AssetPackError(
                     .untrusted, "chunk \(c) is not the one its publisher signed", path: e.info.path)
             }

@@ -17,12 +17,12 @@ struct PreviousEntry {
     /// entry whose plaintext repeats (padding, silence, tiles) keeps every chunk where it was.
     let byDigest: [[UInt8]: [Int]]
 
-    init(reader: ContainerPackReader, entry: ContainerEntry) {
+    init(reader: ContainerPackReader, entry: ContainerEntry, digests: PackDigests) {
         self.reader = reader
         self.entry = entry
         var map: [[UInt8]: [Int]] = [:]
         map.reserveCapacity(entry.chunkCount)
-        for c in 0..<entry.chunkCount { map[reader.chunks.digest(entry.firstChunk + c), default: []].append(c) }
+        for c in 0..<entry.chunkCount { map[digests.chunk(entry.firstChunk + c), default: []].append(c) }
         byDigest = map
     }
 
@@ -215,8 +215,8 @@ extension ContainerPackWriter {
                 {
                     let k = previous.entry.firstChunk + old
                     buffers.results[j] = ChunkRecord(
-                        offset: previous.reader.chunks.offset[k], plainLength: UInt32(length),
-                        payload: previous.reader.chunks.payload[k], nonce: previous.reader.chunks.nonce(k),
+                        offset: previous.reader.chunks.offset(k), plainLength: UInt32(length),
+                        payload: previous.reader.chunks.payload(k), nonce: previous.reader.chunks.nonce(k),
                         digest: digest)
                     buffers.reused[j] = true
                     if signing { buffers.storeSealedDigest(j, UnsafeRawBufferPointer(start: dest, count: copied)) }

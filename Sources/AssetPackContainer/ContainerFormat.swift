@@ -7,9 +7,9 @@ package enum ContainerFormat {
     /// The eight bytes every container pack starts with: `"APACK\0\r\n"`.
     public static let magic: [UInt8] = [0x41, 0x50, 0x41, 0x43, 0x4B, 0x00, 0x0D, 0x0A]
     /// The format version this build writes for unsigned packs. It reads `readableVersions`.
-    public static let version: UInt8 = 6
-    /// The version of a publisher-signed pack: version 6 followed by a signature block.
-    package static let signedVersion: UInt8 = 7
+    public static let version: UInt8 = 8
+    /// The version of a publisher-signed pack: version 8 followed by a signature block.
+    package static let signedVersion: UInt8 = 9
     /// Version 1 (round 1: keys and nonces bound to the entry's index position, fixed index
     /// nonce), version 2 (per-entry random key ids, plaintext SHA-256 in the index, random
     /// index nonce), so that unchanged entries can be reused by an incremental re-pack,
@@ -17,10 +17,12 @@ package enum ContainerFormat {
     /// chunks with their own random nonces and digests, a codec per entry: deflate or zstd) and
     /// version 5 (version 4 with a signature block), version 6 (version 4 made appendable: two
     /// header slots, each chunk found by its offset, so a re-pack or an update appends what
-    /// changed) and version 7 (version 6 with a signature block).
-    static let readableVersions: ClosedRange<UInt8> = 1...7
+    /// changed), version 7 (version 6 with a signature block), version 8 (version 6 with its
+    /// index read in place: fixed-size records, a hash table and a string table, sealed in
+    /// segments) and version 9 (version 8 with a signature block).
+    static let readableVersions: ClosedRange<UInt8> = 1...9
     /// The versions followed by a signature block.
-    static let signedVersions: Set<UInt8> = [3, 5, 7]
+    static let signedVersions: Set<UInt8> = [3, 5, 7, 9]
     /// Size of a version-2 entry key id, in bytes.
     static let keyIDSize = 16
     /// Size of the random nonce in front of a version-2 index.
@@ -91,6 +93,8 @@ package struct ContainerHeader: Equatable {
     /// Whether the index has a chunk table (versions 4 to 7): content-defined chunks, each
     /// with its own nonce; otherwise chunks are `chunkSize` bytes with derived nonces.
     package var hasChunkTable: Bool { version >= 4 }
+    /// Whether the index is read in place (versions 8 and 9: ``IndexTable``).
+    package var hasIndexInPlace: Bool { version >= 8 }
 
     /// The header bytes covered by the commitment (everything before it).
     func committedBytes() -> [UInt8] {
@@ -148,7 +152,7 @@ package struct ContainerHeader: Equatable {
             slots.count == 2
             && (isValidSlot(slots[1])
                 || (!first.starts(with: ContainerFormat.magic) && slots[1].starts(with: ContainerFormat.magic)))
-        guard (6...7).contains(first[8]) || slot1Valid else {
+        guard (6...9).contains(first[8]) || slot1Valid else {
             return (first, try first.withUnsafeBytes { try parse($0) })
         }
         guard slots.count == 2 else { throw truncated }
@@ -186,7 +190,7 @@ package struct ContainerHeader: Equatable {
     /// (the first 8 bytes of the SHA-256 of the rest). Nothing else is authenticated yet.
     static func isValidSlot(_ bytes: [UInt8]) -> Bool {
         let size = ContainerFormat.slotSize
-        return bytes.count == size && bytes[0..<8].elementsEqual(ContainerFormat.magic) && (6...7).contains(bytes[8])
+        return bytes.count == size && bytes[0..<8].elementsEqual(ContainerFormat.magic) && (6...9).contains(bytes[8])
             && SHA256Hasher.digest(Array(bytes[0..<size - 8])).prefix(8).elementsEqual(bytes[(size - 8)...])
     }
 
@@ -297,12 +301,15 @@ struct ContainerKeys: Sendable {
     static let entryInfoV2 = Array("AssetPack container v2 entry".utf8)
     static let indexInfoV4 = Array("AssetPack container v4 index".utf8)
     static let entryInfoV4 = Array("AssetPack container v4 entry".utf8)
+    static let indexInfoV8 = Array("AssetPack container v8 index".utf8)
 
     /// Key of the header's HMAC-SHA256 key commitment (both versions).
     var commitmentKey: [UInt8] { expand(Self.commitmentInfo) }
     /// Key sealing the index of a pack of `version`.
     func indexKey(version: UInt8) -> [UInt8] {
-        expand(version == 1 ? Self.indexInfo : version < 4 ? Self.indexInfoV2 : Self.indexInfoV4)
+        expand(
+            version == 1
+                ? Self.indexInfo : version < 4 ? Self.indexInfoV2 : version < 8 ? Self.indexInfoV4 : Self.indexInfoV8)
     }
     /// Key sealing the chunks of a version-1 entry: bound to its position `id` in the index.
     func entryKey(_ id: UInt32) -> [UInt8] {

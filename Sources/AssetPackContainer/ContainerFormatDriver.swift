@@ -52,14 +52,14 @@ package struct ContainerFormatDriver: PackFormatDriver {
         -> [Range<UInt64>]?
     {
         guard let credential else { return nil }
-        return try ContainerPackReader(source: source, credential: credential, limits: limits).chunkSpans
+        return try ContainerPackReader(source: source, credential: credential, limits: limits).chunkSpans()
     }
 
     package func storedIdentities(_ source: any ByteSource, credential: PackCredential?, limits: ReadLimits) throws
         -> StoredIdentities?
     {
         guard let credential else { return nil }
-        return try ContainerPackReader(source: source, credential: credential, limits: limits).storedIdentities
+        return try ContainerPackReader(source: source, credential: credential, limits: limits).storedIdentities()
     }
 
     /// A version-6 or -7 `remote` of a later generation than `installed`, with the same keys

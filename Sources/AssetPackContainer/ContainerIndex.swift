@@ -8,8 +8,9 @@ package struct ContainerEntry: Sendable {
     let id: UInt32
     /// Version 2: the random id its key derives from.
     let keyID: [UInt8]?
-    /// Version 2: SHA-256 of the entry's plaintext (what an incremental re-pack compares).
-    let sha256: [UInt8]?
+    /// Versions 2 to 7: SHA-256 of the entry's plaintext (what an incremental re-pack compares;
+    /// from version 8 in the digest section, ``PackDigests``).
+    var sha256: [UInt8]?
     /// File offset of chunk 0.
     let offset: UInt64
     /// Number of chunks (at least one; an empty entry has one empty chunk).
@@ -17,7 +18,8 @@ package struct ContainerEntry: Sendable {
     /// For entries with deflated chunks, `chunkCount + 1` chunk start offsets relative to
     /// `offset`; `nil` when every chunk is stored (then chunks sit at a fixed stride). Versions 1–3.
     let starts: [UInt64]?
-    /// Version 4: where the entry's chunks start in the reader's ``ChunkTable``.
+    /// Where the entry's chunks start in the reader's ``ChunkTable`` (version 4) and in a
+    /// signature's list of chunks (every version).
     var firstChunk = 0
     /// Version 4: the codec of its compressed chunks; `nil` for versions 1–3 (deflate).
     var codec: ChunkCodec? = nil
@@ -98,6 +100,7 @@ package enum ContainerIndex {
         out.reserveCapacity(count)
         var pos = UInt64(ContainerFormat.headerSize)
         var previous = UnsafeRawBufferPointer(start: nil, count: 0)
+        var firstChunk = 0  // where the record's chunks start in a signature's list
         for id in 0..<count {
             let path = try ContainerIndex.nextPath(&r, after: &previous, first: id == 0)
             let size = try r.u64(), crc = try r.u32(), flags = try r.u8()
@@ -147,7 +150,8 @@ package enum ContainerIndex {
             out.append(
                 ContainerEntry(
                     info: info, id: UInt32(id), keyID: keyID, sha256: sha256, offset: pos, chunkCount: Int(chunks),
-                    starts: starts))
+                    starts: starts, firstChunk: firstChunk))
+            firstChunk += Int(chunks)
             pos = end
         }
         guard r.atEnd else { throw corrupt("trailing bytes") }

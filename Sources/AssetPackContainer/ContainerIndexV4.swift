@@ -68,39 +68,45 @@ package enum ChunkCodec: UInt8, Sendable {
     var isZstd: Bool { self == .zstd || self == .zstdDictionary }
 }
 
-/// Every sealed chunk of a version-4 pack, in file order, as parallel arrays (one element per
-/// chunk; an entry's chunks are `firstChunk..<firstChunk + chunkCount`).
+/// Every sealed chunk of a version-4 to -7 pack, in file order, as parallel arrays (one element
+/// per chunk; an entry's chunks are `firstChunk..<firstChunk + chunkCount`), or a version-8
+/// pack's chunk records read in place (``IndexTable``). Read through the accessors, which serve both.
 package struct ChunkTable: Sendable {
     /// Where the chunk's plaintext starts in its entry.
-    var plainStart: [UInt64] = []
+    var plainStarts: [UInt64] = []
     /// The chunk's plaintext length.
-    var plainLength: [UInt32] = []
+    var plainLengths: [UInt32] = []
     /// File offset of the sealed chunk (payload then tag).
-    var offset: [UInt64] = []
+    var offsets: [UInt64] = []
     /// Payload length (without the tag); bit 31 set when compressed with the entry's codec.
-    var payload: [UInt32] = []
+    var payloads: [UInt32] = []
     /// The chunk's random 12-byte AES-GCM nonce.
     var nonces: [UInt8] = []
     /// SHA-256 of the chunk's plaintext (what a re-pack matches unchanged chunks by).
     var digests: [UInt8] = []
+    /// Version 8: the index the chunk records are read from (the arrays above are then empty).
+    var inPlace: IndexTable?
 
     static let compressedBit: UInt32 = 0x8000_0000
 
-    var count: Int { plainStart.count }
+    var count: Int { inPlace?.chunkCount ?? plainStarts.count }
 
     mutating func reserve(_ n: Int) {
-        plainStart.reserveCapacity(n)
-        plainLength.reserveCapacity(n)
-        offset.reserveCapacity(n)
-        payload.reserveCapacity(n)
+        plainStarts.reserveCapacity(n)
+        plainLengths.reserveCapacity(n)
+        offsets.reserveCapacity(n)
+        payloads.reserveCapacity(n)
         nonces.reserveCapacity(12 * n)
         digests.reserveCapacity(32 * n)
     }
 
-    func nonce(_ k: Int) -> [UInt8] { Array(nonces[12 * k..<12 * k + 12]) }
-    func digest(_ k: Int) -> [UInt8] { Array(digests[32 * k..<32 * k + 32]) }
-    func isCompressed(_ k: Int) -> Bool { payload[k] & Self.compressedBit != 0 }
-    func payloadLength(_ k: Int) -> Int { Int(payload[k] & ~Self.compressedBit) }
+    func plainStart(_ k: Int) -> UInt64 { inPlace?.plainStart(k) ?? plainStarts[k] }
+    func plainLength(_ k: Int) -> UInt32 { inPlace?.plainLength(k) ?? plainLengths[k] }
+    func offset(_ k: Int) -> UInt64 { inPlace?.offset(k) ?? offsets[k] }
+    func payload(_ k: Int) -> UInt32 { inPlace?.payload(k) ?? payloads[k] }
+    func nonce(_ k: Int) -> [UInt8] { inPlace?.nonce(k) ?? Array(nonces[12 * k..<12 * k + 12]) }
+    func isCompressed(_ k: Int) -> Bool { payload(k) & Self.compressedBit != 0 }
+    func payloadLength(_ k: Int) -> Int { Int(payload(k) & ~Self.compressedBit) }
 }
 
 /// One chunk as the version-4 writer records it.
@@ -239,10 +245,10 @@ extension ContainerIndex {
                         throw corrupt("chunk \(c) lies outside the data", path)
                     }
                 }
-                table.plainStart.append(plain)
-                table.plainLength.append(length)
-                table.offset.append(at)
-                table.payload.append(payload)
+                table.plainStarts.append(plain)
+                table.plainLengths.append(length)
+                table.offsets.append(at)
+                table.payloads.append(payload)
                 table.nonces.append(contentsOf: try r.raw(12))
                 table.digests.append(contentsOf: try r.raw(32))
                 plain += UInt64(length)
@@ -252,7 +258,7 @@ extension ContainerIndex {
             }
             guard plain == size else { throw corrupt("chunks do not cover the entry", path) }
             guard anyCompressed == (codec != .none) else { throw corrupt("codec", path) }
-            let start = offsets ? table.offset[first] : pos
+            let start = offsets ? table.offsets[first] : pos
             if !offsets {
                 let (end, o) = pos.addingReportingOverflow(stored)
                 guard !o, end <= data.upperBound else { throw corrupt("entry extends past the data", path) }
@@ -281,13 +287,13 @@ extension ChunkTable {
     /// alone, so an overlap is damage, or a table made to read one chunk's bytes twice).
     /// - Throws: `.integrityFailure`.
     func checkNoOverlap(tag: UInt64) throws {
-        let order = offset.indices.sorted { offset[$0] < offset[$1] }
+        let order = offsets.indices.sorted { offsets[$0] < offsets[$1] }
         var end: UInt64 = 0
         for k in order {
-            guard offset[k] >= end else {
+            guard offsets[k] >= end else {
                 throw AssetPackError(.integrityFailure, "container index is corrupt (two chunks overlap)")
             }
-            end = offset[k] + UInt64(payloadLength(k)) + tag
+            end = offsets[k] + UInt64(payloadLength(k)) + tag
         }
     }
 }

@@ -23,8 +23,8 @@ package final class ContainerPackReader: PackReader {
         case .pbkdf2SHA256: .pbkdf2SHA256(iterations: header.params[0])
         }
     }
-    /// Every entry, sorted by path (UTF-8 byte order).
-    public let entries: [EntryInfo]
+    /// Every entry, sorted by path (UTF-8 byte order); from version 8 decoded as it is asked for.
+    public let entries: EntryList
     /// Seconds spent opening the pack, key derivation included.
     public let openSeconds: Double
     /// The trusted key that signed the pack, when the reader was given trusted keys.
@@ -34,16 +34,13 @@ package final class ContainerPackReader: PackReader {
     /// The paths this patch pack deletes from the packs below it (its `.assetpack/deleted`
     /// entry, read and checked at open), sorted by UTF-8 bytes; empty for most packs.
     public let deletedPaths: [String]
-    /// Where the deletion record is in ``records``, if the pack has one.
-    private let deletionPosition: Int?
-    /// Where the pack's zstd dictionary (``PackDictionary``) is in ``records``, if it has one.
-    private let dictionaryPosition: Int?
     /// The pack's zstd dictionary, read and checked at open (codec 3 entries decode with it).
     let zstdDictionary: [UInt8]?
     /// Where the pack's bytes come from.
     package let source: any ByteSource
-    /// Every entry's record, in index order (what an incremental re-pack reuses).
-    let records: [ContainerEntry]
+    /// Every entry's record, in index order (what an incremental re-pack reuses): decoded at
+    /// open before version 8, read in place from it.
+    let records: RecordList
     /// Version 4: every chunk's lengths, place, nonce and digest (empty before version 4).
     let chunks: ChunkTable
     /// Version 4: how the writer cut entries into chunks.
@@ -52,7 +49,6 @@ package final class ContainerPackReader: PackReader {
     /// and with the pack's dictionary.
     let zstdDecoders = DecoderPool()
     let dictionaryDecoders = DecoderPool()
-    let index: EntryIndex<Int>
     /// The pack's keys (an incremental re-pack keeps the salt, hence the keys).
     let keys: ContainerKeys
     /// The pack's header.
@@ -66,8 +62,8 @@ package final class ContainerPackReader: PackReader {
     let limits: ReadLimits
     /// With trusted keys: the verified signature block, whose items are every sealed chunk's
     /// SHA-256 in index order (records, then their chunks; since version 6 not the file's
-    /// order), and where each record's chunks start in that list.
-    let signed: (block: PackSignature, firstChunk: [Int])?
+    /// order): chunk `c` of record `e` is item `e.firstChunk + c`.
+    let signed: PackSignature?
 
     /// Opens a container pack.
     /// - Parameters:
@@ -110,15 +106,16 @@ package final class ContainerPackReader: PackReader {
         var deleted: [String] = []
         var dictionary: (bytes: [UInt8], decoder: Zstd.Decompressor)?
         do {
-            if let position = opened.deletionPosition {
-                try limits.checkDeletionRecord(opened.records[position].info)  // before it is read
+            if let position = opened.records.deletion {
+                try limits.checkDeletionRecord(try opened.records.record(position).info)  // before it is read
                 deleted = try DeletionRecord.decode(opened.readRecord(position), limits: limits) {
-                    opened.index.lookup($0) != nil
+                    opened.records.position(of: $0) != nil
                 }
             }
             // Version 4 and 5 only: before them no codec could name a dictionary.
-            if let position = opened.dictionaryPosition, opened.records[position].codec != nil {
-                let record = opened.records[position]
+            if let position = opened.records.dictionary, let record = try? opened.records.record(position),
+                record.codec != nil
+            {
                 guard record.info.size <= UInt64(PackDictionary.readLimit), record.codec == ChunkCodec.none else {
                     throw AssetPackError(
                         .integrityFailure, "the pack's zstd dictionary is compressed or over 1 MiB",
@@ -138,7 +135,7 @@ package final class ContainerPackReader: PackReader {
     /// The whole of the pack's own record at `position` (decrypted, authenticated and, with trusted
     /// keys, checked against its signed digests), within the read limits.
     private func readRecord(_ position: Int) throws -> [UInt8] {
-        let record = records[position]
+        let record = try records.record(position)
         try limits.check(record.info)  // before the allocation
         var bytes = [UInt8](repeating: 0, count: Int(record.info.size))
         try bytes.withUnsafeMutableBytes { _ = try read(record, into: $0, timing: EntryTiming(path: record.info.path)) }
@@ -157,15 +154,12 @@ package final class ContainerPackReader: PackReader {
         publisher = opened.publisher
         release = opened.release
         self.deletedPaths = deletedPaths
-        deletionPosition = opened.deletionPosition
-        dictionaryPosition = opened.dictionaryPosition
         zstdDictionary = dictionary?.bytes
         if let decoder = dictionary?.decoder { dictionaryDecoders.give(decoder, keeping: 1) }
         source = opened.source
         records = opened.records
         chunks = opened.chunks
         chunking = opened.chunking
-        index = opened.index
         keys = opened.keys
         header = opened.header
         chunkShift = opened.chunkShift
@@ -187,31 +181,26 @@ package final class ContainerPackReader: PackReader {
             self.chunking = table.chunking
             // Entries below `.assetpack/` are the pack's own (the deletion record, the dictionary):
             // not listed, not found.
-            let (entries, index, reserved) = try Self.visibleEntries(records)
+            let entries = records.visible
             try limits.checkEntryCount(entries.count)  // what the packer checked, its own records aside
-            self.deletionPosition = reserved.deletion
-            self.dictionaryPosition = reserved.dictionary
             self.keys = keys
             self.header = header
             self.records = records
-            self.index = index
             self.entries = entries
             self.chunkShift = Int(header.chunkShift)
             self.limits = limits
             if let block {
-                var first: [Int] = []
-                first.reserveCapacity(records.count)
-                var total = 0
-                for i in records.indices {  // by index: `for r in records` would copy (and retain) each record
-                    first.append(total)
-                    total += records[i].chunkCount
+                // Version 8 counts its chunks in its head; before it the records are summed.
+                var total = table.chunks.inPlace?.chunkCount ?? 0
+                if table.chunks.inPlace == nil {
+                    for i in 0..<records.count { total += try records.record(i).chunkCount }
                 }
                 guard total == block.itemCount else {
                     throw AssetPackError(
                         .untrusted,
                         "the signed manifest lists \(block.itemCount) chunks and the index \(total)")
                 }
-                self.signed = (block, first)
+                self.signed = block
                 self.publisher = block.publisher
                 self.release = block.release
             } else {
@@ -225,20 +214,41 @@ package final class ContainerPackReader: PackReader {
         openSeconds = watch.elapsed
     }
 
+    /// The entries below `folder`: from version 8 one run of the sorted table, found by binary
+    /// search and decoded alone; before it, filtered from ``entries``.
+    public func entries(under folder: String) -> [EntryInfo] {
+        guard let table = records.table else { return EntryPath.entries(entries, under: folder) }
+        let normalized = EntryPath.normalize(folder)
+        if normalized.isEmpty { return Array(entries) }
+        return table.run(withPrefix: Array(normalized.utf8) + [UInt8(ascii: "/")]).compactMap { i in
+            let info = table.info(i)
+            return DeletionRecord.isReserved(info.path) ? nil : info
+        }
+    }
+
+    /// Version 8: every record, the index whole (``IndexTable/checkAll()``) and the digest
+    /// section (which no read decrypts); before version 8, done at open.
+    public func checkIndex() throws {
+        guard let table = records.table else { return }
+        try table.checkAll()
+        _ = try table.digests()
+    }
+
     /// `true`: each chunk is authenticated by its AES-GCM tag before it is handed over.
     public func authenticatesEachPiece(_ path: String) -> Bool { true }
 
     /// Looks up an entry by path (normalised first).
     public func entry(_ path: String) -> EntryInfo? {
-        index.lookup(path).map { records[$0].info }
+        records.position(of: path).flatMap { try? records.record($0).info }
     }
 
     private func find(_ path: String) throws -> ContainerEntry {
-        guard let i = index.lookup(path) else {
+        guard let i = records.position(of: path) else {
             throw AssetPackError(.entryNotFound, "no such entry", path: path)
         }
-        try limits.check(records[i].info)
-        return records[i]
+        let record = try records.record(i)
+        try limits.check(record.info)
+        return record
     }
 
     /// Reads a whole entry, authenticated chunk by chunk and CRC-checked, with its timing.

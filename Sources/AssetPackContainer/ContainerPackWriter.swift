@@ -104,7 +104,16 @@ package struct ContainerPackWriter: PackWriter {
         // Signed packs: the SHA-256 of every sealed chunk, in index order (docs/FORMAT.md).
         var chunkDigests: [UInt8]? = options.signingKey == nil ? nil : []
         var reusable: [String: ContainerEntry] = [:]
-        for e in previous?.records ?? [] where e.keyID != nil && e.codec != nil { reusable[e.info.path] = e }
+        let previousDigests = try previous?.digests()
+        if let previous, let previousDigests {
+            reusable.reserveCapacity(previous.records.count)
+            for i in 0..<previous.records.count {
+                var e = try previous.records.record(i)
+                guard e.keyID != nil, e.codec != nil else { continue }
+                e.sha256 = previousDigests.entry(e)
+                reusable[e.info.path] = e
+            }
+        }
         let codec: ChunkCodec = options.container.codec == .deflate ? .deflate : .zstd
         // The pack's zstd dictionary (PackDictionary): the previous pack's as it is, so the chunks
         // a re-pack copies still decode, else one trained on this pack's small files. None at
@@ -140,7 +149,7 @@ package struct ContainerPackWriter: PackWriter {
         var appending =
             options.compact || (changesKnown && !legacyAppends) || !FileSystem.isSoleWritableFile(output)
             ? nil : previous.flatMap { Self.appendable($0, earlier: previousEarlier) }
-        let previousChunks = previous?.chunks.payload.count ?? 0
+        let previousChunks = previous?.chunks.count ?? 0
         var newDigests = Set<[UInt8]>()  // the plaintext digests of the pack written, for the summary
         report.dictionaryBytes = dictionary?.count ?? 0
         let bytesTotal = sorted.reduce(UInt64(0)) { $0 + $1.size }
@@ -175,7 +184,10 @@ package struct ContainerPackWriter: PackWriter {
                     }
                     // An entry of the previous pack keeps its key id, so its unchanged chunks can be
                     // copied; a new entry draws one.
-                    let old = reusable[file.path].flatMap { e in previous.map { PreviousEntry(reader: $0, entry: e) } }
+                    let old = reusable[file.path].flatMap { e in
+                        previous.flatMap { p in previousDigests.map { PreviousEntry(reader: p, entry: e, digests: $0) }
+                        }
+                    }
                     let keyID = old?.entry.keyID ?? random(ContainerFormat.keyIDSize)
                     let written = try writeEntryV4(
                         file, keyID: keyID, key: keys.entryKeyV4(keyID: keyID), codec: ownRecord ? .none : entryCodec,
@@ -225,10 +237,11 @@ package struct ContainerPackWriter: PackWriter {
                     }
                 }
                 report.earlierBytes = pos - header.dataStart - live
-                let index = ContainerIndex.encode(records, chunking: chunking, offsets: true)
+                let index = ContainerIndex.encodeV8(records, chunking: chunking)
                 let nonce = random(ContainerFormat.indexNonceSize)
                 header.indexOffset = pos
-                header.indexLength = UInt64(nonce.count + index.count + ContainerFormat.tagSize)
+                header.indexLength = UInt64(
+                    ContainerIndex.regionSize(table: index.table.count, digests: index.digests.count))
                 var end = pos + header.indexLength
                 var blockSize = 0
                 var release: PackRelease?
@@ -245,9 +258,10 @@ package struct ContainerPackWriter: PackWriter {
                 header.slot = appending.map { 1 - $0.slot } ?? 0
                 header.end = end + UInt64(blockSize)
                 let headerBytes = header.stored(commitment: keys.commitment(header.committedBytes()))
-                let sealedIndex = AESGCM().seal(
-                    index, nonce: nonce, key: keys.indexKey(version: header.version), authenticating: headerBytes)
-                let indexRegion = nonce + sealedIndex
+                let indexRegion = ContainerIndex.sealV8(
+                    table: index.table, digests: index.digests, nonce: nonce,
+                    key: keys.indexKey(version: header.version), headerBytes: headerBytes)
+                precondition(indexRegion.count == header.indexLength)
                 try pwriteAll(fd, indexRegion, at: pos)
                 report.bytesWritten += UInt64(indexRegion.count + headerBytes.count)
                 if let key = options.signingKey, let chunkDigests, let release {
@@ -323,7 +337,7 @@ package struct ContainerPackWriter: PackWriter {
         if !report.appended, report.bytesWritten > 0, let previous, previous.header.isAppendable {
             // Everything of the previous file's data that this pack does not name: earlier
             // versions', and what this re-pack removed or replaced.
-            report.droppedBytes = previousEarlier + Self.liveBytes(previous, notIn: newDigests)
+            report.droppedBytes = previousEarlier + (try Self.liveBytes(previous, notIn: newDigests))
             report.compacted = !options.compact && (previousEarlier > 0 || replacedContent) && report.droppedBytes > 0
         }
         return report
@@ -358,8 +372,10 @@ package struct ContainerPackWriter: PackWriter {
         {
             throw AssetPackError.outputOpensWithAnotherCredential(output, because: e)
         } catch { opened = nil }
+        // A version-8 digest section that fails its tag (which no read noticed) is damage too.
         guard let reader = opened, reader.header.hasChunkTable,
-            reader.chunking == ChunkingParameters(average: options.container.chunkSize)
+            reader.chunking == ChunkingParameters(average: options.container.chunkSize),
+            (try? reader.digests()) != nil
         else { return nil }
         if case .password = credential, let chosen = options.container.kdf {
             let (kdf, params) = kdfFields(chosen)

@@ -13,7 +13,7 @@ extension ContainerPackReader {
     func storedChunk(_ e: ContainerEntry, _ c: Int) -> (offset: UInt64, length: Int) {
         if e.codec != nil {
             let k = e.firstChunk + c
-            return (chunks.offset[k], chunks.payloadLength(k) + ContainerFormat.tagSize)
+            return (chunks.offset(k), chunks.payloadLength(k) + ContainerFormat.tagSize)
         }
         if let s = e.starts { return (e.offset + s[c], Int(s[c + 1] - s[c])) }
         let slot = UInt64((1 << chunkShift) + ContainerFormat.tagSize)
@@ -66,7 +66,7 @@ extension ContainerPackReader {
 
     /// The entry's sealed chunks in the pack, or `nil` when there is no such entry.
     package func storedSpan(_ path: String) -> Range<UInt64>? {
-        index.lookup(path).map { entrySpan(records[$0]) }
+        records.position(of: path).flatMap { try? entrySpan(records.record($0)) }
     }
 
     /// Every stored byte of `e`: its sealed chunks, tags included.

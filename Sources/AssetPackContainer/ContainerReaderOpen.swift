@@ -12,7 +12,7 @@ extension ContainerPackReader {
     static func load(
         _ source: any ByteSource, credential: PackCredential?, limits: ReadLimits, trusted: [PublisherKey]
     ) throws -> (
-        ContainerHeader, ContainerKeys, [ContainerEntry], (chunks: ChunkTable, chunking: ChunkingParameters?),
+        ContainerHeader, ContainerKeys, RecordList, (chunks: ChunkTable, chunking: ChunkingParameters?),
         PackSignature?
     ) {
         let fileSize = source.size
@@ -44,12 +44,10 @@ extension ContainerPackReader {
         }
         // The index and signature block, kept for the reader's life (fetched at once from a server).
         try source.retain(header.indexOffset..<packEnd)
-        var sealed = try preadArray(source, count: Int(header.indexLength), at: header.indexOffset)
         let block =
             trusted.isEmpty
             ? nil
-            : try checkSignature(
-                source, header: header, headerBytes: headerBytes, sealedIndex: sealed, trusted: trusted)
+            : try checkSignature(source, header: header, headerBytes: headerBytes, trusted: trusted)
         try block?.release.checkNotExpired(now: Date())
         if isSigned && trusted.isEmpty {
             // Read as an unsigned pack; the block's structure must still fill the rest of the file.
@@ -82,6 +80,15 @@ extension ContainerPackReader {
             throw AssetPackError(.wrongPassword, "wrong password or key (or a damaged header)")
         }
 
+        if header.hasIndexInPlace {
+            let table = try ContainerIndex.openV8(
+                source, region: header.indexOffset..<end, header: header, headerBytes: headerBytes,
+                key: keys.indexKey(version: header.version), limits: limits)
+            return (
+                header, keys, RecordList(inPlace: table), (ChunkTable(inPlace: table), table.chunking), block
+            )
+        }
+        var sealed = try preadArray(source, count: Int(header.indexLength), at: header.indexOffset)
         let nonce = header.version == 1 ? indexNonceV1 : Array(sealed.prefix(Int(nonceSize)))
         sealed.removeFirst(Int(nonceSize))
         guard
@@ -96,35 +103,13 @@ extension ContainerPackReader {
                     $0, chunkShift: header.chunkShift, data: header.dataStart..<header.indexOffset,
                     offsets: header.isAppendable, limits: limits)
             }
-            return (header, keys, v4.entries, (v4.chunks, v4.chunking), block)
+            return (header, keys, try RecordList(decoded: v4.entries), (v4.chunks, v4.chunking), block)
         }
         let records = try plain.withUnsafeBytes {
             try ContainerIndex.decode(
                 $0, version: header.version, chunkShift: header.chunkShift, dataEnd: header.indexOffset,
                 limits: limits)
         }
-        return (header, keys, records, (ChunkTable(), nil), block)
-    }
-
-    /// The entries a caller sees (all but the reserved `.assetpack/` ones), their index, and
-    /// where the deletion record and the dictionary are.
-    static func visibleEntries(_ records: [ContainerEntry]) throws -> (
-        [EntryInfo], EntryIndex<Int>, (deletion: Int?, dictionary: Int?)
-    ) {
-        let corrupt = AssetPackError(.integrityFailure, "container index is corrupt (equivalent paths)")
-        let reserved = records.indices.filter { DeletionRecord.isReserved(records[$0].info.path) }
-        if reserved.isEmpty {  // the common case, in one pass
-            guard let index = EntryIndex(positionsOf: records.map(\.info.path)) else { throw corrupt }
-            return (records.map(\.info), index, (nil, nil))
-        }
-        var index = EntryIndex<Int>(capacity: records.count)
-        var entries: [EntryInfo] = []
-        for i in records.indices where !DeletionRecord.isReserved(records[i].info.path) {
-            guard index.insert(records[i].info.path, i) else { throw corrupt }
-            entries.append(records[i].info)
-        }
-        let deletion = reserved.first { records[$0].info.path == DeletionRecord.entryName }
-        let dictionary = reserved.first { records[$0].info.path == PackDictionary.entryName }
-        return (entries, index, (deletion, dictionary))
+        return (header, keys, try RecordList(decoded: records), (ChunkTable(), nil), block)
     }
 }

@@ -11,7 +11,8 @@ extension ContainerPackReader {
     /// key id, size, plaintext SHA-256 and chunk layout. An entry with a key id of its own is
     /// one an incremental re-pack copied byte for byte, and AES-GCM under one key and nonce
     /// is deterministic. `nil` for version 1 (no key ids).
-    package var storedIdentities: StoredIdentities? {
+    /// - Throws: `.integrityFailure` for a damaged record or digest section (version 8).
+    package func storedIdentities() throws -> StoredIdentities? {
         guard header.version >= 2 else { return nil }
         // Cipher suite, KDF, chunk size, KDF parameters and salt: the bytes between the version
         // and the index's offset and length. Not the latter: an update that changes one entry's
@@ -27,20 +28,23 @@ extension ContainerPackReader {
             // found whatever else of their entry changed.
             var entries: [(identity: [UInt8], span: Range<UInt64>)] = []
             entries.reserveCapacity(chunks.count)
-            for e in records {
+            let digests = try digests()
+            for i in 0..<records.count {
+                let e = try records.record(i)
                 for c in 0..<e.chunkCount {
                     let k = e.firstChunk + c
                     var identity = e.keyID ?? []
-                    identity += chunks.nonces[12 * k..<12 * k + 12]
-                    identity += chunks.digests[32 * k..<32 * k + 32]
-                    withUnsafeBytes(of: chunks.payload[k].littleEndian) { identity += $0 }
+                    identity += chunks.nonce(k)
+                    identity += digests.chunk(k)
+                    withUnsafeBytes(of: chunks.payload(k).littleEndian) { identity += $0 }
                     identity.append(e.codec?.rawValue ?? 0)
                     entries.append((identity, storedChunks(e, c...c)))
                 }
             }
             return StoredIdentities(keys: keys, entries: entries)
         }
-        let entries = records.compactMap { e -> (identity: [UInt8], span: Range<UInt64>)? in
+        let entries = try (0..<records.count).compactMap { i -> (identity: [UInt8], span: Range<UInt64>)? in
+            let e = try records.record(i)
             guard let keyID = e.keyID, let sha256 = e.sha256 else { return nil }
             var identity = keyID + sha256
             withUnsafeBytes(of: e.info.size.littleEndian) { identity += $0 }
@@ -53,8 +57,12 @@ extension ContainerPackReader {
     }
 
     /// Every sealed chunk's bytes in the file, in the order a signature lists them.
-    package var chunkSpans: [Range<UInt64>] {
-        records.flatMap { e in (0..<e.chunkCount).map { storedChunks(e, $0...$0) } }
+    /// - Throws: `.integrityFailure` for a damaged record (version 8).
+    package func chunkSpans() throws -> [Range<UInt64>] {
+        try (0..<records.count).flatMap { i in
+            let e = try records.record(i)
+            return (0..<e.chunkCount).map { storedChunks(e, $0...$0) }
+        }
     }
 
     /// The signature block of the container in `source`, checked against its own key (intact,

@@ -27,8 +27,7 @@ extension ContainerPackReader {
     /// signed ones. The chunks are checked as they are read (their count, once the index is open).
     /// - Throws: `.untrusted`; `.integrityFailure` for a malformed block.
     static func checkSignature(
-        _ source: any ByteSource, header: ContainerHeader, headerBytes: [UInt8], sealedIndex: [UInt8],
-        trusted: [PublisherKey]
+        _ source: any ByteSource, header: ContainerHeader, headerBytes: [UInt8], trusted: [PublisherKey]
     ) throws -> PackSignature {
         guard header.isSigned else {
             throw AssetPackError(.untrusted, "the pack is not signed, and trusted keys were given")
@@ -38,10 +37,9 @@ extension ContainerPackReader {
         let trailer = try preadArray(source, count: try trailerLength(header, fileSize: packEnd), at: end)
         let block = try trailer.withUnsafeBytes { try PackSignature.parse($0, kind: .container, trusted: trusted) }
         try block.checkSize(packEnd)
-        let hasher = SHA256Hasher()
-        hasher.update(headerBytes)
-        hasher.update(sealedIndex)
-        guard hasher.finalize() == block.headDigest else {
+        // The sealed index as it is in the file, read in pieces (never whole in memory).
+        let head = try SHA256Hasher.digest(of: source, header.indexOffset..<end, after: headerBytes)
+        guard head == block.headDigest else {
             throw AssetPackError(.untrusted, "the pack's header or index is not the one its publisher signed")
         }
         return block
@@ -72,9 +70,7 @@ extension ContainerPackReader {
         else {
             throw AssetPackError(.integrityFailure, "container is truncated or damaged")
         }
-        let sealed = try preadArray(source, count: Int(header.indexLength), at: header.indexOffset)
-        let block = try checkSignature(
-            source, header: header, headerBytes: headerBytes, sealedIndex: sealed, trusted: trusted)
+        let block = try checkSignature(source, header: header, headerBytes: headerBytes, trusted: trusted)
         let data = header.dataStart..<header.indexOffset
         guard try SHA256Hasher.digest(of: source, data) == block.dataDigest else {
             throw AssetPackError(.untrusted, "the pack's chunks are not the ones its publisher signed")

@@ -9,9 +9,11 @@ public enum EntryPath {
     /// The entries of `entries` below `folder` (normalised like a path first), in their order:
     /// those whose normalised path starts with the folder followed by `/`. Byte comparison, so
     /// folder `a` never holds `ab/c`; an empty folder holds everything.
-    public static func entries(_ entries: [EntryInfo], under folder: String) -> [EntryInfo] {
+    public static func entries<Entries: Collection<EntryInfo>>(_ entries: Entries, under folder: String)
+        -> [EntryInfo]
+    {
         let folder = normalize(folder)
-        if folder.isEmpty { return entries }
+        if folder.isEmpty { return Array(entries) }
         let prefix = Array(folder.utf8) + [UInt8(ascii: "/")]
         return entries.filter { normalize($0.path).utf8.starts(with: prefix) }
     }
@@ -25,7 +27,7 @@ public enum EntryPath {
         // separator needs tidying. Opening a 100,000-entry zip normalises every name.
         if isCanonicalASCII(path) { return path }
         let nfc = path.precomposedStringWithCanonicalMapping
-        if isCanonical(nfc) { return nfc }
+        if isCanonical(nfc.utf8) { return nfc }
         return
             nfc
             .replacingOccurrences(of: "\\", with: "/")
@@ -54,15 +56,22 @@ public enum EntryPath {
 
     /// Whether `path` is ASCII with canonical separators (so ``normalize(_:)`` returns it unchanged).
     private static func isCanonicalASCII(_ path: String) -> Bool {
-        path.utf8.allSatisfy { $0 < 0x80 } && isCanonical(path)
+        isCanonicalASCII(bytes: path.utf8)
+    }
+
+    /// Whether the UTF-8 bytes `path` are a path ``normalize(_:)`` leaves as it is, told from the
+    /// bytes alone: ASCII, with canonical separators (no `String` made: the zip reader asks it of
+    /// every name at open).
+    package static func isCanonicalASCII<Bytes: Sequence<UInt8>>(bytes path: Bytes) -> Bool {
+        path.allSatisfy { $0 < 0x80 } && isCanonical(path)
     }
 
     /// Whether the separators of `path` are canonical: no `\`, no leading `/` or `./`, no `//`,
     /// no `/./`, no trailing `/` or `/.`, not `.`.
-    private static func isCanonical(_ path: String) -> Bool {
+    private static func isCanonical<Bytes: Sequence<UInt8>>(_ path: Bytes) -> Bool {
         var previous: UInt8 = UInt8(ascii: "/")  // as if preceded by a separator
         var beforePrevious: UInt8 = UInt8(ascii: "/")
-        for byte in path.utf8 {
+        for byte in path {
             if byte == UInt8(ascii: "\\") { return false }
             if byte == UInt8(ascii: "/") {
                 if previous == UInt8(ascii: "/") { return false }  // leading "/" or "//"

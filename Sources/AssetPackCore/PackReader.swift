@@ -11,8 +11,8 @@ import Foundation
 public protocol PackReader: AnyObject, Sendable {
     /// The pack's format.
     var format: PackFormat { get }
-    /// Every entry, sorted by path.
-    var entries: [EntryInfo] { get }
+    /// Every entry, sorted by path (decoded as it is asked for where the index is read in place).
+    var entries: EntryList { get }
     /// Seconds spent opening the pack (parsing, and for the container the key derivation).
     var openSeconds: Double { get }
     /// The key derivation each open runs on the password: a container's scrypt or PBKDF2, as its
@@ -93,6 +93,12 @@ public protocol PackReader: AnyObject, Sendable {
     /// was (a container's chunks, each by its tag), so that a caller may write pieces as they
     /// come; otherwise only the end of the stream vouches for them (a zip entry's MAC and CRC).
     func authenticatesEachPiece(_ path: String) -> Bool
+
+    /// Checks what opening leaves to each read: every record of the index, and the index as a
+    /// whole (a version-8 container's sorted paths, its hash table, chunks that share no byte).
+    /// `assetpack verify` runs it. A reader that checks its whole index at open does nothing.
+    /// - Throws: `.integrityFailure` naming what is wrong.
+    func checkIndex() throws
 }
 
 extension PackReader {
@@ -105,8 +111,7 @@ extension PackReader {
     /// None: a pack that is no patch.
     public var deletedPaths: [String] { [] }
 
-    /// The entries below `folder`, from ``entries`` (sorted, so the folder's entries are one run
-    /// found by binary search).
+    /// The entries below `folder`, from ``entries``.
     public func entries(under folder: String) -> [EntryInfo] {
         EntryPath.entries(entries, under: folder)
     }
@@ -129,6 +134,9 @@ extension PackReader {
 
     /// `false`: the end of a stream vouches for its pieces.
     public func authenticatesEachPiece(_ path: String) -> Bool { false }
+
+    /// Nothing: the index was checked whole at open.
+    public func checkIndex() throws {}
 
     /// Reads the entry's bytes `[offset, offset + count)` (see ``readRange(_:offset:into:)``).
     /// - Returns: The `count` bytes.

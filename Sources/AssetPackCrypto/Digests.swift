@@ -43,13 +43,16 @@ extension SHA256Hasher {
         try digest(of: FileByteSource(borrowing: fd, name: path, size: range.upperBound), range)
     }
 
-    /// SHA-256 of the bytes `range` of `source`, read in 1 MiB pieces.
+    /// SHA-256 of `prefix` followed by the bytes `range` of `source`, read in 1 MiB pieces.
     /// - Throws: What the source throws.
-    package static func digest(of source: any ByteSource, _ range: Range<UInt64>) throws -> [UInt8] {
+    package static func digest(of source: any ByteSource, _ range: Range<UInt64>, after prefix: [UInt8] = [])
+        throws -> [UInt8]
+    {
         let buffer = UnsafeMutableRawBufferPointer.allocate(
             byteCount: Int(min(1 << 20, max(1, range.count))), alignment: 64)
         defer { buffer.deallocate() }
         let hasher = SHA256Hasher()
+        hasher.update(prefix)
         var at = range.lowerBound
         while at < range.upperBound {
             let piece = UnsafeMutableRawBufferPointer(

@@ -6,7 +6,8 @@ import Foundation
 /// Reads entries from a zip pack (WinZip AES, unencrypted, or ZipCrypto) by path.
 ///
 /// The central directory is read once at open, by `ZipStructure` (our parser: libzip's
-/// `zip_open` is not called), and indexed by normalised path. Every whole-entry read is
+/// `zip_open` is not called), kept as fixed-size records and a name table, and indexed by
+/// normalised path in a hash table (`ZipDirectoryIndex`): no object per entry at open. Every whole-entry read is
 /// verified: WinZip AES entries by their HMAC and (AE-1) CRC in `BulkAESDecoder`, unencrypted
 /// ones by their CRC in `PlainEntryDecoder`, both over the raw stored bytes. A corrupt entry
 /// throws `.integrityFailure` naming the entry; wrong bytes are never returned.
@@ -41,7 +42,7 @@ package final class ZipPackReader: PackReader, @unchecked Sendable {
     /// Always `.zip`.
     public let format = PackFormat.zip
     /// Every file entry (directories and the reserved `.assetpack/` entries excluded), sorted by path.
-    public let entries: [EntryInfo]
+    public let entries: EntryList
     /// Seconds spent opening the pack and indexing its central directory.
     public private(set) var openSeconds: Double = 0
     /// The limits this reader enforces.
@@ -54,10 +55,8 @@ package final class ZipPackReader: PackReader, @unchecked Sendable {
     /// entry, read and checked at open), sorted by UTF-8 bytes; empty for most packs.
     public private(set) var deletedPaths: [String] = []
 
-    let table: [Entry]
-    let index: EntryIndex<Int>
-    /// Paths that more than one record normalises to: reading them is refused as ambiguous.
-    private let ambiguous: [String: Int]
+    /// The entries' index: sorted positions and a hash table over the records, nothing per entry.
+    let directory: ZipDirectoryIndex
     let structure: ZipStructure
     let pool: ZipHandlePool
     let password: String?
@@ -138,62 +137,17 @@ package final class ZipPackReader: PackReader, @unchecked Sendable {
         try signature?.release.checkNotExpired(now: Date())
         publisher = signature?.publisher
         release = signature?.release
-        let (files, deletion) = try Self.readDirectory(structure.records)
-        try limits.checkEntryCount(files.count)  // what the packer checked, its own records aside
-        var table = files
-        table.sort { $0.info.path.utf8.lexicographicallyPrecedes($1.info.path.utf8) }
-        var index = EntryIndex<Int>(capacity: table.count)
-        var ambiguous: [String: Int] = [:]
-        for (position, entry) in table.enumerated() {
-            let path = EntryPath.normalize(entry.info.path)
-            if !index.insert(path, position) { ambiguous[path, default: 1] += 1 }
-        }
-        self.table = table
-        self.index = index
-        self.ambiguous = ambiguous
-        self.entries = table.map(\.info)
-        if let deletion {  // read like any entry (decrypted, checked, signed), then checked
+        let directory = try ZipDirectoryIndex(structure.records)
+        try limits.checkEntryCount(directory.visible.count)  // what the packer checked, its own records aside
+        self.directory = directory
+        self.entries = EntryList(count: directory.visible.count) { directory.entry(at: $0).info }
+        if let position = directory.deletion {  // read like any entry (decrypted, checked, signed), then checked
+            let deletion = directory.entry(record: position)
             try limits.checkDeletionRecord(deletion.info)  // before it is read
             let bytes = try readWhole(DeletionRecord.entryName, reserved: deletion).bytes
-            deletedPaths = try DeletionRecord.decode(bytes, limits: limits) { index.lookup($0) != nil }
+            deletedPaths = try DeletionRecord.decode(bytes, limits: limits) { directory.position(of: $0) != nil }
         }
         self.openSeconds = watch.elapsed
-    }
-
-    /// Every file entry (directories excluded) of the central directory's records, and the
-    /// deletion record's entry apart (the other reserved entries are skipped).
-    private static func readDirectory(_ records: [ZipStructure.Record]) throws -> ([Entry], deletion: Entry?) {
-        var table: [Entry] = []
-        var deletion: Entry?
-        table.reserveCapacity(records.count)
-        for (i, record) in records.enumerated() {
-            let name = EntryPath.withoutLeadingDotSlash(EntryPath.nfc(String(decoding: record.name, as: UTF8.self)))
-            if name.isEmpty || name.hasSuffix("/") { continue }  // directory entry (bsdtar's "./" too)
-            let reserved = ZipManifest.isReserved(name)  // the pack's own bookkeeping (.assetpack/manifest)
-            if reserved && name != DeletionRecord.entryName { continue }
-            let encryption = Self.encryption(record.encryptionMethod)
-            let compression: EntryCompression =
-                switch record.compressionMethod {
-                case 0: .store
-                case 8: .deflate
-                default: .other
-                }
-            let info = EntryInfo(
-                path: name, size: record.size, storedSize: record.compressedSize, compression: compression,
-                encryption: encryption, crc32: record.crcIsChecked ? record.crc32 : nil)
-            let entry = Entry(
-                info: info, index: UInt64(i), encryptionMethod: record.encryptionMethod,
-                compressionMethod: record.compressionMethod)
-            if reserved {
-                guard deletion == nil else {
-                    throw AssetPackError(.integrityFailure, "two deletion records", path: DeletionRecord.entryName)
-                }
-                deletion = entry
-            } else {
-                table.append(entry)
-            }
-        }
-        return (table, deletion)
     }
 
     #if SystemLibraries
@@ -204,7 +158,7 @@ package final class ZipPackReader: PackReader, @unchecked Sendable {
 
     /// Looks up an entry by path (normalised first).
     public func entry(_ path: String) -> EntryInfo? {
-        index.lookup(path).map { table[$0].info }
+        directory.position(of: path).map { directory.entry(at: $0).info }
     }
 
     /// Reads a whole entry into memory, verified, with its timing record.
@@ -267,16 +221,16 @@ package final class ZipPackReader: PackReader, @unchecked Sendable {
     // MARK: - Internals
 
     func find(_ path: String, _ timing: inout EntryTiming) throws -> (entry: Entry, dataStart: UInt64) {
-        let found = Stopwatch.time(&timing.lookup) { index.lookup(path) }
+        let found = Stopwatch.time(&timing.lookup) { directory.position(of: path).map(directory.entry(at:)) }
         guard let found else { throw AssetPackError(.entryNotFound, "no such entry", path: path) }
-        return try prepare(table[found], &timing)
+        return try prepare(found, &timing)
     }
 
     /// Checks `entry` before a read (ambiguity, limits, its local header).
     private func prepare(_ entry: Entry, _ timing: inout EntryTiming) throws -> (entry: Entry, dataStart: UInt64) {
         timing.path = entry.info.path
         timing.bytesIn = entry.info.storedSize
-        if let count = ambiguous[EntryPath.normalize(entry.info.path)] {
+        if let count = directory.ambiguous[EntryPath.normalize(entry.info.path)] {
             throw AssetPackError(
                 .integrityFailure, "\(count) entries have this path: which one is meant is ambiguous",
                 path: entry.info.path)

@@ -14,8 +14,8 @@ extension ZipPackReader {
     /// The entry's span in the pack: its local header, data and any descriptor, up to the next
     /// entry; `nil` when there is no such entry.
     package func storedSpan(_ path: String) -> Range<UInt64>? {
-        guard let found = index.lookup(path) else { return nil }
-        let record = structure.records[Int(table[found].index)]
+        guard let found = directory.position(of: path) else { return nil }
+        let record = structure.records.raw[Int(directory.visible[found])]
         return record.localHeaderOffset..<record.end
     }
 
@@ -42,8 +42,10 @@ extension ZipPackReader {
     /// covers its bytes, which a range cannot check); every other entry is decoded from its
     /// start, verified whole (MAC, CRC, signed digest) and cut, since a zip entry is one stream.
     public func readRange(_ path: String, offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws {
-        guard let found = index.lookup(path) else { throw AssetPackError(.entryNotFound, "no such entry", path: path) }
-        let entry = table[found]
+        guard let found = directory.position(of: path) else {
+            throw AssetPackError(.entryNotFound, "no such entry", path: path)
+        }
+        let entry = directory.entry(at: found)
         try entry.info.checkRange(offset: offset, count: buffer.count)
         if buffer.isEmpty { return }
         if entry.info.compression == .store, entry.info.encryption == .none, signature == nil {

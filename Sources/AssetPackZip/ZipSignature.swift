@@ -101,7 +101,7 @@ package enum ZipSignature {
     }
 
     /// The SHA-256 of every record's span, in directory order, hashed on every core.
-    private static func spanDigests(_ records: [ZipStructure.Record], fd: FileDescriptor, path: String) throws
+    private static func spanDigests(_ records: RecordTable, fd: FileDescriptor, path: String) throws
         -> [UInt8]
     {
         var digests = [UInt8](repeating: 0, count: 32 * records.count)

@@ -53,8 +53,9 @@ package struct ZipStructure: Sendable {
         var hasDataDescriptor: Bool { flags & 0x0008 != 0 }
     }
 
-    /// The central records in directory order (libzip's index order).
-    package var records: [Record]
+    /// The central records in directory order (libzip's index order), kept as fixed-size
+    /// fields and a table of names (no object per record), each made a ``Record`` when asked for.
+    package var records: RecordTable
     /// Where the central directory starts.
     package var directoryOffset: UInt64
     /// The central directory's length in bytes.
@@ -97,11 +98,11 @@ package struct ZipStructure: Sendable {
         let directory = try read(end.directoryOffset, Int(end.directorySize))
         var lastStart = 0
         let records = try Self.parse(directory) { reader in
-            var records: [Record] = []
-            records.reserveCapacity(Int(end.count))
+            var records = RecordTable()
+            records.reserve(Int(end.count), nameBytes: Int(end.directorySize) - Int(end.count) * Self.centralHeaderSize)
             while records.count < Int(end.count) {
                 lastStart = reader.position
-                records.append(try Self.readRecord(&reader, index: records.count))
+                try Self.readRecord(&reader, index: records.count, into: &records)
             }
             guard reader.atEnd else {
                 throw Self.damaged("the central directory holds more than the \(end.count) records it declares")
@@ -133,24 +134,30 @@ package struct ZipStructure: Sendable {
     /// At open only the central record is known, so a range is taken as at least the local
     /// header, the name and the stored data; the local extra field's length is checked later,
     /// by ``checkLocalHeader(_:read:)``, against `end`.
+    ///
+    /// A writer lays its entries out in directory order (ours, libzip, 7-Zip, Info-ZIP), so the
+    /// order is checked in one pass and sorted only when it is not that.
     private mutating func checkRanges() throws {
-        let order = records.indices.sorted { records[$0].localHeaderOffset < records[$1].localHeaderOffset }
+        let raw = records.raw
+        let inOrder = zip(raw, raw.dropFirst()).allSatisfy { $0.localHeaderOffset <= $1.localHeaderOffset }
+        let order =
+            inOrder ? Array(raw.indices) : raw.indices.sorted { raw[$0].localHeaderOffset < raw[$1].localHeaderOffset }
         for (k, i) in order.enumerated() {
-            let next = k + 1 < order.count ? records[order[k + 1]].localHeaderOffset : directoryOffset
-            let r = records[i]
+            let next = k + 1 < order.count ? raw[order[k + 1]].localHeaderOffset : directoryOffset
+            let r = raw[i]
             let (minimumEnd, overflow) = r.localHeaderOffset.addingReportingOverflow(
-                UInt64(Self.localHeaderSize + r.name.count))
+                UInt64(Self.localHeaderSize + Int(r.nameLength)))
             let (dataEnd, overflow2) = minimumEnd.addingReportingOverflow(r.compressedSize)
             guard !overflow, !overflow2, dataEnd <= next else {
-                let name = Self.display(r.name)
+                let name = Self.display(Array(records.name(i)))
                 if k + 1 < order.count {
-                    let other = Self.display(records[order[k + 1]].name)
+                    let other = Self.display(Array(records.name(order[k + 1])))
                     throw Self.damaged(
                         "entries \"\(name)\" and \"\(other)\" overlap: their data share bytes (a zip bomb, or damage)")
                 }
                 throw Self.damaged("entry \"\(name)\" runs into the central directory (truncated or damaged zip)")
             }
-            records[i].end = next
+            records.raw[i].end = next
         }
     }
 
@@ -290,7 +297,7 @@ package struct ZipStructure: Sendable {
         return End(offset: offset, count: count, directorySize: directorySize, directoryOffset: directoryOffset)
     }
 
-    private static func readRecord(_ reader: inout ByteReader, index: Int) throws -> Record {
+    private static func readRecord(_ reader: inout ByteReader, index: Int, into table: inout RecordTable) throws {
         guard reader.remaining >= centralHeaderSize, try reader.u32() == 0x0201_4B50 else {
             throw damaged("central directory record \(index) is damaged")
         }
@@ -307,18 +314,18 @@ package struct ZipStructure: Sendable {
         guard reader.remaining >= nameLength + extraLength + commentLength else {
             throw damaged("central directory record \(index) runs past the directory")
         }
-        let name = try reader.bytes(nameLength)
+        let name = try reader.raw(nameLength)
         let extra = try reader.bytes(extraLength)
         try reader.skip(commentLength)
         if size == 0xFFFF_FFFF || compressedSize == 0xFFFF_FFFF || offset == 0xFFFF_FFFF || disk == 0xFFFF {
             guard let field = try extraField(0x0001, in: extra) else {
-                throw damaged("entry \"\(display(name))\" needs a zip64 extra field and has none")
+                throw damaged("entry \"\(display(Array(name)))\" needs a zip64 extra field and has none")
             }
             // The zip64 field holds, in this order, only the values whose 32-bit field is saturated.
             try parse(field) { z in
                 func next() throws -> UInt64 {
                     guard z.remaining >= 8 else {
-                        throw damaged("entry \"\(display(name))\"'s zip64 extra field is too short")
+                        throw damaged("entry \"\(display(Array(name)))\"'s zip64 extra field is too short")
                     }
                     return try z.u64()
                 }
@@ -327,25 +334,28 @@ package struct ZipStructure: Sendable {
                 if offset == 0xFFFF_FFFF { offset = try next() }
             }
         }
-        var record = Record(
-            name: name, flags: flags, method: method, crc32: crc, compressedSize: compressedSize,
-            size: size, localHeaderOffset: offset)
-        try resolveEncryption(&record, extra: extra)
-        return record
+        var record = RecordTable.Raw(
+            nameOffset: UInt32(table.names.count), nameLength: UInt16(nameLength), flags: flags, method: method,
+            crc32: crc, compressedSize: compressedSize, size: size, localHeaderOffset: offset)
+        try resolveEncryption(&record, name: name, extra: extra)
+        table.raw.append(record)
+        table.names.append(contentsOf: name)
     }
 
     /// Fills in the record's encryption method, plaintext compression method and CRC rule from its
     /// flags and (WinZip AES) its 0x9901 extra field, as libzip's `_zip_dirent_process_winzip_aes`
     /// does: a method-99 entry without a well-formed field is damaged, one of another vendor,
     /// version or strength is unsupported.
-    private static func resolveEncryption(_ record: inout Record, extra: [UInt8]) throws {
+    private static func resolveEncryption(
+        _ record: inout RecordTable.Raw, name nameBytes: UnsafeRawBufferPointer, extra: [UInt8]
+    ) throws {
         record.compressionMethod = record.method
         let encrypted = record.flags & 0x0001 != 0
         guard record.method == 99 else {
             record.encryptionMethod = !encrypted ? 0 : record.flags & 0x0040 != 0 ? 0xFFFF : 1
             return
         }
-        let name = display(record.name)
+        let name = display(Array(nameBytes))
         guard let field = try extraField(0x9901, in: extra), field.count == 7 else {
             throw damaged("entry \"\(name)\" is WinZip AES (method 99) without a valid AES extra field")
         }
@@ -387,5 +397,52 @@ package struct ZipStructure: Sendable {
 
     static func damaged(_ message: String, _ code: AssetPackError.Code = .integrityFailure) -> AssetPackError {
         AssetPackError(code, message)
+    }
+}
+
+/// The central records of a zip, as ``ZipStructure`` keeps them: one fixed-size ``Raw`` per
+/// record and every name's bytes in one table. A ``ZipStructure/Record`` (its name an array of
+/// its own) is made when one is asked for: opening a pack of 100,000 entries makes no 100,000
+/// arrays.
+package struct RecordTable: RandomAccessCollection, Sendable {
+    /// A record's fields, resolved (zip64, WinZip AES), and where its name is in ``names``.
+    package struct Raw: Sendable {
+        var nameOffset: UInt32
+        var nameLength: UInt16
+        var flags: UInt16
+        var method: UInt16
+        var crc32: UInt32
+        var compressedSize: UInt64
+        var size: UInt64
+        var localHeaderOffset: UInt64
+        var end: UInt64 = 0
+        var encryptionMethod: UInt16 = 0
+        var compressionMethod: UInt16 = 0
+        var crcIsChecked = true
+    }
+
+    package var raw: [Raw] = []
+    package var names: [UInt8] = []
+
+    mutating func reserve(_ count: Int, nameBytes: Int) {
+        raw.reserveCapacity(count)
+        names.reserveCapacity(Swift.max(0, nameBytes))
+    }
+
+    package var startIndex: Int { 0 }
+    package var endIndex: Int { raw.count }
+
+    /// Record `i`'s name bytes as stored, without a copy.
+    package func name(_ i: Int) -> ArraySlice<UInt8> {
+        let r = raw[i]
+        return names[Int(r.nameOffset)..<Int(r.nameOffset) + Int(r.nameLength)]
+    }
+
+    package subscript(i: Int) -> ZipStructure.Record {
+        let r = raw[i]
+        return ZipStructure.Record(
+            name: Array(name(i)), flags: r.flags, method: r.method, crc32: r.crc32, compressedSize: r.compressedSize,
+            size: r.size, localHeaderOffset: r.localHeaderOffset, end: r.end, encryptionMethod: r.encryptionMethod,
+            compressionMethod: r.compressionMethod, crcIsChecked: r.crcIsChecked)
     }
 }

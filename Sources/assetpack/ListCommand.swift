@@ -30,7 +30,9 @@ extension AssetPackCommand {
             try reporting {
                 let opened = try credentials.open(pack, set: set, forData: false, trust: trust, network: network)
                 let reader = opened.reader
-                let entries = folder.map { reader.entries(under: $0) } ?? reader.entries
+                // A listing is never of a damaged index, nor of a set that breaks its rules.
+                try reader.checkIndex()
+                let entries = folder.map { reader.entries(under: $0) } ?? Array(reader.entries)
                 if json {
                     let document = ListDocument(
                         format: reader.format.rawValue, kdf: reader.passwordKDF.map(KDFDocument.init),

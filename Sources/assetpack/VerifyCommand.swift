@@ -88,6 +88,7 @@ extension AssetPackCommand {
                         printError((served || pack == nil ? named : named.naming(pack: pack!)).description)
                     }
                 }
+                try reader.checkIndex()  // what opening left to reads: the whole index
                 for e in reader.entries { try verify(e, in: reader, pack: e.pack, served: true) }
                 // A set: the records no pack serves, because a pack above replaces or deletes them,
                 // are records too; a damaged one is a damaged pack, whatever the set reads.

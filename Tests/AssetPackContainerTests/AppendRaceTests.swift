@@ -123,7 +123,7 @@ extension AppendTests {
         let block = try ContainerPackReader.trustedSignature(source, trusting: [key.publicKey])
         #expect(block.release.size == UInt64(tree.bytes.count))
         let reader = try ContainerPackReader(path: tree.output, credential: testKey, trustedKeys: [key.publicKey])
-        #expect(reader.header.version == 7)
+        #expect(reader.header.version == ContainerFormat.signedVersion)
         #expect(
             try reader.read("big.bin") == [UInt8](try Data(contentsOf: tree.root.appendingPathComponent("big.bin"))))
         // Every byte before the index is the publisher's, live or dead: the whole-pack check
@@ -213,7 +213,7 @@ extension AppendTests {
         try FileManager.default.copyItem(atPath: vector.path, toPath: tree.output)
         let first = try tree.pack()
         #expect(!first.appended && first.reused == 2)
-        #expect(try Self.header(tree.output).version == 6)
+        #expect(try Self.header(tree.output).version == ContainerFormat.version)
         try tree.set("more.txt", Array("more".utf8))
         #expect(try tree.pack().appended)
         try tree.expectReadsBack()

@@ -24,11 +24,11 @@ import Testing
         let reader = try tree.reader()
         let dictionary = try #require(reader.zstdDictionary)
         #expect((1...PackDictionary.capacity).contains(dictionary.count))
-        for r in reader.records where !DeletionRecord.isReserved(r.info.path) {
+        for r in try reader.records.all() where !DeletionRecord.isReserved(r.info.path) {
             #expect(r.codec == (r.info.path == "big.bin" ? ChunkCodec.none : .zstdDictionary), "\(r.info.path)")
         }
         // The dictionary is the pack's own: stored, never listed, never found by path.
-        let own = try #require(reader.records.first { $0.info.path == PackDictionary.entryName })
+        let own = try #require(reader.records.all().first { $0.info.path == PackDictionary.entryName })
         #expect(own.codec == ChunkCodec.none && own.info.size == UInt64(dictionary.count))
         #expect(reader.entry(PackDictionary.entryName) == nil)
         #expect(!reader.entries.contains { $0.path.hasPrefix(".assetpack/") })
@@ -54,7 +54,7 @@ import Testing
         let few = try Self.game(PackDictionary.minimumSamples - 1)
         try few.pack()
         #expect(try few.reader().zstdDictionary == nil)
-        #expect(try few.reader().records.allSatisfy { $0.codec != .zstdDictionary })
+        #expect(try few.reader().records.all().allSatisfy { $0.codec != .zstdDictionary })
         try few.expectReadsBack()
         // Random files compress to nothing the policy keeps (.deflate forces the attempt): a
         // dictionary could not pay.
@@ -75,7 +75,7 @@ import Testing
     @Test func aRepackKeepsTheDictionaryAndCopiesUnchangedChunks() throws {
         let tree = try Self.game()
         try tree.pack()
-        let first = try #require(try tree.reader().zstdDictionary)
+        let first = try #require(tree.reader().zstdDictionary)
         // Many files change and new ones arrive: a new training would give another dictionary,
         // but the re-pack keeps the one every copied chunk was compressed with.
         for i in 0..<20 { try tree.set("units/unit\(i).cfg", configFile(i + 100)) }

@@ -65,7 +65,7 @@ import Testing
         let path = try scratch.pack([("s.bin", stored), ("m.bin", mixed)], compression: .deflate, codec: codec)
         let reader = try ContainerPackReader(path: path, credential: testKey)
         #expect(reader.entry("m.bin")?.compression == (codec == .zstd ? .zstd : .deflate))
-        #expect(try #require(reader.records.first { $0.info.path == "s.bin" }).chunkCount > 2)
+        #expect(try #require(reader.records.all().first { $0.info.path == "s.bin" }).chunkCount > 2)
         for (name, data) in [("s.bin", stored), ("m.bin", mixed)] {
             var ranges: [(Int, Int)] = [
                 (0, 0), (0, 1), (4095, 2), (4096, 4096), (4000, 9000), (0, data.count), (data.count - 1, 1),

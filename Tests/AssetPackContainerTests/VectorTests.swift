@@ -22,8 +22,8 @@ import Testing
         var salt: String
         var entries: [Entry]
         var intermediate: [String: String]?
-        /// Format version; absent means 1. Version 1–5 files are frozen (this build writes
-        /// versions 6 and 7): they are decoded, not regenerated.
+        /// Format version; absent means 1. Version 1–7 files are frozen (this build writes
+        /// versions 8 and 9): they are decoded, not regenerated.
         var version: Int?
         /// Versions 4 to 7: the codec compressed chunks use (`zstd` or `deflate`).
         var codec: String?
@@ -50,7 +50,7 @@ import Testing
     static let signingSeed = (0..<32).map { UInt8(0x40 + $0) }
     static let signingKey = try! signingSeed.withUnsafeBytes { try PublisherSigningKey(seed: $0) }
 
-    static func signed(_ file: String) -> Bool { ["v3", "v5", "v7"].contains(file.prefix(2)) }
+    static func signed(_ file: String) -> Bool { ["v3", "v5", "v7", "v9"].contains(file.prefix(2)) }
 
     static func specs() -> [(Vector, ContainerKDF?)] {
         func v(
@@ -63,7 +63,7 @@ import Testing
                     chunkSize: 4096,
                     compression: compression, salt: hex(salt), entries: files.map { Entry(path: $0.0, hex: hex($0.1)) },
                     version: Int(file.dropFirst().prefix(1)).flatMap { $0 == 1 ? nil : $0 },
-                    codec: ["v4", "v5", "v6", "v7"].contains(file.prefix(2))
+                    codec: ["v4", "v5", "v6", "v7", "v8", "v9"].contains(file.prefix(2))
                         ? (file.contains("deflate") ? "deflate" : "zstd") : nil,
                     previousEntries: previous?.map { Entry(path: $0.0, hex: hex($0.1)) },
                     signingSeed: signed(file) ? hex(signingSeed) : nil,
@@ -186,6 +186,44 @@ import Testing
                 "v7-key-store-appended-signed-block2.apack", key: true, kdf: nil, kdfName: "none",
                 compression: "store", [("big.bin", edited(noise(40000, seed: 11)))],
                 previous: [("a.txt", Array("abc".utf8)), ("big.bin", noise(40000, seed: 11))]),
+            // Versions 8 and 9: the index read in place, the same contents as versions 6 and 7.
+            v(
+                "v8-tiny-key.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
+                [("a.txt", Array("abc".utf8))]),
+            v(
+                "v8-key-store.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
+                [("hello.txt", hello), ("empty", []), ("dir/\u{FC}.bin", noise(5000, seed: 7))]),
+            v(
+                "v8-key-zstd.apack", key: true, kdf: nil, kdfName: "none", compression: "deflate",
+                [
+                    ("text.txt", text(10000)), ("mixed.bin", text(4096) + noise(4096, seed: 42)),
+                    ("noise.bin", noise(300, seed: 43)),
+                ]),
+            v(
+                "v8-key-deflate.apack", key: true, kdf: nil, kdfName: "none", compression: "deflate",
+                [
+                    ("text.txt", text(10000)), ("mixed.bin", text(4096) + noise(4096, seed: 42)),
+                    ("noise.bin", noise(300, seed: 43)),
+                ]),
+            v(
+                "v8-scrypt.apack", key: false, kdf: .scrypt(logN: 10, r: 8, p: 1), kdfName: "scrypt N=2^10 r=8 p=1",
+                compression: "store", [("hello.txt", hello)]),
+            v(
+                "v9-tiny-key-signed-block2.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
+                [("a.txt", Array("abc".utf8))]),
+            v(
+                "v8-key-zstd-dictionary.apack", key: true, kdf: nil, kdfName: "none", compression: "auto",
+                (0..<24).map { (String(format: "cfg/unit%02d.cfg", $0), configFile($0, lines: 60)) }),
+            // Generation 1 holds a.txt; generation 2 adds big.bin after it (an append keeps every
+            // byte of the previous generation, so only a re-pack that removes nothing appends).
+            v(
+                "v8-key-store-appended.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
+                [("a.txt", Array("abc".utf8)), ("big.bin", noise(40000, seed: 11))],
+                previous: [("a.txt", Array("abc".utf8))]),
+            v(
+                "v9-key-store-appended-signed-block2.apack", key: true, kdf: nil, kdfName: "none",
+                compression: "store", [("a.txt", Array("abc".utf8)), ("big.bin", noise(40000, seed: 11))],
+                previous: [("a.txt", Array("abc".utf8))]),
         ]
     }
 
@@ -238,7 +276,8 @@ import Testing
             return SourceFile(path: e.path, url: url, size: UInt64(e.hex.count / 2))
         }
         var writer = ContainerPackWriter()
-        writer.legacyAppends = true  // the version-6 vector's second generation was appended so
+        // The version-6 vector's second generation was appended so (version 8 appends as 0.4 does).
+        writer.legacyAppends = (v.version ?? 1) < 8
         writer.fixedSalt = unhex(v.salt)
         writer.random = random
         var options = PackOptions()
@@ -269,6 +308,30 @@ import Testing
             // Key id, then chunk 0's nonce, then the index nonce, from the pinned bytes in that order.
             let nonce = random(12)
             let abc = Array("abc".utf8)
+            let record = IndexRecordV4(
+                path: "a.txt", size: 3, crc: CRC32.checksum(abc), codec: .none, keyID: keyID,
+                sha256: SHA256Hasher.digest(abc),
+                chunks: [
+                    ChunkRecord(
+                        offset: header.dataStart, plainLength: 3, payload: 3, nonce: nonce,
+                        digest: SHA256Hasher.digest(abc))
+                ])
+            if header.hasIndexInPlace {
+                let index = ContainerIndex.encodeV8([record], chunking: ChunkingParameters(average: v.chunkSize))
+                return [
+                    "prk": hex(keys.prk.withUnsafeBytes { Array($0) }),
+                    "commitmentKey": hex(keys.commitmentKey.withUnsafeBytes { Array($0) }),
+                    "indexKey": hex(keys.indexKey(version: header.version)),
+                    "entryKey": hex(keys.entryKeyV4(keyID: keyID)),
+                    "nonceChunk0": hex(nonce),
+                    "indexNonce": hex(random(12)),
+                    "indexTable": hex(index.table),
+                    "indexDigests": hex(index.digests),
+                    "pathHash": String(
+                        format: "%016llx", Array("a.txt".utf8).withUnsafeBytes { IndexTable.hash($0) }),
+                    "pack": hex(b),
+                ]
+            }
             return [
                 "prk": hex(keys.prk.withUnsafeBytes { Array($0) }),
                 "commitmentKey": hex(keys.commitmentKey.withUnsafeBytes { Array($0) }),
@@ -315,15 +378,15 @@ import Testing
         if ProcessInfo.processInfo.environment["APACK_WRITE_VECTORS"] == "1" {
             var vectors: [Vector] = []
             for (v, kdf) in specs {
-                if (v.version ?? 1) >= 6 {
+                if (v.version ?? 1) >= 8 {
                     try Self.make(v, kdf: kdf, at: sourceDir.appendingPathComponent(v.file).path, scratch: scratch)
                 }
                 vectors.append(v)
             }
             let doc = Document(
-                format: "AssetPack container v1 to v7 (docs/FORMAT.md)",
+                format: "AssetPack container v1 to v9 (docs/FORMAT.md)",
                 note:
-                    "Each .apack opens with the given key (hex) or password and holds exactly these entries. Version 6 and 7 files: writing the entries with the given salt, KDF, average chunk size, compression policy and codec, and key ids, chunk nonces and the index nonce taken from the bytes C0 C1 C2 … in the order the writer draws them (per entry its key id, then per batch of chunks their nonces; the index nonce last), and, for version 7, signing with signingSeed (signature block 2, the release releaseName, releaseVersion and releaseExpires in unix seconds), reproduces the file byte for byte; with previousEntries, a pack of those is written first and a re-pack of entries appends to it, the bytes C0 C1 … running on across both writes. A reader trusting publicKey accepts version 3, 5 and 7 files. Version 1 to 5 files are frozen (written by earlier builds; version 3 files have a signature block of version signatureBlock, absent meaning 1; version 4 and 5 files regenerated by the writer of rounds 4 and 5 as the note above says for versions 6 and 7, less the chunk offsets and header slots).",
+                    "Each .apack opens with the given key (hex) or password and holds exactly these entries. Version 8 and 9 files: writing the entries with the given salt, KDF, average chunk size, compression policy and codec, and key ids, chunk nonces and the index nonce taken from the bytes C0 C1 C2 … in the order the writer draws them (per entry its key id, then per batch of chunks their nonces; the index nonce last), and, for version 9, signing with signingSeed (signature block 2, the release releaseName, releaseVersion and releaseExpires in unix seconds), reproduces the file byte for byte; with previousEntries, a pack of those is written first and a re-pack of entries appends to it, the bytes C0 C1 … running on across both writes. A reader trusting publicKey accepts version 3, 5, 7 and 9 files. Version 1 to 7 files are frozen (written by earlier builds; version 3 files have a signature block of version signatureBlock, absent meaning 1; version 4 and 5 files regenerated by the writer of rounds 4 and 5 as the note above says for versions 8 and 9, less the chunk offsets and header slots; version 6 and 7 files by the writer of 0.3, with the index of version 4 and chunk offsets).",
                 vectors: vectors)
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
@@ -339,7 +402,7 @@ import Testing
             let trusted = try v.publicKey.map { [try PublisherKey(rawRepresentation: unhex($0))] } ?? []
             let reader = try ContainerPackReader(path: path, credential: Self.credential(v), trustedKeys: trusted)
             #expect(reader.publisher == trusted.first, "\(v.file)")
-            if [3, 5, 7].contains(v.version) {
+            if [3, 5, 7, 9].contains(v.version) {
                 // A block-1 file states no release; a block-2 file the one it was signed with.
                 let expected =
                     v.signatureBlock == 2
@@ -353,7 +416,7 @@ import Testing
                 reader.entries.map(\.path)
                     == v.entries.map(\.path).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) })
             for e in v.entries {
-                let codec = reader.records.first { $0.info.path == e.path }?.codec
+                let codec = try reader.records.position(of: e.path).map { try reader.records.record($0) }?.codec
                 if !Zstd.isAvailable, codec == .zstd || codec == .zstdDictionary {
                     // The portable configuration: a zstd entry is refused by name, with the way out.
                     let error = #expect(throws: AssetPackError.self) { try reader.read(e.path) }
@@ -367,11 +430,12 @@ import Testing
             // Only the dictionary vector has the pack's dictionary, and all its entries use it.
             #expect((reader.zstdDictionary != nil) == v.file.contains("dictionary"), "\(v.file)")
             if v.file.contains("dictionary") {
-                #expect(reader.records.filter { $0.codec == .zstdDictionary }.count == v.entries.count)
+                let codecs = try (0..<reader.records.count).map { try reader.records.record($0).codec }
+                #expect(codecs.filter { $0 == .zstdDictionary }.count == v.entries.count)
             }
             // Regenerating pins the compressors' output too (libdeflate's, libzstd's): the
             // portable configuration's zlib writes other (valid) deflate streams.
-            guard (v.version ?? 1) >= 6, !BuildConfiguration.isPortable else { continue }
+            guard (v.version ?? 1) >= 8, !BuildConfiguration.isPortable else { continue }
             let again = scratch.url.appendingPathComponent(v.file).path
             try Self.make(v, kdf: specs.first { $0.0.file == v.file }!.1, at: again, scratch: scratch)
             let regenerated = bytes(of: again), committed = bytes(of: path)
@@ -382,9 +446,9 @@ import Testing
                 "\(v.file) does not regenerate byte for byte (\(regenerated.count) vs \(committed.count) bytes, first difference at \(firstDifference.map(String.init) ?? "the end"))"
             )
         }
-        #expect(Set(doc.vectors.map { $0.version ?? 1 }) == [1, 2, 3, 4, 5, 6, 7])
+        #expect(Set(doc.vectors.map { $0.version ?? 1 }) == [1, 2, 3, 4, 5, 6, 7, 8, 9])
         #expect(Set(doc.vectors.filter { $0.version == 3 }.map { $0.signatureBlock ?? 1 }) == [1, 2])
-        for v in doc.vectors where [3, 5, 7].contains(v.version) {
+        for v in doc.vectors where [3, 5, 7, 9].contains(v.version) {
             // Another publisher's key is refused.
             let other = try PublisherKey(rawRepresentation: Array(unhex(v.publicKey!).reversed()))
             let error = #expect(throws: AssetPackError.self) {

@@ -46,7 +46,7 @@ final class RemotePackReader: PackReader, @unchecked Sendable {
     }
 
     var format: PackFormat { reader.format }
-    var entries: [EntryInfo] { reader.entries }
+    var entries: EntryList { reader.entries }
     var openSeconds: Double { reader.openSeconds }
     var publisher: PublisherKey? { reader.publisher }
     var release: PackRelease? { reader.release }

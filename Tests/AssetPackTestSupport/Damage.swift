@@ -39,10 +39,23 @@ public func flipOffsets(_ pack: [UInt8]) -> [Int] {
 /// all zeros (a damaged slot there may be a newer generation's: docs/FORMAT.md, "Version 6");
 /// `nil` for anything else.
 public func appendablePadding(_ pack: [UInt8]) -> UnreadBytes? {
-    guard pack.count > 8192, pack.starts(with: Array("APACK\0\r\n".utf8)), [6, 7].contains(pack[8]),
+    guard pack.count > 8192, pack.starts(with: Array("APACK\0\r\n".utf8)), (6...9).contains(pack[8]),
         !pack[4096..<4104].elementsEqual(Array("APACK\0\r\n".utf8))
     else { return nil }
     return UnreadBytes(ranges: [128..<4096, 4224..<8192])
+}
+
+/// A version-8 or -9 container's digest section (docs/FORMAT.md, "Version 8"), from its current
+/// slot 0: bytes a read never decrypts (only a re-pack, a delta download and `verify` do, and
+/// each refuses it damaged); `nil` for anything else.
+public func digestSection(_ pack: [UInt8]) -> Range<Int>? {
+    func u64(_ at: Int) -> Int { (0..<8).reduce(0) { $0 | Int(pack[at + $1]) << (8 * $1) } }
+    guard pack.count > 8192, pack.starts(with: Array("APACK\0\r\n".utf8)), (8...9).contains(pack[8]) else { return nil }
+    let (offset, length) = (u64(56), u64(64))
+    guard offset + 20 <= pack.count, offset + length <= pack.count else { return nil }
+    let table = (0..<4).reduce(0) { $0 | Int(pack[offset + $1]) << (8 * $1) }
+    let start = offset + 20 + table + 16 * ((table + (1 << 20) - 1) >> 20)
+    return start..<offset + length
 }
 
 /// Offsets of a pack that no reader reads.

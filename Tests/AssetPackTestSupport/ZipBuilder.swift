@@ -43,6 +43,10 @@ public struct ZipBuilder {
     /// Bytes in front of the first entry (a self-extractor's stub), with every offset counted
     /// from the start of the file, as `zip -A` leaves them.
     public var prefix: [UInt8] = []
+    /// The order of the entries' central records (default: the entries' order, as writers lay
+    /// them out): another order makes a directory whose records neither follow the file nor the
+    /// names.
+    public var centralOrder: [Int]?
 
     /// A builder for `entries`.
     public init(_ entries: [Entry]) { self.entries = entries }
@@ -85,7 +89,7 @@ public struct ZipBuilder {
             central += le32(big ? 0xFFFF_FFFF : p.offset) + nameBytes + extra
             count += 1
         }
-        for (k, e) in entries.enumerated() { record(e.name, k) }
+        for k in centralOrder ?? Array(entries.indices) { record(entries[k].name, k) }
         for alias in aliases { record(alias.name, alias.entry) }
         let directoryOffset = UInt64(out.count)
         out += central

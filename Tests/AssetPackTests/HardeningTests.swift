@@ -71,9 +71,14 @@ import Testing
         // pack of one generation is empty (no magic: no header), so damage there is harmless. Zip
         // leaves some metadata unauthenticated (times, versions, comments) whose damage is
         // harmless to the bytes returned. Either way every read above returned the right bytes.
+        // A version-8 container's digest section is decrypted by no read (a re-pack and `verify`
+        // refuse it damaged: IndexV8Tests).
         if format == .container {
             let padding = try #require(appendablePadding(original))
-            #expect(undetected == flipOffsets(original).filter(padding.contains), "flips not detected at \(undetected)")
+            let digests = try #require(digestSection(original))
+            #expect(
+                undetected == flipOffsets(original).filter { padding.contains($0) || digests.contains($0) },
+                "flips not detected at \(undetected)")
         }
     }
 

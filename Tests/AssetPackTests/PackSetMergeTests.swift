@@ -12,16 +12,20 @@ import Testing
     final class ListedPack: PackReader {
         let name: String
         let format = PackFormat.container
-        let entries: [EntryInfo]
+        let entries: EntryList
         let deletedPaths: [String]
         let openSeconds = 0.0
         var publisher: PublisherKey? { nil }
+        /// Path → entry, keyed by `String` (canonical equivalence), as a reader's index is.
+        private let index: [String: EntryInfo]
 
         init(_ name: String, paths: [String], deleting: [String]) {
             self.name = name
-            entries = Self.sorted(paths).map {
+            let list = Self.sorted(paths).map {
                 EntryInfo(path: $0, size: 1, storedSize: 1, compression: .store, encryption: .none, crc32: nil)
             }
+            entries = EntryList(list)
+            index = Dictionary(list.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
             deletedPaths = Self.sorted(deleting)
         }
 
@@ -36,12 +40,11 @@ import Testing
         }
 
         func stored(_ path: String) throws -> String {
-            guard let e = entries.first(where: { $0.path.utf8.elementsEqual(path.utf8) }) else {
-                throw AssetPackError(.entryNotFound, "no such entry", path: path)
-            }
+            guard let e = entry(path) else { throw AssetPackError(.entryNotFound, "no such entry", path: path) }
             return e.path
         }
-        func entry(_ path: String) -> EntryInfo? { entries.first { $0.path.utf8.elementsEqual(path.utf8) } }
+        /// As a reader looks up: the path as given, then normalised.
+        func entry(_ path: String) -> EntryInfo? { index[path] ?? index[EntryPath.normalize(path)] }
         func readTimed(_ path: String) throws -> (bytes: [UInt8], timing: EntryTiming) {
             (Array("\(name):\(try stored(path))".utf8), EntryTiming(path: path))
         }
@@ -155,12 +158,13 @@ import Testing
             guard model.error == nil else {
                 errors += 1
                 if model.error?.contains("Unicode forms") == true { formErrors += 1 }
-                let error = #expect(throws: AssetPackError.self, "seed \(seed)") { try PackSet(members) }
+                let error = #expect(throws: AssetPackError.self, "seed \(seed)") { try PackSet(members).checkIndex() }
                 #expect(error?.code == .integrityFailure, "seed \(seed)")
                 #expect(error?.message == model.error, "seed \(seed)")
                 continue
             }
             let set = try PackSet(members)
+            try set.checkIndex()
             #expect(
                 set.entries.map { Array($0.path.utf8) } == model.entries.map { Array($0.path.utf8) }, "seed \(seed)")
             #expect(set.entries.map(\.pack) == model.entries.map(\.pack), "seed \(seed)")
@@ -194,9 +198,10 @@ import Testing
     @Test func aReaderWhoseEntriesAreNotSortedStillMergesCorrectly() throws {
         final class Unsorted: PackReader {
             let format = PackFormat.container
-            let entries = ["b", "a", "c"].map {
-                EntryInfo(path: $0, size: 1, storedSize: 1, compression: .store, encryption: .none, crc32: nil)
-            }
+            let entries = EntryList(
+                ["b", "a", "c"].map {
+                    EntryInfo(path: $0, size: 1, storedSize: 1, compression: .store, encryption: .none, crc32: nil)
+                })
             let openSeconds = 0.0
             var publisher: PublisherKey? { nil }
             func entry(_ path: String) -> EntryInfo? { entries.first { $0.path == path } }

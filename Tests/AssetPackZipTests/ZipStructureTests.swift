@@ -161,4 +161,34 @@ import Testing
             bytes[$0] == 0x50 && bytes[$0 + 1] == 0x4B && bytes[$0 + 2] == 1 && bytes[$0 + 3] == 2
         }
     }
+
+    /// The directory is indexed in place (no object per entry): a directory whose records follow
+    /// neither the file nor the names is sorted for both checks, and names that need tidying
+    /// (a `\\`, `./` in front, NFD) list as the reader lists them and are found as a lookup
+    /// normalises them.
+    @Test func aDirectoryInAnyOrderAndNamesThatNeedTidyingAreIndexed() throws {
+        let dir = TemporaryDirectory()
+        var zip = ZipBuilder([
+            .init("z.txt", Array("zed".utf8)), .init("./lead.txt", Array("lead".utf8)),
+            .init("dir\\win.txt", Array("win".utf8)), .init("cafe\u{301}.txt", Array("nfd".utf8)),
+            .init("a/b.bin", textBytes(3000), deflate: true),
+        ])
+        zip.centralOrder = [4, 0, 3, 1, 2]
+        let reader = try Self.open(zip, in: dir)
+        let listed = reader.entries.map(\.path)
+        #expect(listed == ["a/b.bin", "caf\u{E9}.txt", "dir\\win.txt", "lead.txt", "z.txt"])
+        #expect(listed.map { Array($0.utf8) } == listed.map { Array($0.utf8) }.sorted { $0.lexicographicallyPrecedes($1) })
+        #expect(try reader.read("z.txt") == Array("zed".utf8))
+        #expect(try reader.read("lead.txt") == Array("lead".utf8))
+        #expect(try reader.read("./lead.txt") == Array("lead".utf8))
+        #expect(try reader.read("dir/win.txt") == Array("win".utf8))
+        #expect(try reader.read("caf\u{E9}.txt") == Array("nfd".utf8))
+        #expect(try reader.read("cafe\u{301}.txt") == Array("nfd".utf8))
+        #expect(try reader.read("a/b.bin") == textBytes(3000))
+        #expect(reader.entry("missing.txt") == nil && reader.entry("a") == nil)
+        // Out of order and overlapping is still refused.
+        var bomb = zip
+        bomb.aliases = [(name: "again.txt", entry: 4)]
+        #expect(Self.openError(bomb)?.code == .integrityFailure)
+    }
 }

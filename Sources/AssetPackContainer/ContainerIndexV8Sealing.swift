@@ -1,0 +1,241 @@
+import AssetPackCore
+import AssetPackCrypto
+import Foundation
+
+// Version 8's index as the writer encodes and seals it, and as a reader opens it: the lookup
+// table and the digest section, each sealed in 1 MiB segments (docs/FORMAT.md, "Version 8").
+
+extension ContainerIndex {
+    /// The version-8 lookup table and digest section of `records` (sorted by path bytes, each
+    /// chunk's offset set): see ``IndexTable``.
+    static func encodeV8(_ records: [IndexRecordV4], chunking: ChunkingParameters) -> (
+        table: [UInt8], digests: [UInt8]
+    ) {
+        let count = records.count
+        let chunkCount = records.reduce(0) { $0 + $1.chunks.count }
+        var slots = 1
+        while slots < 2 * count + 1 { slots <<= 1 }
+        // Strings in entry order; the hash table by linear probing from each path's FNV-1a.
+        var strings: [UInt8] = []
+        var table = [UInt32](repeating: 0, count: slots)
+        var maxProbe = 1
+        for (i, r) in records.enumerated() {
+            var path = r.path
+            path.withUTF8 { bytes in
+                var slot = Int(truncatingIfNeeded: IndexTable.hash(UnsafeRawBufferPointer(bytes))) & (slots - 1)
+                var probes = 1
+                while table[slot] != 0 {
+                    slot = (slot + 1) & (slots - 1)
+                    probes += 1
+                }
+                table[slot] = UInt32(i + 1)
+                maxProbe = max(maxProbe, probes)
+            }
+        }
+        var w = ByteWriter()
+        w.u8(ChunkingParameters.fastCDC)
+        w.bytes([0, 0, 0])
+        w.u32(UInt32(chunking.min))
+        w.u32(UInt32(chunking.avg))
+        w.u32(UInt32(chunking.max))
+        w.u32(UInt32(count))
+        w.u32(UInt32(chunkCount))
+        w.u32(UInt32(slots))
+        w.u32(UInt32(maxProbe))
+        let stringsLength = records.reduce(0) { $0 + $1.path.utf8.count }
+        w.u32(UInt32(stringsLength))
+        var first = 0
+        for r in records {
+            w.u32(UInt32(strings.count))
+            w.u16(UInt16(r.path.utf8.count))
+            strings.append(contentsOf: r.path.utf8)
+            w.u8(r.codec.rawValue)
+            w.u8(r.scale)
+            w.u64(r.size)
+            w.u32(r.crc)
+            w.u32(UInt32(first))
+            w.u32(UInt32(r.chunks.count))
+            w.bytes(r.keyID)
+            first += r.chunks.count
+        }
+        var digests: [UInt8] = []
+        digests.reserveCapacity(32 * (count + chunkCount))
+        for r in records {
+            var plain: UInt64 = 0
+            digests += r.sha256
+            for c in r.chunks {
+                w.u64(c.offset)
+                w.u64(plain)
+                w.u32(c.plainLength)
+                w.u32(c.payload)
+                w.bytes(c.nonce)
+                plain += UInt64(c.plainLength)
+            }
+        }
+        for r in records { for c in r.chunks { digests += c.digest } }
+        for slot in table { w.u32(slot) }
+        w.bytes(strings)
+        return (w.out, digests)
+    }
+
+    /// The number of segments `length` plaintext bytes are sealed in.
+    static func segments(_ length: Int) -> Int { (length + IndexTable.segmentSize - 1) / IndexTable.segmentSize }
+
+    /// The size of a version-8 index region holding a table of `table` and digests of `digests` bytes.
+    static func regionSize(table: Int, digests: Int) -> Int {
+        8 + ContainerFormat.indexNonceSize + table + digests + ContainerFormat.tagSize
+            * (segments(table) + segments(digests))
+    }
+
+    /// Segment `j`'s nonce: the region's nonce with its last four bytes XORed with `j` (LE).
+    static func segmentNonce(_ nonce: [UInt8], _ j: Int) -> [UInt8] {
+        var n = nonce
+        for b in 0..<4 { n[8 + b] ^= UInt8(truncatingIfNeeded: j >> (8 * b)) }
+        return n
+    }
+
+    /// Segment `j`'s associated data: the header slot as stored, the two lengths and `j`.
+    static func segmentAAD(_ headerBytes: [UInt8], table: Int, digests: Int, _ j: Int) -> [UInt8] {
+        var w = ByteWriter()
+        w.bytes(headerBytes)
+        w.u32(UInt32(table))
+        w.u32(UInt32(digests))
+        w.u32(UInt32(j))
+        return w.out
+    }
+
+    /// The version-8 index region: `u32 tableLength, u32 digestsLength, nonce[12]`, then the
+    /// table and the digests, each sealed in segments of ``IndexTable/segmentSize`` bytes
+    /// (ciphertext ‖ tag), numbered on across both.
+    static func sealV8(table: [UInt8], digests: [UInt8], nonce: [UInt8], key: [UInt8], headerBytes: [UInt8])
+        -> [UInt8]
+    {
+        var w = ByteWriter()
+        w.u32(UInt32(table.count))
+        w.u32(UInt32(digests.count))
+        w.bytes(nonce)
+        let gcm = AESGCM()
+        var j = 0
+        for part in [table, digests] {
+            var at = 0
+            while at < part.count {
+                let piece = Array(part[at..<min(part.count, at + IndexTable.segmentSize)])
+                w.bytes(
+                    gcm.seal(
+                        piece, nonce: segmentNonce(nonce, j), key: key,
+                        authenticating: segmentAAD(headerBytes, table: table.count, digests: digests.count, j)))
+                at += piece.count
+                j += 1
+            }
+        }
+        return w.out
+    }
+
+    /// Opens the version-8 index region at `region` of `source`: decrypts the table segment by
+    /// segment into one buffer (at most a segment more than the table in memory at once) and
+    /// leaves the digest section sealed until ``IndexTable/digests()`` asks for it.
+    /// - Throws: `.integrityFailure` for a region of the wrong size or a segment that fails
+    ///   authentication, `.limitExceeded`, `.io`.
+    static func openV8(
+        _ source: any ByteSource, region: Range<UInt64>, header: ContainerHeader, headerBytes: [UInt8], key: [UInt8],
+        limits: ReadLimits
+    ) throws -> IndexTable {
+        let fixed = 8 + ContainerFormat.indexNonceSize
+        guard region.count >= fixed else { throw AssetPackError(.integrityFailure, "container index is truncated") }
+        let head = try preadArray(source, count: fixed, at: region.lowerBound)
+        let tableLength = head.withUnsafeBytes { Int($0.loadUnaligned(as: UInt32.self).littleEndian) }
+        let digestsLength = head.withUnsafeBytes {
+            Int($0.loadUnaligned(fromByteOffset: 4, as: UInt32.self).littleEndian)
+        }
+        let nonce = Array(head[8..<fixed])
+        guard tableLength >= IndexTable.headSize,
+            UInt64(regionSize(table: tableLength, digests: digestsLength)) == UInt64(region.count)
+        else {
+            throw AssetPackError(.integrityFailure, "container index is corrupt (its sizes do not fill the region)")
+        }
+        let tableAt = region.lowerBound + UInt64(fixed)
+        let digestsAt = tableAt + UInt64(tableLength + ContainerFormat.tagSize * segments(tableLength))
+        let tableSegments = segments(tableLength)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: tableLength, alignment: 16)
+        let lengths = (table: tableLength, digests: digestsLength)
+        do {
+            try openSegments(
+                source, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<tableLength]), at: tableAt,
+                firstSegment: 0, nonce: nonce, key: key, headerBytes: headerBytes, lengths: lengths)
+        } catch {
+            buffer.deallocate()
+            throw error
+        }
+        let loadDigests: @Sendable () throws -> [UInt8] = {
+            try [UInt8](unsafeUninitializedCapacity: digestsLength) { out, n in
+                try openSegments(
+                    source, into: UnsafeMutableRawBufferPointer(out), at: digestsAt, firstSegment: tableSegments,
+                    nonce: nonce, key: key, headerBytes: headerBytes, lengths: lengths)
+                n = digestsLength
+            }
+        }
+        return try IndexTable(
+            taking: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<tableLength]), chunkShift: header.chunkShift,
+            data: header.dataStart..<header.indexOffset, limits: limits, digests: loadDigests)
+    }
+
+    /// The plaintexts and nonce of a version-8 index region sealed under `key` and `headerBytes`
+    /// (what ``sealV8(table:digests:nonce:key:headerBytes:)`` made), for tools that re-seal one.
+    /// - Throws: `.integrityFailure` as ``openV8(_:region:header:headerBytes:key:limits:)``.
+    static func unsealV8(_ region: [UInt8], key: [UInt8], headerBytes: [UInt8]) throws -> (
+        table: [UInt8], digests: [UInt8], nonce: [UInt8]
+    ) {
+        let fixed = 8 + ContainerFormat.indexNonceSize
+        guard region.count >= fixed else { throw AssetPackError(.integrityFailure, "container index is truncated") }
+        let lengths = region.withUnsafeBytes {
+            (
+                table: Int($0.loadUnaligned(as: UInt32.self).littleEndian),
+                digests: Int($0.loadUnaligned(fromByteOffset: 4, as: UInt32.self).littleEndian)
+            )
+        }
+        guard regionSize(table: lengths.table, digests: lengths.digests) == region.count else {
+            throw AssetPackError(.integrityFailure, "container index is corrupt (its sizes do not fill the region)")
+        }
+        let nonce = Array(region[8..<fixed])
+        let source = MemoryByteSource(region)
+        var table = [UInt8](repeating: 0, count: lengths.table)
+        var digests = [UInt8](repeating: 0, count: lengths.digests)
+        try table.withUnsafeMutableBytes {
+            try openSegments(
+                source, into: $0, at: UInt64(fixed), firstSegment: 0, nonce: nonce, key: key, headerBytes: headerBytes,
+                lengths: lengths)
+        }
+        try digests.withUnsafeMutableBytes {
+            try openSegments(
+                source, into: $0,
+                at: UInt64(fixed + lengths.table + ContainerFormat.tagSize * segments(lengths.table)),
+                firstSegment: segments(lengths.table), nonce: nonce, key: key, headerBytes: headerBytes,
+                lengths: lengths)
+        }
+        return (table, digests, nonce)
+    }
+
+    /// Reads and opens the sealed segments from `at` on, numbered from `firstSegment`, into `out`.
+    private static func openSegments(
+        _ source: any ByteSource, into out: UnsafeMutableRawBufferPointer, at: UInt64, firstSegment: Int,
+        nonce: [UInt8], key: [UInt8], headerBytes: [UInt8], lengths: (table: Int, digests: Int)
+    ) throws {
+        let gcm = AESGCM()
+        var tag = [UInt8](repeating: 0, count: ContainerFormat.tagSize)
+        var done = 0, from = at, j = firstSegment
+        while done < out.count {
+            let n = min(IndexTable.segmentSize, out.count - done)
+            let piece = UnsafeMutableRawBufferPointer(rebasing: out[done..<done + n])
+            try readExactly(source, piece, at: from)
+            try tag.withUnsafeMutableBytes { try readExactly(source, $0, at: from + UInt64(n)) }
+            let aad = segmentAAD(headerBytes, table: lengths.table, digests: lengths.digests, j)
+            let ok = tag.withUnsafeBytes {
+                gcm.open(piece, tag: $0, nonce: segmentNonce(nonce, j), key: key, authenticating: aad)
+            }
+            guard ok else { throw AssetPackError(.integrityFailure, "container index failed authentication") }
+            done += n
+            from += UInt64(n + ContainerFormat.tagSize)
+            j += 1
+        }
+    }
+}
