@@ -1,0 +1,39 @@
+#if SystemLibraries  // the default configuration only: see Package.swift
+import AssetPack
+import AssetPackTestSupport
+import Foundation
+import Testing
+
+/// The container's index read in place (version 8, issue 41), through the built binary: what a
+/// read does not check, `verify` and `list` do.
+@Suite struct IndexInPlaceCLITests {
+    let dir = TemporaryDirectory("index-in-place")
+    static let password = "in-place"
+
+    func run(_ arguments: [String]) throws -> CLI.Run { try CLI.run(arguments, password: Self.password) }
+
+    /// A flip in the digest section (which only a re-pack and a delta read): `cat` reads the
+    /// right bytes, `verify` and `list` refuse the pack (exit 4), and a re-pack packs it whole.
+    @Test func aDamagedDigestSectionIsFoundByVerifyAndList() throws {
+        let src = try dir.write(["a.txt": Array("a\n".utf8), "b/c.bin": testBytes(20_000, seed: 2)], under: "src")
+        let pack = dir.appending("p.apack").path
+        #expect(try run(["pack", src.path, "-o", pack, "--format", "container"]).status == 0)
+        #expect(try run(["verify", pack]).status == 0)
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: pack)))
+        let section = try #require(digestSection(bytes))
+        bytes[section.lowerBound + 1] ^= 0x40
+        try Data(bytes).write(to: URL(fileURLWithPath: pack))
+
+        let cat = try run(["cat", pack, "b/c.bin"])
+        #expect(cat.status == 0 && cat.stdout == testBytes(20_000, seed: 2), "\(cat.stderr)")
+        for command in ["verify", "list"] {
+            let refused = try run([command, pack])
+            #expect(refused.status == 4, "\(command): \(refused.stderr)")
+            #expect(refused.stderr.contains("container index failed authentication"), "\(command): \(refused.stderr)")
+        }
+        let repacked = try run(["pack", src.path, "-o", pack, "--format", "container"])
+        #expect(repacked.status == 0, "\(repacked.stderr)")
+        #expect(try run(["verify", pack]).status == 0)
+    }
+}
+#endif
