@@ -38,7 +38,7 @@ struct ZipDirectoryIndex: Sendable {
         for i in records.indices {
             let name = records.name(i)
             var path: String?
-            if !EntryPath.isCanonicalASCII(bytes: name) {
+            if !name.withUnsafeBytes({ EntryPath.isCanonicalASCII(bytes: $0) }) {
                 path = EntryPath.withoutLeadingDotSlash(EntryPath.nfc(String(decoding: name, as: UTF8.self)))
             }
             let isDirectory = path.map { $0.isEmpty || $0.hasSuffix("/") } ?? (name.isEmpty || name.last == 0x2F)

@@ -138,13 +138,17 @@ package struct ZipStructure: Sendable {
     /// A writer lays its entries out in directory order (ours, libzip, 7-Zip, Info-ZIP), so the
     /// order is checked in one pass and sorted only when it is not that.
     private mutating func checkRanges() throws {
-        let raw = records.raw
-        let inOrder = zip(raw, raw.dropFirst()).allSatisfy { $0.localHeaderOffset <= $1.localHeaderOffset }
-        let order =
-            inOrder ? Array(raw.indices) : raw.indices.sorted { raw[$0].localHeaderOffset < raw[$1].localHeaderOffset }
+        // No copy of `records.raw` may outlive this: the writes below would copy the whole array
+        // each (copy on write), which made opening a 100,000-entry zip quadratic.
+        let order: [Int] = {
+            let raw = records.raw
+            let inOrder = zip(raw, raw.dropFirst()).allSatisfy { $0.localHeaderOffset <= $1.localHeaderOffset }
+            return inOrder
+                ? Array(raw.indices) : raw.indices.sorted { raw[$0].localHeaderOffset < raw[$1].localHeaderOffset }
+        }()
         for (k, i) in order.enumerated() {
-            let next = k + 1 < order.count ? raw[order[k + 1]].localHeaderOffset : directoryOffset
-            let r = raw[i]
+            let next = k + 1 < order.count ? records.raw[order[k + 1]].localHeaderOffset : directoryOffset
+            let r = records.raw[i]
             let (minimumEnd, overflow) = r.localHeaderOffset.addingReportingOverflow(
                 UInt64(Self.localHeaderSize + Int(r.nameLength)))
             let (dataEnd, overflow2) = minimumEnd.addingReportingOverflow(r.compressedSize)
@@ -315,7 +319,7 @@ package struct ZipStructure: Sendable {
             throw damaged("central directory record \(index) runs past the directory")
         }
         let name = try reader.raw(nameLength)
-        let extra = try reader.bytes(extraLength)
+        let extra = try reader.raw(extraLength)  // read in place: no array per record
         try reader.skip(commentLength)
         if size == 0xFFFF_FFFF || compressedSize == 0xFFFF_FFFF || offset == 0xFFFF_FFFF || disk == 0xFFFF {
             guard let field = try extraField(0x0001, in: extra) else {
@@ -347,7 +351,7 @@ package struct ZipStructure: Sendable {
     /// does: a method-99 entry without a well-formed field is damaged, one of another vendor,
     /// version or strength is unsupported.
     private static func resolveEncryption(
-        _ record: inout RecordTable.Raw, name nameBytes: UnsafeRawBufferPointer, extra: [UInt8]
+        _ record: inout RecordTable.Raw, name nameBytes: UnsafeRawBufferPointer, extra: UnsafeRawBufferPointer
     ) throws {
         record.compressionMethod = record.method
         let encrypted = record.flags & 0x0001 != 0
@@ -355,8 +359,8 @@ package struct ZipStructure: Sendable {
             record.encryptionMethod = !encrypted ? 0 : record.flags & 0x0040 != 0 ? 0xFFFF : 1
             return
         }
-        let name = display(Array(nameBytes))
-        guard let field = try extraField(0x9901, in: extra), field.count == 7 else {
+        var name: String { display(Array(nameBytes)) }  // for a message only: made when one is thrown
+        guard let field = try extraFieldBytes(0x9901, in: extra), field.count == 7 else {
             throw damaged("entry \"\(name)\" is WinZip AES (method 99) without a valid AES extra field")
         }
         let version = UInt16(field[0]) | UInt16(field[1]) << 8
@@ -379,15 +383,25 @@ package struct ZipStructure: Sendable {
 
     /// The data of the first extra field with `id` in an extra-field block.
     private static func extraField(_ id: UInt16, in block: [UInt8]) throws -> [UInt8]? {
-        try parse(block) { r in
-            while r.remaining >= 4 {
-                let fieldID = try r.u16(), length = Int(try r.u16())
-                guard length <= r.remaining else { return nil }
-                let data = try r.bytes(length)
-                if fieldID == id { return data }
-            }
-            return nil
+        try block.withUnsafeBytes { try extraField(id, in: $0) }
+    }
+
+    private static func extraField(_ id: UInt16, in block: UnsafeRawBufferPointer) throws -> [UInt8]? {
+        try extraFieldBytes(id, in: block).map(Array.init)
+    }
+
+    /// The data of the first extra field with `id`, where it lies in `block`.
+    private static func extraFieldBytes(_ id: UInt16, in block: UnsafeRawBufferPointer) throws
+        -> UnsafeRawBufferPointer?
+    {
+        var r = ByteReader(block, structure: "zip")
+        while r.remaining >= 4 {
+            let fieldID = try r.u16(), length = Int(try r.u16())
+            guard length <= r.remaining else { return nil }
+            let data = try r.raw(length)
+            if fieldID == id { return data }
         }
+        return nil
     }
 
     /// An entry name for messages: UTF-8 with control characters escaped.
