@@ -395,6 +395,18 @@ bench-portable: release
 bench-sets:
 	$(SWIFT) run -c release SetsBench .build/bench-sets
 
+## bench-scale: opening packs of 1,000, 10,000, 100,000 and 1,000,000 entries (zips to 100,000) and
+## a set of 10 packs x 100,000, in-process (Benchmarks/Sources/ScaleBench: open, lookup and 4 KiB
+## read medians), then the whole-process peak memory of `assetpack cat` reading one entry of each,
+## over the process's own (Benchmarks/bench-scale.sh; docs/PERFORMANCE.md, "Opening at scale").
+## SCALE_SIZES picks the sizes; the packs stay in .build/bench-scale for re-runs.
+SCALE_SIZES ?= 1000 10000 100000 1000000
+.PHONY: bench-scale
+bench-scale: release
+	$(SWIFT) build -c release --product ScaleBench
+	"$$($(SWIFT) build -c release --show-bin-path)/ScaleBench" .build/bench-scale $(SCALE_SIZES)
+	Benchmarks/bench-scale.sh "$(RELEASE_BIN)" .build/bench-scale
+
 bench-pack: release
 	@command -v hyperfine >/dev/null || $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq hyperfine
 	@command -v 7zz >/dev/null || $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq 7zip

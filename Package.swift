@@ -145,6 +145,9 @@ let package = Package(
             path: "Benchmarks/Sources/ZipLevelBench"),
         // make bench-sets: reads through a PackSet against one pack, and opening a set.
         .executableTarget(name: "SetsBench", dependencies: ["AssetPack"], path: "Benchmarks/Sources/SetsBench"),
+        // make bench-scale: opening packs of 1,000 to 1,000,000 entries, and a set of 10 × 100,000.
+        .executableTarget(
+            name: "ScaleBench", dependencies: ["AssetPack", "AssetPackCore"], path: "Benchmarks/Sources/ScaleBench"),
         // The zstd levels against libdeflate per container chunk: bytes, compress and decode speed
         // (docs/PERFORMANCE.md, "zstd levels"; Benchmarks/zstd-levels.sh).
         .executableTarget(
