@@ -177,7 +177,8 @@ import Testing
         let reader = try Self.open(zip, in: dir)
         let listed = reader.entries.map(\.path)
         #expect(listed == ["a/b.bin", "caf\u{E9}.txt", "dir\\win.txt", "lead.txt", "z.txt"])
-        #expect(listed.map { Array($0.utf8) } == listed.map { Array($0.utf8) }.sorted { $0.lexicographicallyPrecedes($1) })
+        #expect(
+            listed.map { Array($0.utf8) } == listed.map { Array($0.utf8) }.sorted { $0.lexicographicallyPrecedes($1) })
         #expect(try reader.read("z.txt") == Array("zed".utf8))
         #expect(try reader.read("lead.txt") == Array("lead".utf8))
         #expect(try reader.read("./lead.txt") == Array("lead".utf8))
