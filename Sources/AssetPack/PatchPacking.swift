@@ -34,13 +34,16 @@ extension AssetPacks {
     ///     lowered for slow devices stays lowered. (A patch over an existing output with another
     ///     cost is then packed afresh, as any change of KDF is.)
     /// - Returns: What was added, changed and deleted, and the pack written.
-    /// - Throws: `AssetPackError` from scanning, reading the base, or writing.
+    /// - Throws: `AssetPackError` from scanning, reading the base, or writing; `.integrityFailure`
+    ///   for a base whose index is damaged or, a set, breaks a set's rules
+    ///   (``PackReader/checkIndex()``): a patch compared against it would be wrong.
     @discardableResult
     public static func packPatch(source: URL, over base: any PackReader, to output: URL, options: PackOptions) throws
         -> PatchSummary
     {
         let watch = Stopwatch()
         try AtomicFile.checkTarget(output.path)
+        try base.checkIndex()
         let (files, skipped) = try SourceTree.scanReporting(
             root: source, includeHidden: options.includeHidden, excluding: output)
         var added: [String] = []

@@ -157,6 +157,16 @@ import Testing
         #expect(run.status == 4)
         #expect(run.stderr.contains("\(patch) deletes"), "\(run.stderr)")
         #expect(run.stderr.contains("which no pack below it has"))
+        // A read needs no such check (the deletion hides nothing); a patch packed over that set,
+        // compared against a list that breaks the rules, is refused as the listing is.
+        let read = try CLI.run(["cat", other, "z.txt", "--over", patch], password: Self.password)
+        #expect(read.status == 0 && read.text == "z", "\(read.stderr)")
+        let src = try dir.write(["n.txt": Array("n".utf8)], under: "patch-src")
+        let patched = try CLI.run(
+            ["pack", src.path, "-o", dir.appending("p2.zip").path, "--patch-of", other, "--patch-of", patch],
+            password: Self.password)
+        #expect(patched.status == 4, "\(patched.stderr)")
+        #expect(patched.stderr.contains("which no pack below it has"), "\(patched.stderr)")
     }
 
     @Test func listFolder() throws {
