@@ -372,10 +372,11 @@ package struct ContainerPackWriter: PackWriter {
         {
             throw AssetPackError.outputOpensWithAnotherCredential(output, because: e)
         } catch { opened = nil }
-        // A version-8 digest section that fails its tag (which no read noticed) is damage too.
+        // A version-8 record or digest section that fails its checks (which opening leaves to
+        // reads) is damage too: checked whole here, since a re-pack decodes every record.
         guard let reader = opened, reader.header.hasChunkTable,
             reader.chunking == ChunkingParameters(average: options.container.chunkSize),
-            (try? reader.digests()) != nil
+            (try? reader.checkIndex()) != nil
         else { return nil }
         if case .password = credential, let chosen = options.container.kdf {
             let (kdf, params) = kdfFields(chosen)
