@@ -76,6 +76,42 @@ import Testing
             )
         }
         let hello = Array("Hello, AssetPack!\n\n".utf8)
+        /// The seven inputs versions 4 to 9 share, as the pair (`unsigned`, `signed`) names them.
+        func chunked(_ unsigned: String, _ signed: String) -> [(Vector, ContainerKDF?)] {
+            [
+                v(
+                    "\(unsigned)-tiny-key.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
+                    [("a.txt", Array("abc".utf8))]),
+                v(
+                    "\(unsigned)-key-store.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
+                    [("hello.txt", hello), ("empty", []), ("dir/\u{FC}.bin", noise(5000, seed: 7))]),
+                v(
+                    "\(unsigned)-key-zstd.apack", key: true, kdf: nil, kdfName: "none", compression: "deflate",
+                    [
+                        ("text.txt", text(10000)), ("mixed.bin", text(4096) + noise(4096, seed: 42)),
+                        ("noise.bin", noise(300, seed: 43)),
+                    ]),
+                v(
+                    "\(unsigned)-key-deflate.apack", key: true, kdf: nil, kdfName: "none", compression: "deflate",
+                    [
+                        ("text.txt", text(10000)), ("mixed.bin", text(4096) + noise(4096, seed: 42)),
+                        ("noise.bin", noise(300, seed: 43)),
+                    ]),
+                v(
+                    "\(unsigned)-scrypt.apack", key: false, kdf: .scrypt(logN: 10, r: 8, p: 1),
+                    kdfName: "scrypt N=2^10 r=8 p=1",
+                    compression: "store", [("hello.txt", hello)]),
+                v(
+                    "\(signed)-tiny-key-signed-block2.apack", key: true, kdf: nil, kdfName: "none",
+                    compression: "store",
+                    [("a.txt", Array("abc".utf8))]),
+                // Enough small files that share a vocabulary for the writer to train the pack's
+                // dictionary (codec 3, the hidden entry .assetpack/zstd-dictionary).
+                v(
+                    "\(unsigned)-key-zstd-dictionary.apack", key: true, kdf: nil, kdfName: "none", compression: "auto",
+                    (0..<24).map { (String(format: "cfg/unit%02d.cfg", $0), configFile($0, lines: 60)) }),
+            ]
+        }
         return [
             v(
                 "v1-tiny-key.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
@@ -119,112 +155,33 @@ import Testing
             v(
                 "v3-tiny-key-signed-block2.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
                 [("a.txt", Array("abc".utf8))]),
-            v(
-                "v4-tiny-key.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
-                [("a.txt", Array("abc".utf8))]),
-            v(
-                "v4-key-store.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
-                [("hello.txt", hello), ("empty", []), ("dir/\u{FC}.bin", noise(5000, seed: 7))]),
-            v(
-                "v4-key-zstd.apack", key: true, kdf: nil, kdfName: "none", compression: "deflate",
-                [
-                    ("text.txt", text(10000)), ("mixed.bin", text(4096) + noise(4096, seed: 42)),
-                    ("noise.bin", noise(300, seed: 43)),
-                ]),
-            v(
-                "v4-key-deflate.apack", key: true, kdf: nil, kdfName: "none", compression: "deflate",
-                [
-                    ("text.txt", text(10000)), ("mixed.bin", text(4096) + noise(4096, seed: 42)),
-                    ("noise.bin", noise(300, seed: 43)),
-                ]),
-            v(
-                "v4-scrypt.apack", key: false, kdf: .scrypt(logN: 10, r: 8, p: 1), kdfName: "scrypt N=2^10 r=8 p=1",
-                compression: "store", [("hello.txt", hello)]),
-            v(
-                "v5-tiny-key-signed-block2.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
-                [("a.txt", Array("abc".utf8))]),
-            // Enough small files that share a vocabulary for the writer to train the pack's
-            // dictionary (codec 3, the hidden entry .assetpack/zstd-dictionary).
-            v(
-                "v4-key-zstd-dictionary.apack", key: true, kdf: nil, kdfName: "none", compression: "auto",
-                (0..<24).map { (String(format: "cfg/unit%02d.cfg", $0), configFile($0, lines: 60)) }),
-            // Versions 6 and 7: the same contents, then two generations of one pack.
-            v(
-                "v6-tiny-key.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
-                [("a.txt", Array("abc".utf8))]),
-            v(
-                "v6-key-store.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
-                [("hello.txt", hello), ("empty", []), ("dir/\u{FC}.bin", noise(5000, seed: 7))]),
-            v(
-                "v6-key-zstd.apack", key: true, kdf: nil, kdfName: "none", compression: "deflate",
-                [
-                    ("text.txt", text(10000)), ("mixed.bin", text(4096) + noise(4096, seed: 42)),
-                    ("noise.bin", noise(300, seed: 43)),
-                ]),
-            v(
-                "v6-key-deflate.apack", key: true, kdf: nil, kdfName: "none", compression: "deflate",
-                [
-                    ("text.txt", text(10000)), ("mixed.bin", text(4096) + noise(4096, seed: 42)),
-                    ("noise.bin", noise(300, seed: 43)),
-                ]),
-            v(
-                "v6-scrypt.apack", key: false, kdf: .scrypt(logN: 10, r: 8, p: 1), kdfName: "scrypt N=2^10 r=8 p=1",
-                compression: "store", [("hello.txt", hello)]),
-            v(
-                "v7-tiny-key-signed-block2.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
-                [("a.txt", Array("abc".utf8))]),
-            v(
-                "v6-key-zstd-dictionary.apack", key: true, kdf: nil, kdfName: "none", compression: "auto",
-                (0..<24).map { (String(format: "cfg/unit%02d.cfg", $0), configFile($0, lines: 60)) }),
-            // Generation 1 holds a.txt and big.bin; generation 2 changes one byte in big.bin's
-            // middle, keeps its other chunks where they are, and drops a.txt.
-            v(
-                "v6-key-store-appended.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
-                [("big.bin", edited(noise(40000, seed: 11)))],
-                previous: [("a.txt", Array("abc".utf8)), ("big.bin", noise(40000, seed: 11))]),
-            v(
-                "v7-key-store-appended-signed-block2.apack", key: true, kdf: nil, kdfName: "none",
-                compression: "store", [("big.bin", edited(noise(40000, seed: 11)))],
-                previous: [("a.txt", Array("abc".utf8)), ("big.bin", noise(40000, seed: 11))]),
-            // Versions 8 and 9: the index read in place, the same contents as versions 6 and 7.
-            v(
-                "v8-tiny-key.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
-                [("a.txt", Array("abc".utf8))]),
-            v(
-                "v8-key-store.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
-                [("hello.txt", hello), ("empty", []), ("dir/\u{FC}.bin", noise(5000, seed: 7))]),
-            v(
-                "v8-key-zstd.apack", key: true, kdf: nil, kdfName: "none", compression: "deflate",
-                [
-                    ("text.txt", text(10000)), ("mixed.bin", text(4096) + noise(4096, seed: 42)),
-                    ("noise.bin", noise(300, seed: 43)),
-                ]),
-            v(
-                "v8-key-deflate.apack", key: true, kdf: nil, kdfName: "none", compression: "deflate",
-                [
-                    ("text.txt", text(10000)), ("mixed.bin", text(4096) + noise(4096, seed: 42)),
-                    ("noise.bin", noise(300, seed: 43)),
-                ]),
-            v(
-                "v8-scrypt.apack", key: false, kdf: .scrypt(logN: 10, r: 8, p: 1), kdfName: "scrypt N=2^10 r=8 p=1",
-                compression: "store", [("hello.txt", hello)]),
-            v(
-                "v9-tiny-key-signed-block2.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
-                [("a.txt", Array("abc".utf8))]),
-            v(
-                "v8-key-zstd-dictionary.apack", key: true, kdf: nil, kdfName: "none", compression: "auto",
-                (0..<24).map { (String(format: "cfg/unit%02d.cfg", $0), configFile($0, lines: 60)) }),
-            // Generation 1 holds a.txt; generation 2 adds big.bin after it (an append keeps every
-            // byte of the previous generation, so only a re-pack that removes nothing appends).
-            v(
-                "v8-key-store-appended.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
-                [("a.txt", Array("abc".utf8)), ("big.bin", noise(40000, seed: 11))],
-                previous: [("a.txt", Array("abc".utf8))]),
-            v(
-                "v9-key-store-appended-signed-block2.apack", key: true, kdf: nil, kdfName: "none",
-                compression: "store", [("a.txt", Array("abc".utf8)), ("big.bin", noise(40000, seed: 11))],
-                previous: [("a.txt", Array("abc".utf8))]),
         ]
+            + chunked("v4", "v5") + chunked("v6", "v7")
+            + [
+                // Generation 1 holds a.txt and big.bin; generation 2 changes one byte in big.bin's
+                // middle, keeps its other chunks where they are, and drops a.txt.
+                v(
+                    "v6-key-store-appended.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
+                    [("big.bin", edited(noise(40000, seed: 11)))],
+                    previous: [("a.txt", Array("abc".utf8)), ("big.bin", noise(40000, seed: 11))]),
+                v(
+                    "v7-key-store-appended-signed-block2.apack", key: true, kdf: nil, kdfName: "none",
+                    compression: "store", [("big.bin", edited(noise(40000, seed: 11)))],
+                    previous: [("a.txt", Array("abc".utf8)), ("big.bin", noise(40000, seed: 11))]),
+            ]
+            + chunked("v8", "v9")
+            + [
+                // Generation 1 holds a.txt; generation 2 adds big.bin after it (an append keeps every
+                // byte of the previous generation, so only a re-pack that removes nothing appends).
+                v(
+                    "v8-key-store-appended.apack", key: true, kdf: nil, kdfName: "none", compression: "store",
+                    [("a.txt", Array("abc".utf8)), ("big.bin", noise(40000, seed: 11))],
+                    previous: [("a.txt", Array("abc".utf8))]),
+                v(
+                    "v9-key-store-appended-signed-block2.apack", key: true, kdf: nil, kdfName: "none",
+                    compression: "store", [("a.txt", Array("abc".utf8)), ("big.bin", noise(40000, seed: 11))],
+                    previous: [("a.txt", Array("abc".utf8))]),
+            ]
     }
 
     /// The version-2 writer's randomness for vectors: key ids and the index nonce are the
