@@ -231,6 +231,37 @@ import Testing
         try tree.expectReadsBack()
     }
 
+    /// A record damaged under the pack's key (re-sealed with it, as only a key holder can): the
+    /// pack opens, the other entries read, that one is refused by name, `checkIndex` refuses the
+    /// pack, and a re-pack packs afresh (it decodes every record of the pack it reuses, and
+    /// failed on the damaged one before it checked the whole index first).
+    @Test func aRecordDamagedUnderTheKeyIsRefusedWhereItIsUsed() throws {
+        let tree = try IncrementalTests.Tree(["a.txt": Array("abc".utf8), "b.bin": noise(5000, seed: 3)])
+        try tree.pack()
+        var bytes = tree.bytes
+        let (headerBytes, header) = try ContainerHeader.read(from: FileByteSource(path: tree.output))
+        let key = try tree.reader().keys.indexKey(version: header.version)
+        let at = Int(header.indexOffset)..<Int(header.indexOffset + header.indexLength)
+        var index = try ContainerIndex.unsealV8(Array(bytes[at]), key: key, headerBytes: headerBytes)
+        index.table[Self.entryAt(1) + 6] = 9  // b.bin's codec: none this build knows
+        bytes.replaceSubrange(
+            at,
+            with: ContainerIndex.sealV8(
+                table: index.table, digests: index.digests, nonce: index.nonce, key: key, headerBytes: headerBytes))
+        try Data(bytes).write(to: URL(fileURLWithPath: tree.output))
+
+        let reader = try tree.reader()
+        #expect(try reader.read("a.txt") == Array("abc".utf8))
+        let refused = #expect(throws: AssetPackError.self) { try reader.read("b.bin") }
+        #expect(refused?.code == .unsupportedFormat && refused?.path == "b.bin", "\(String(describing: refused))")
+        #expect(reader.entry("b.bin") == nil && reader.entries.map(\.path) == ["a.txt", "b.bin"])
+        #expect(throws: AssetPackError.self) { try reader.checkIndex() }
+        let report = try tree.pack()
+        #expect(report.reused == 0 && !report.appended, "\(report)")
+        try tree.expectReadsBack()
+        try tree.reader().checkIndex()
+    }
+
     // MARK: - The sealed region
 
     static func sealed(records: [IndexRecordV4], damage: (inout [UInt8], Int) -> Void = { _, _ in }) -> (
