@@ -113,7 +113,8 @@ package final class ContainerPackReader: PackReader {
                 }
             }
             // Version 4 and 5 only: before them no codec could name a dictionary.
-            if let position = opened.records.dictionary, let record = try? opened.records.record(position),
+            // (A damaged version-8 record of it is refused here, at open, as before version 8.)
+            if let position = opened.records.dictionary, case let record = try opened.records.record(position),
                 record.codec != nil
             {
                 guard record.info.size <= UInt64(PackDictionary.readLimit), record.codec == ChunkCodec.none else {

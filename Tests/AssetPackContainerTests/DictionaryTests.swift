@@ -18,6 +18,30 @@ import Testing
         return try IncrementalTests.Tree(files)
     }
 
+    /// Version 8 decodes a record when it is used; the dictionary's is used at open, so a record
+    /// of it damaged under the pack's key is refused at open (it was skipped, silently, and every
+    /// codec-3 entry then failed on its own).
+    @Test func aDamagedDictionaryRecordIsRefusedAtOpen() throws {
+        let tree = try Self.game()
+        try tree.pack()
+        let reader = try tree.reader()
+        let position = try #require(reader.records.dictionary)
+        var bytes = tree.bytes
+        let (headerBytes, header) = try ContainerHeader.read(from: FileByteSource(path: tree.output))
+        let key = reader.keys.indexKey(version: header.version)
+        let at = Int(header.indexOffset)..<Int(header.indexOffset + header.indexLength)
+        var index = try ContainerIndex.unsealV8(Array(bytes[at]), key: key, headerBytes: headerBytes)
+        index.table[IndexV8Tests.entryAt(position) + 7] = 2  // its chunk scale: none there is
+        bytes.replaceSubrange(
+            at,
+            with: ContainerIndex.sealV8(
+                table: index.table, digests: index.digests, nonce: index.nonce, key: key, headerBytes: headerBytes))
+        try Data(bytes).write(to: URL(fileURLWithPath: tree.output))
+        let error = #expect(throws: AssetPackError.self) { try tree.reader() }
+        #expect(
+            error?.code == .integrityFailure && error?.path == PackDictionary.entryName, "\(String(describing: error))")
+    }
+
     @Test func smallFilesShareATrainedDictionaryAndReadBack() throws {
         let tree = try Self.game()
         try tree.pack()
