@@ -144,15 +144,9 @@ package final class IndexTable: @unchecked Sendable {
     }
 
     func position(ofBytes wanted: UnsafeRawBufferPointer) -> Int? {
-        var slot = Int(truncatingIfNeeded: Self.hash(wanted)) & (slots - 1)
-        for _ in 0..<maxProbe {
-            let value = Int(u32(hashAt + 4 * slot))
-            if value == 0 { return nil }
-            let i = value - 1
-            if i < count, let bytes = pathBytes(i), bytes.elementsEqual(wanted) { return i }
-            slot = (slot + 1) & (slots - 1)
+        PathSlots.find(wanted, slotCount: slots, maxProbe: maxProbe, slot: { u32(hashAt + 4 * $0) }) { i in
+            i < count && pathBytes(i)?.elementsEqual(wanted) == true
         }
-        return nil
     }
 
     /// The run of positions whose paths start with `prefix` (the table is sorted by path bytes):

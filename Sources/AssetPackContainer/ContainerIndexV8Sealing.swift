@@ -13,24 +13,12 @@ extension ContainerIndex {
     ) {
         let count = records.count
         let chunkCount = records.reduce(0) { $0 + $1.chunks.count }
-        var slots = 1
-        while slots < 2 * count + 1 { slots <<= 1 }
-        // Strings in entry order; the hash table by linear probing from each path's FNV-1a.
+        // Strings in entry order; the hash table as PathSlots fills it (FNV-1a, linear probing).
         var strings: [UInt8] = []
-        var table = [UInt32](repeating: 0, count: slots)
-        var maxProbe = 1
+        var table = PathSlots(count: count)
         for (i, r) in records.enumerated() {
             var path = r.path
-            path.withUTF8 { bytes in
-                var slot = Int(truncatingIfNeeded: IndexTable.hash(UnsafeRawBufferPointer(bytes))) & (slots - 1)
-                var probes = 1
-                while table[slot] != 0 {
-                    slot = (slot + 1) & (slots - 1)
-                    probes += 1
-                }
-                table[slot] = UInt32(i + 1)
-                maxProbe = max(maxProbe, probes)
-            }
+            _ = path.withUTF8 { table.insert(i, bytes: UnsafeRawBufferPointer($0), isSame: { _ in false }) }
         }
         var w = ByteWriter()
         w.u8(ChunkingParameters.fastCDC)
@@ -40,8 +28,8 @@ extension ContainerIndex {
         w.u32(UInt32(chunking.max))
         w.u32(UInt32(count))
         w.u32(UInt32(chunkCount))
-        w.u32(UInt32(slots))
-        w.u32(UInt32(maxProbe))
+        w.u32(UInt32(table.slots.count))
+        w.u32(UInt32(table.maxProbe))
         let stringsLength = records.reduce(0) { $0 + $1.path.utf8.count }
         w.u32(UInt32(stringsLength))
         var first = 0
@@ -73,7 +61,7 @@ extension ContainerIndex {
             }
         }
         for r in records { for c in r.chunks { digests += c.digest } }
-        for slot in table { w.u32(slot) }
+        for slot in table.slots { w.u32(slot) }
         w.bytes(strings)
         return (w.out, digests)
     }

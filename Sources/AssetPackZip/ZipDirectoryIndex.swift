@@ -17,9 +17,8 @@ struct ZipDirectoryIndex: Sendable {
     /// The path a lookup finds (``EntryPath/normalize(_:)`` of the listed one) where it is not the
     /// listed path.
     let keys: [Int: String]
-    /// Positions in ``visible`` plus one (0: empty).
-    private let slots: [UInt32]
-    private let maxProbe: Int
+    /// The hash table of positions in ``visible``.
+    private let slots: PathSlots
     /// The deletion record's position in ``records``, if the pack has one.
     let deletion: Int?
     /// Paths that more than one record normalises to, and how many: reading them is refused.
@@ -56,7 +55,7 @@ struct ZipDirectoryIndex: Sendable {
             if let path {
                 renamed[i] = path
                 let key = EntryPath.normalize(path)
-                if key != path { keys[i] = key }
+                if !key.utf8.elementsEqual(path.utf8) { keys[i] = key }
             }
             visible.append(UInt32(i))
         }
@@ -85,30 +84,18 @@ struct ZipDirectoryIndex: Sendable {
         }
         self.visible = visible
 
-        var size = 1
-        while size < 2 * visible.count + 1 { size <<= 1 }
-        var slots = [UInt32](repeating: 0, count: size)
-        var maxProbe = 1
+        var slots = PathSlots(count: visible.count)
         var ambiguous: [String: Int] = [:]
         for (position, record) in visible.enumerated() {
             withKey(record) { bytes in
-                var slot = Int(truncatingIfNeeded: PathHash.fnv1a(bytes)) & (size - 1)
-                var probes = 1
-                while slots[slot] != 0 {
-                    let other = visible[Int(slots[slot]) - 1]
-                    if withKey(other, { $0.elementsEqual(bytes) }) {
-                        ambiguous[String(decoding: bytes, as: UTF8.self), default: 1] += 1
-                        return  // the first is kept, and reading it is refused as ambiguous
-                    }
-                    slot = (slot + 1) & (size - 1)
-                    probes += 1
+                let same = slots.insert(position, bytes: bytes) { other in
+                    withKey(visible[other]) { $0.elementsEqual(bytes) }
                 }
-                slots[slot] = UInt32(position + 1)
-                maxProbe = max(maxProbe, probes)
+                // The first is kept, and reading it is refused as ambiguous.
+                if same != nil { ambiguous[String(decoding: bytes, as: UTF8.self), default: 1] += 1 }
             }
         }
         self.slots = slots
-        self.maxProbe = maxProbe
         self.ambiguous = ambiguous
     }
 
@@ -127,22 +114,16 @@ struct ZipDirectoryIndex: Sendable {
     }
 
     private func probe(_ path: String) -> Int? {
-        guard !slots.isEmpty else { return nil }
         var path = path
         return path.withUTF8 { query in
             let wanted = UnsafeRawBufferPointer(query)
-            var slot = Int(truncatingIfNeeded: PathHash.fnv1a(wanted)) & (slots.count - 1)
-            for _ in 0..<maxProbe {
-                let value = Int(slots[slot])
-                if value == 0 { return nil }
-                let record = Int(visible[value - 1])
-                let equal =
-                    (keys[record] ?? renamed[record]).map { $0.utf8.elementsEqual(wanted) }
+            return PathSlots.find(
+                wanted, slotCount: slots.slots.count, maxProbe: slots.maxProbe, slot: { slots.slots[$0] }
+            ) { position in
+                let record = Int(visible[position])
+                return (keys[record] ?? renamed[record]).map { $0.utf8.elementsEqual(wanted) }
                     ?? records.name(record).elementsEqual(wanted)
-                if equal { return value - 1 }
-                slot = (slot + 1) & (slots.count - 1)
             }
-            return nil
         }
     }
 
