@@ -20,12 +20,12 @@ deps:
 	fi
 
 ## test-deps: what the tests need beyond the libraries: nginx, Apache httpd and lighttpd (remote-pack
-## tests against real servers) and python3 (the fault-injecting HTTP server).
+## tests against real servers), python3 (the fault-injecting HTTP server) and openssl (the TLS tests' CA).
 test-deps: deps
 	@if [ ! -x /usr/sbin/nginx ] || [ ! -x /usr/sbin/apache2 ] || [ ! -x /usr/sbin/lighttpd ] \
-	  || ! command -v python3 >/dev/null; then \
-	  echo "installing nginx-light apache2 lighttpd python3"; \
-	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light apache2 lighttpd python3; \
+	  || ! command -v python3 >/dev/null || [ ! -x /usr/bin/openssl ]; then \
+	  echo "installing nginx-light apache2 lighttpd python3 openssl"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light apache2 lighttpd python3 openssl; \
 	fi
 
 build: deps

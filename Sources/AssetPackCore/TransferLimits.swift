@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 
-/// Deadlines and the slowest rate every HTTP request of a remote pack must keep
+/// Deadlines, the slowest rate and the TLS trust every HTTP request of a remote pack keeps
 /// (docs/REMOTE.md, "Deadlines"). A request that breaks one fails with `.remote`, and the
 /// message says which.
 ///
@@ -21,6 +21,10 @@ public struct TransferLimits: Sendable, Hashable {
     public var minimumRate: Int = 4096
     /// Seconds over which `minimumRate` is measured (also how long a silent server is waited for).
     public var rateWindow: TimeInterval = 10
+    /// A PEM file of the certificate authorities an https server's certificate must chain to,
+    /// instead of the system's (a private CA, a staging CDN). `nil`: `CURL_CA_BUNDLE`, then
+    /// `SSL_CERT_FILE` and `SSL_CERT_DIR`, then the system's store (docs/REMOTE.md, "TLS").
+    public var caCertificates: URL?
 
     /// The default limits.
     public init() {}

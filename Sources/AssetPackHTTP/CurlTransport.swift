@@ -23,6 +23,10 @@ extension HTTPRangeClient {
         _ = assetpack_curl_setopt_string(handle, CURLOPT_URL, url.absoluteString)
         _ = assetpack_curl_setopt_pointer(handle, CURLOPT_HTTPHEADER, UnsafeMutableRawPointer(list))
         _ = assetpack_curl_setopt_string(handle, CURLOPT_PROTOCOLS_STR, "http,https")
+        // https: the CA certificates to trust, and libcurl's own words when something fails.
+        trust.apply(to: handle)
+        transfer.trust = trust
+        _ = assetpack_curl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, transfer.errorBuffer)
         // An https pack is never redirected to plain http.
         _ = assetpack_curl_setopt_string(
             handle, CURLOPT_REDIR_PROTOCOLS_STR, url.scheme?.lowercased() == "https" ? "https" : "http,https")
@@ -53,8 +57,6 @@ enum Curl {
 
     private static let initialized: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
     static func initializeOnce() { _ = initialized }
-
-    static func describe(_ code: CURLcode) -> String { String(cString: curl_easy_strerror(code)) }
 
     /// Failures that another attempt cannot fix: a URL or protocol libcurl refuses, a TLS
     /// certificate that does not verify. Everything else (connecting, timeouts, cut
@@ -99,6 +101,21 @@ final class Transfer {
     private var headers: [String: String] = [:]
     /// The final response's head, once its blank line arrived.
     private(set) var head: ResponseHead?
+    /// libcurl's message about a failure (`CURLOPT_ERRORBUFFER`), empty when none.
+    let errorBuffer: UnsafeMutablePointer<CChar> = {
+        let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+        buffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
+        return buffer
+    }()
+    /// The CA certificates the request trusted (named in a message about a refused certificate).
+    var trust = TLSTrust(source: "the system's CA certificates")
+
+    deinit { errorBuffer.deallocate() }
+
+    /// What a failed transfer says (``TLSTrust/describe(_:detail:)``).
+    func describe(_ code: CURLcode) -> String {
+        trust.describe(code, detail: String(cString: errorBuffer).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
 
     init(_ state: RangeState, watchdog: Watchdog) {
         self.state = state

@@ -68,6 +68,8 @@ package final class HTTPRangeClient: @unchecked Sendable {
     package let url: URL
     package let retry: Retry
     package let limits: TransferLimits
+    /// The CA certificates https requests trust (the setting in `limits`, or the environment's).
+    let trust: TLSTrust
     // Internal, not private: the response checks (HTTPResponseChecks.swift) and the transport
     // (CurlTransport.swift) are extensions in files of their own.
     let handles = HandlePool()
@@ -99,6 +101,7 @@ package final class HTTPRangeClient: @unchecked Sendable {
         self.retry = retry
         self.limits = limits
         self.inMemory = inMemory
+        trust = TLSTrust.resolve(limits.caCertificates)
         Curl.initializeOnce()
     }
 
@@ -223,7 +226,7 @@ package final class HTTPRangeClient: @unchecked Sendable {
             if case .cancelled = verdict { throw CancellationError() }
             throw AssetPackError(.remote, "\(url.absoluteString): \(verdict.describe(limits))")
         }
-        try state.finish(result)
+        try state.finish(result, message: transfer.describe(result))
     }
 
     /// The text of the file at this URL's path plus `suffix` (`<pack>.sha256`), or `nil` when
@@ -242,7 +245,7 @@ package final class HTTPRangeClient: @unchecked Sendable {
             throw AssetPackError(.remote, "\(sidecarURL.absoluteString): \(verdict.describe(limits))")
         }
         if result != CURLE_OK && !(result == CURLE_WRITE_ERROR && transfer.collected.count >= 4096) {
-            throw AssetPackError(.remote, "\(sidecarURL.absoluteString): \(Curl.describe(result))")
+            throw AssetPackError(.remote, "\(sidecarURL.absoluteString): \(transfer.describe(result))")
         }
         let status = transfer.head?.status ?? 0
         if status == 404 || status == 403 { return nil }
@@ -290,7 +293,7 @@ package final class HTTPRangeClient: @unchecked Sendable {
         lock.withLock { counters.requests += 1 }
         let transfer = Transfer(state, watchdog: Watchdog(limits, cancellation))
         let result = perform(transfer, url: url, headers: headers)
-        state.complete(result, verdict: transfer.watchdog.verdict)
+        state.complete(result, message: transfer.describe(result), verdict: transfer.watchdog.verdict)
         return (state.outcome(), validator != nil)
     }
 

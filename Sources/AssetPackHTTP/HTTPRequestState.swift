@@ -112,7 +112,7 @@ final class RangeState {
 
     /// The end. Bytes received before a transient failure are good: they are kept, and a retry
     /// asks for the rest.
-    func complete(_ result: CURLcode, verdict: Watchdog.Verdict?) {
+    func complete(_ result: CURLcode, message: String, verdict: Watchdog.Verdict?) {
         if failure == nil || isTransient { _ = flush() }
         if let verdict, failure == nil {
             switch verdict {
@@ -124,7 +124,6 @@ final class RangeState {
             return
         }
         guard result != CURLE_OK, failure == nil else { return }
-        let message = Curl.describe(result)
         if Curl.isFatal(result) {
             failure = .fatal(AssetPackError(.remote, "\(client.url.absoluteString): \(message)"))
         } else {
@@ -214,10 +213,10 @@ final class WholeState {
     }
 
     /// The end. - Throws: What went wrong, or `.remote` for a body cut short.
-    func finish(_ result: CURLcode) throws {
+    func finish(_ result: CURLcode, message: String) throws {
         if let failure { throw failure }
         let where_ = client.url.absoluteString
-        guard result == CURLE_OK else { throw AssetPackError(.remote, "\(where_): \(Curl.describe(result))") }
+        guard result == CURLE_OK else { throw AssetPackError(.remote, "\(where_): \(message)") }
         guard let length, received == length else {
             throw AssetPackError(.remote, "\(where_): the response ended after \(received) of \(length ?? 0) bytes")
         }

@@ -149,7 +149,7 @@ struct TrustOptions: ParsableArguments {
     }
 }
 
-/// Deadlines, the minimum rate and the download bound for packs read from a URL (docs/REMOTE.md,
+/// Deadlines, the minimum rate, the download bound and the trusted CAs for packs read from a URL (docs/REMOTE.md,
 /// "Deadlines"): what `TransferLimits` and `ReadLimits.maxPackSize` hold in the library.
 struct NetworkOptions: ParsableArguments {
     @Option(help: ArgumentHelp("URLs: seconds connecting may take (default 10).", valueName: "SECONDS"))
@@ -166,8 +166,16 @@ struct NetworkOptions: ParsableArguments {
             "URLs: the largest pack to fetch or download, in bytes (K, M, G, T suffixes; default 16G).",
             valueName: "SIZE"))
     var maxDownload: String?
+    @Option(
+        help: ArgumentHelp(
+            "https URLs: trust the certificate authorities in this PEM file instead of the system's (default: CURL_CA_BUNDLE, SSL_CERT_FILE, then the system's).",
+            valueName: "FILE"))
+    var caFile: String?
 
     func validate() throws {
+        if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
+            throw ValidationError("--ca-file \(caFile): no such readable file")
+        }
         for (name, value) in [("--connect-timeout", connectTimeout), ("--request-timeout", requestTimeout)] {
             if let value, !(value > 0 && value.isFinite) {
                 throw ValidationError("\(name) must be a positive number of seconds")
@@ -183,6 +191,7 @@ struct NetworkOptions: ParsableArguments {
         if let connectTimeout { limits.connectTimeout = connectTimeout }
         if let requestTimeout { limits.requestTimeout = requestTimeout }
         if let minRate { limits.minimumRate = Int(clamping: try Self.bytes(minRate, option: "--min-rate")) }
+        if let caFile { limits.caCertificates = URL(fileURLWithPath: caFile) }
         return limits
     }
 

@@ -20,31 +20,37 @@ public struct AccessLogLine: Sendable, Equatable {
     public var totalBytes: Int
     /// The request's `Range` header, or `nil` when it had none.
     public var range: String?
+    /// The protocol (`HTTP/1.1`, `HTTP/2.0`), where the server logs it (nginx); `nil` elsewhere.
+    public var httpProtocol: String?
 
     /// Creates a line.
-    public init(method: String, uri: String, status: Int, bodyBytes: Int, totalBytes: Int, range: String?) {
+    public init(
+        method: String, uri: String, status: Int, bodyBytes: Int, totalBytes: Int, range: String?,
+        httpProtocol: String? = nil
+    ) {
         self.method = method
         self.uri = uri
         self.status = status
         self.bodyBytes = bodyBytes
         self.totalBytes = totalBytes
         self.range = range
+        self.httpProtocol = httpProtocol
     }
 
-    /// Parses the tab-separated log both servers write (method, URI, status, body bytes, total bytes,
-    /// Range or `-`). Only complete lines count: a final line without its newline is still being
+    /// Parses the tab-separated log the servers write (method, URI, status, body bytes, total bytes,
+    /// Range or `-`, and from nginx the protocol). Only complete lines count: a final line without its newline is still being
     /// written and is skipped.
     static func parse(_ text: String) throws -> [AccessLogLine] {
         var lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         lines.removeLast()  // the text after the last newline: empty, or a partial line
         return try lines.filter { !$0.isEmpty }.map { line in
             let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-            guard fields.count == 6, let status = Int(fields[2]), let body = Int(fields[3]),
+            guard fields.count == 6 || fields.count == 7, let status = Int(fields[2]), let body = Int(fields[3]),
                 let total = Int(fields[4])
             else { throw HTTPTestServerError("unreadable access log line: \(line.debugDescription)") }
             return AccessLogLine(
                 method: fields[0], uri: fields[1], status: status, bodyBytes: body, totalBytes: total,
-                range: fields[5] == "-" ? nil : fields[5])
+                range: fields[5] == "-" ? nil : fields[5], httpProtocol: fields.count == 7 ? fields[6] : nil)
         }
     }
 

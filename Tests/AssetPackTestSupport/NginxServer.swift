@@ -23,9 +23,25 @@ public final class NginxServer: @unchecked Sendable {
     public let root: URL
     /// The port nginx listens on (127.0.0.1).
     public var port: Int { daemon.port }
-    /// The server's address, `http://127.0.0.1:PORT/`.
-    public var baseURL: URL { URL(string: "http://127.0.0.1:\(port)/")! }
-    /// The access log (tab-separated: method, URI, status, body bytes, total bytes, Range or `-`).
+    /// The server's address, `http://127.0.0.1:PORT/` (`https://` with TLS).
+    public var baseURL: URL { URL(string: "\(tls == nil ? "http" : "https")://127.0.0.1:\(port)/")! }
+    /// How it serves TLS (`nil`: plain HTTP).
+    public let tls: TLS?
+
+    /// TLS for ``NginxServer``: the certificate served and whether HTTP/2 is offered (by ALPN).
+    public struct TLS: Sendable {
+        /// The certificate and key served (``TestCertificates``).
+        public var pair: TestCertificates.Pair
+        /// Offer HTTP/2 as well as HTTP/1.1 (`listen … ssl http2`); a client that can picks it.
+        public var http2: Bool
+        /// TLS with `pair`, HTTP/2 offered when `http2`.
+        public init(_ pair: TestCertificates.Pair, http2: Bool) {
+            self.pair = pair
+            self.http2 = http2
+        }
+    }
+    /// The access log (tab-separated: method, URI, status, body bytes, total bytes, Range or `-`,
+    /// protocol).
     public var accessLogURL: URL { daemon.accessLogURL }
     /// nginx's error log.
     public var errorLogURL: URL { daemon.errorLogURL }
@@ -42,17 +58,23 @@ public final class NginxServer: @unchecked Sendable {
     ///     a multi-range request gets `multipart/byteranges`; `1`: a multi-range request gets `200`).
     ///   - rateLimit: nginx's `limit_rate`, bytes per second per response (`nil`: unlimited), to
     ///     make a transfer last long enough to interrupt.
+    ///   - tls: Serve https with this certificate (`nil`: plain http).
     /// - Throws: ``HTTPTestServerError`` when nginx is not installed (`apt-get install nginx-light`),
     ///   or does not start; the message quotes nginx's error output.
-    public init(root: URL, allowRanges: Bool = true, maxRanges: Int? = nil, rateLimit: Int? = nil) throws {
+    public init(
+        root: URL, allowRanges: Bool = true, maxRanges: Int? = nil, rateLimit: Int? = nil, tls: TLS? = nil
+    ) throws {
         self.root = root.standardizedFileURL
+        self.tls = tls
         let served = self.root
         let ranges =
             (allowRanges ? maxRanges.map { "max_ranges \($0);" } ?? "" : "max_ranges 0;")
             + (rateLimit.map { " limit_rate \($0);" } ?? "")
         let recipe = DaemonRecipe(
             name: "nginx", binary: Self.binary, install: "apt-get install nginx-light", configName: "nginx.conf",
-            configuration: { Self.configuration(directory: $0, root: served, port: $1, ranges: ranges) },
+            configuration: {
+                Self.configuration(directory: $0, root: served, port: $1, ranges: ranges, tls: tls)
+            },
             arguments: { ["-p", $0.path + "/", "-c", $1, "-e", $0.appending("error.log").path] },
             root: root,
             // nginx retries a failed bind() for 2.5 s, so a port taken by someone else (who then answers
@@ -83,13 +105,21 @@ public final class NginxServer: @unchecked Sendable {
     /// Stops nginx (SIGTERM, then SIGKILL after 5 s) and waits for it to exit. Safe to call twice.
     public func stop() { daemon.stop() }
 
-    private static func configuration(directory: TemporaryDirectory, root: URL, port: Int, ranges: String)
-        -> String
-    {
+    private static func configuration(
+        directory: TemporaryDirectory, root: URL, port: Int, ranges: String, tls: TLS?
+    ) -> String {
         func path(_ name: String) -> String { ConfiguredDaemon.quoted(directory.appending(name).path) }
         // Running as root (CI containers), nginx would otherwise switch to `nobody`; as anyone else the
         // directive is ignored with a warning, so it is left out.
         let user = geteuid() == 0 ? "user root;" : ""
+        let listen =
+            tls.map {
+                """
+                listen 127.0.0.1:\(port) ssl\($0.http2 ? " http2" : "");
+                        ssl_certificate \(ConfiguredDaemon.quoted($0.pair.certificate.path));
+                        ssl_certificate_key \(ConfiguredDaemon.quoted($0.pair.key.path));
+                """
+            } ?? "listen 127.0.0.1:\(port);"
         return """
             daemon off;
             master_process off;
@@ -103,7 +133,7 @@ public final class NginxServer: @unchecked Sendable {
                 types { }
                 default_type application/octet-stream;
                 log_format assetpack_test
-                    '$request_method\t$request_uri\t$status\t$body_bytes_sent\t$bytes_sent\t$http_range';
+                    '$request_method\t$request_uri\t$status\t$body_bytes_sent\t$bytes_sent\t$http_range\t$server_protocol';
                 access_log \(path("access.log")) assetpack_test;
                 client_body_temp_path \(path("client_body"));
                 proxy_temp_path \(path("proxy"));
@@ -114,7 +144,7 @@ public final class NginxServer: @unchecked Sendable {
                 etag on;
                 \(ranges)
                 server {
-                    listen 127.0.0.1:\(port);
+                    \(listen)
                     root \(ConfiguredDaemon.quoted(root.path));
                 }
             }
