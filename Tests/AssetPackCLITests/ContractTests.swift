@@ -175,7 +175,7 @@ import Testing
             "--pack-version": "3", "--expires": "+30d", "--pack-name": "assets", "--release-name": "game",
             "--release-version": "2",
             "--connect-timeout": "5", "--request-timeout": "60", "--min-rate": "1K", "--max-download": "1G",
-            "--over": pack, "--folder": "a", "--patch-of": pack,
+            "--over": pack, "--folder": "a", "--patch-of": pack, "--ca-file": f.trustKey,
         ]
         if let value = required.removeValue(forKey: flag) {
             return base + [flag, value] + required.sorted { $0.key < $1.key }.flatMap { [$0.key, $0.value] }
