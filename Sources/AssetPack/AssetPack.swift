@@ -212,6 +212,9 @@ public enum AssetPacks {
         /// content was removed or replaced, or earlier indexes were half of the file).
         public var droppedBytes: UInt64 = 0
         public var compacted = false
+        /// Source files this re-pack did not read: their status (device, inode, size, times) was
+        /// the one their entry was packed from (``PackOptions/sourceStatusCache``).
+        public var unreadSources = 0
         /// Entries of the pack that was at the output that this pack no longer has, when the writer
         /// read that pack to reuse its entries (a container re-pack with the same credential and
         /// settings); `nil` when it did not (zip, `fresh`, other settings, no pack there).
@@ -289,7 +292,7 @@ public enum AssetPacks {
             packed: report.packed, chunks: report.chunks, reusedChunks: report.reusedChunks,
             bytesWritten: report.bytesWritten, dictionaryBytes: report.dictionaryBytes, appended: report.appended,
             earlierBytes: report.earlierBytes, droppedBytes: report.droppedBytes, compacted: report.compacted,
-            removed: report.removed)
+            unreadSources: report.unreadSources, removed: report.removed)
     }
 }
 

@@ -12,6 +12,8 @@ import Foundation
 struct PreviousEntry {
     let reader: ContainerPackReader
     let entry: ContainerEntry
+    /// The previous pack's plaintext digests.
+    let digests: PackDigests
     /// Plaintext digest → the chunks (indexes within the entry) holding it, in entry order: the
     /// k-th occurrence of a digest in the new entry reuses the k-th one here, so an unchanged
     /// entry whose plaintext repeats (padding, silence, tiles) keeps every chunk where it was.
@@ -20,6 +22,7 @@ struct PreviousEntry {
     init(reader: ContainerPackReader, entry: ContainerEntry, digests: PackDigests) {
         self.reader = reader
         self.entry = entry
+        self.digests = digests
         var map: [[UInt8]: [Int]] = [:]
         map.reserveCapacity(entry.chunkCount)
         for c in 0..<entry.chunkCount { map[digests.chunk(entry.firstChunk + c), default: []].append(c) }
@@ -28,9 +31,11 @@ struct PreviousEntry {
 
     /// The chunk of the previous entry the `rank`-th occurrence (0-based) of `digest` reuses: its
     /// own, or, when the new entry has more occurrences than the old one, the first (copied again).
-    func chunk(for digest: [UInt8], rank: Int) -> Int? {
+    /// `own`: the chunk is this occurrence's alone (an append names it where it is), not the
+    /// first one copied again.
+    func chunk(for digest: [UInt8], rank: Int) -> (index: Int, own: Bool)? {
         guard let chunks = byDigest[digest] else { return nil }
-        return rank < chunks.count ? chunks[rank] : chunks[0]
+        return rank < chunks.count ? (chunks[rank], true) : (chunks[0], false)
     }
 }
 
@@ -41,26 +46,32 @@ struct WrittenEntry {
     var reusedChunks = 0
     /// Bytes appended to the pack (sealed chunks, copied or new).
     var bytesWritten: UInt64 = 0
+    /// The source file's status when it was opened, before it was read (`nil`: not read).
+    var status: FileStatus? = nil
 }
 
 extension ContainerPackWriter {
     /// Appends one entry's sealed chunks at `pos`; returns its index record and what was reused.
     /// `inPlace` (a version-6 append to the previous pack's own file): a reused chunk stays where
-    /// it is and the record names its offset; only new chunks are written.
+    /// it is and the record names its offset; only new chunks are written, and the tags of the
+    /// chunks left in place are checked only with `checksKept`.
     func writeEntryV4(
         _ file: SourceFile, keyID: [UInt8], key: [UInt8], codec: ChunkCodec, policy: CompressionPolicy,
-        previous: PreviousEntry?, inPlace: Bool = false, buffers: ChunkBuffers, to fd: FileDescriptor,
+        previous: PreviousEntry?, inPlace: Bool = false, checksKept: Bool = true, buffers: ChunkBuffers,
+        to fd: FileDescriptor,
         at pos: inout UInt64, digests: inout [UInt8]?, progress: (UInt64) -> Void
     ) throws -> WrittenEntry {
         let src = try Self.openSource(file)
         defer { try? src.close() }
-        let size: UInt64
-        do { size = try src.status().size } catch { throw error.io("cannot stat \(file.url.path)") }
+        let status: FileStatus
+        do { status = try src.status() } catch { throw error.io("cannot stat \(file.url.path)") }
+        let size = status.size
         let signing = digests != nil
         let hasher = SHA256Hasher()
         var out = WrittenEntry(
             record: IndexRecordV4(
-                path: file.path, size: size, crc: 0, codec: .none, keyID: keyID, sha256: [], chunks: []))
+                path: file.path, size: size, crc: 0, codec: .none, keyID: keyID, sha256: [], chunks: []),
+            status: status)
         var compress = codec == .none ? false : policy.decisionByName(file)  // nil: decided by a sample
         var carry = 0  // bytes at the front of `plain` read but not yet cut
         var read: UInt64 = 0
@@ -99,7 +110,8 @@ extension ContainerPackWriter {
             if size == 0 { cuts = [(0, 0)] }
             try sealBatch(
                 cuts, compress: compress == true ? codec : .none, codec: codec, key: key, policy: policy,
-                previous: previous, occurrences: &occurrences, buffers: buffers, signing: signing,
+                previous: previous, inPlace: inPlace && !checksKept, occurrences: &occurrences, buffers: buffers,
+                signing: signing,
                 hashing: (hasher, UnsafeRawBufferPointer(rebasing: buffers.plain[carry..<available])))
             // In file order: compact the sealed chunks, record them, append them.
             var w = 0
@@ -166,7 +178,7 @@ extension ContainerPackWriter {
     /// the chunks: 45 ms of a 64 MiB entry's ~0.4 s, on one core while the other waited).
     private func sealBatch(
         _ cuts: [(start: Int, length: Int)], compress: ChunkCodec, codec: ChunkCodec, key: [UInt8],
-        policy: CompressionPolicy, previous: PreviousEntry?, occurrences: inout [[UInt8]: Int],
+        policy: CompressionPolicy, previous: PreviousEntry?, inPlace: Bool, occurrences: inout [[UInt8]: Int],
         buffers: ChunkBuffers, signing: Bool, hashing: (hasher: SHA256Hasher, bytes: UnsafeRawBufferPointer)
     ) throws {
         let total = cuts.reduce(0) { $0 + $1.length }
@@ -191,7 +203,7 @@ extension ContainerPackWriter {
             }
         }
         // In order: the previous chunk each occurrence of a digest reuses.
-        var reuse = [Int?](repeating: nil, count: cuts.count)
+        var reuse = [(index: Int, own: Bool)?](repeating: nil, count: cuts.count)
         if let previous {
             for j in cuts.indices {
                 let rank = occurrences[digests[j], default: 0]
@@ -206,12 +218,19 @@ extension ContainerPackWriter {
                 let plain = UnsafeRawBufferPointer(rebasing: buffers.plain[start..<start + length])
                 let digest = digests[j]
                 let dest = buffers.sealed.baseAddress! + buffers.slot(start, j)
-                if let previous, let old = reuse[j],
+                // In place (an append), a chunk this occurrence keeps where it is is not read: it
+                // is not moved or copied, so its tag is left to every read, as it was before the
+                // re-pack (docs/INCREMENTAL.md, "Which kept chunks are checked"). A signature
+                // lists its sealed digest, so a signed pack reads it.
+                if let previous, let (old, own) = reuse[j],
                     previous.reader.plainLength(previous.entry, old) == length,
                     previous.entry.codec == codec || !previous.reader.isCompressed(previous.entry, old),
-                    let copied = try previous.reader.copySealedChunk(
-                        previous.entry, old, into: UnsafeMutableRawBufferPointer(start: dest, count: length + tagSize),
-                        gcm: buffers.gcm(task), scratch: buffers.scratch(task))
+                    let copied = try inPlace && own && !signing
+                        ? 0
+                        : previous.reader.copySealedChunk(
+                            previous.entry, old,
+                            into: UnsafeMutableRawBufferPointer(start: dest, count: length + tagSize),
+                            gcm: buffers.gcm(task), scratch: buffers.scratch(task), check: !(inPlace && own))
                 {
                     let k = previous.entry.firstChunk + old
                     buffers.results[j] = ChunkRecord(
@@ -257,17 +276,19 @@ extension ContainerPackWriter {
 
 extension ContainerPackReader {
     /// Copies chunk `c` of `e` as sealed (payload and tag) into `dest`, after checking its tag
-    /// (decrypting into `scratch`, which holds at least a chunk); `nil` when the tag does not check
+    /// (decrypting into `scratch`, which holds at least a chunk; not with `check` false, for a
+    /// chunk that stays where it is); `nil` when the tag does not check
     /// (a damaged previous pack: the chunk is sealed afresh) or the chunk does not fit.
     /// - Returns: The bytes copied.
     func copySealedChunk(
         _ e: ContainerEntry, _ c: Int, into dest: UnsafeMutableRawBufferPointer, gcm: AESGCM,
-        scratch: UnsafeMutableRawBufferPointer
+        scratch: UnsafeMutableRawBufferPointer, check: Bool = true
     ) throws -> Int? {
         let (offset, length) = storedChunk(e, c)
         guard length <= dest.count, length - ContainerFormat.tagSize <= scratch.count else { return nil }
         let sealed = UnsafeMutableRawBufferPointer(rebasing: dest[0..<length])
         try readExactly(source, sealed, at: offset)
+        if !check { return length }
         let payload = length - ContainerFormat.tagSize
         let ciphertext = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<payload])
         ciphertext.copyMemory(from: UnsafeRawBufferPointer(rebasing: sealed[0..<payload]))
@@ -298,6 +319,8 @@ final class ChunkBuffers {
     let results: UnsafeMutableBufferPointer<ChunkRecord>
     let reused: UnsafeMutableBufferPointer<Bool>
     let sealedDigests: UnsafeMutableRawBufferPointer
+    /// The most chunks a batch holds (the per-chunk buffers' length).
+    var chunkCapacity: Int { crcs.count }
     private let ciphers: [AESGCM]
     /// One chunk's worth per task, allocated on the task's first reused chunk: where a reused
     /// chunk is decrypted to check its tag (a buffer allocated per chunk was mapped, faulted in

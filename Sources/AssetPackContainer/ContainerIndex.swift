@@ -25,6 +25,9 @@ package struct ContainerEntry: Sendable {
     var codec: ChunkCodec? = nil
     /// Version 4: its largest sealed chunk (payload and tag), what a read of it reads at once.
     var largestChunk = 0
+    /// Version 4: its chunk scale (``ChunkingParameters/largeScale`` for compressed entries),
+    /// which a re-pack that keeps the entry whole records again.
+    var scale: UInt8 = 0
 }
 
 /// What a version-2 writer recorded about one entry (kept for the index encoder the tests use).

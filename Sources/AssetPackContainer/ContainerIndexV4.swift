@@ -270,7 +270,7 @@ extension ContainerIndex {
             out.append(
                 ContainerEntry(
                     info: info, id: UInt32(id), keyID: keyID, sha256: sha256, offset: start, chunkCount: chunks,
-                    starts: nil, firstChunk: first, codec: codec, largestChunk: largest))
+                    starts: nil, firstChunk: first, codec: codec, largestChunk: largest, scale: scale))
         }
         guard r.atEnd else { throw corrupt("trailing bytes") }
         if offsets {

@@ -237,7 +237,7 @@ package final class IndexTable: @unchecked Sendable {
             crc32: crc)
         return ContainerEntry(
             info: info, id: UInt32(i), keyID: keyID, sha256: nil, offset: offset(first), chunkCount: chunks,
-            starts: nil, firstChunk: first, codec: codec, largestChunk: largest)
+            starts: nil, firstChunk: first, codec: codec, largestChunk: largest, scale: scale)
     }
 
     /// Entry `i` as a listing shows it, without failing: a damaged record (which a read of it

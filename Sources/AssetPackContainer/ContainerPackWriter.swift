@@ -75,6 +75,13 @@ package struct ContainerPackWriter: PackWriter {
             }
         }
 
+        // Before any source is looked at: its clock reading is what "too recent to trust" counts from.
+        let cache = options.sourceStatusCache.map {
+            SourceStatusCache(folder: $0, output: output, racyMargin: options.sourceStatusRacyMargin)
+        }
+        // Without a cache nothing remembered is trusted: every kept chunk's tag is checked, those
+        // an append leaves in place too (docs/INCREMENTAL.md, "Which kept chunks are checked").
+        let checksKept = cache == nil
         let previous = options.fresh ? nil : try Self.reusable(at: output, credential: credential, options: options)
         var header: ContainerHeader
         let keys: ContainerKeys
@@ -164,6 +171,104 @@ package struct ContainerPackWriter: PackWriter {
                 }
                 entries.insert(d, at: at)
             }
+            // The index, the signature block and the header slot after the chunks `records` name,
+            // which end at `pos`. `appended`: in the previous pack's file, its next generation.
+            func finish(_ fd: FileDescriptor, _ records: [IndexRecordV4], _ pos: UInt64, appended: Bool) throws
+                -> [UInt8]
+            {
+                newDigests = Set(records.flatMap { $0.chunks.map(\.digest) })
+                let live = records.reduce(UInt64(0)) { sum, r in
+                    r.chunks.reduce(sum) {
+                        $0 + UInt64($1.payload & ~ChunkTable.compressedBit) + UInt64(ContainerFormat.tagSize)
+                    }
+                }
+                report.earlierBytes = pos - header.dataStart - live
+                let index = ContainerIndex.encodeV8(records, chunking: chunking)
+                let nonce = random(ContainerFormat.indexNonceSize)
+                header.indexOffset = pos
+                header.indexLength = UInt64(
+                    ContainerIndex.regionSize(table: index.table.count, digests: index.digests.count))
+                var end = pos + header.indexLength
+                var blockSize = 0
+                var release: PackRelease?
+                if options.signingKey != nil, let chunkDigests {
+                    // The signed size is the pack's: the index's end and the block's size.
+                    var wanted = try options.release(for: output)
+                    blockSize = PackSignature.size(items: chunkDigests.count / 32, release: wanted)
+                    if !wanted.isLegacy { wanted.size = end + UInt64(blockSize) }
+                    release = wanted
+                }
+                // The next generation (a rewrite counts on from the version-6 pack it compacts),
+                // in the slot the previous one is not in.
+                header.generation = Self.generation(after: previous.map(\.header), appending: appended)
+                header.slot = appended ? appending.map { 1 - $0.slot } ?? 0 : 0
+                header.end = end + UInt64(blockSize)
+                let headerBytes = header.stored(commitment: keys.commitment(header.committedBytes()))
+                let indexRegion = ContainerIndex.sealV8(
+                    table: index.table, digests: index.digests, nonce: nonce,
+                    key: keys.indexKey(version: header.version), headerBytes: headerBytes)
+                precondition(indexRegion.count == header.indexLength)
+                try pwriteAll(fd, indexRegion, at: pos)
+                report.bytesWritten += UInt64(indexRegion.count + headerBytes.count)
+                if let key = options.signingKey, let chunkDigests, let release {
+                    let block = PackSignature(
+                        kind: .container, publisher: key.publicKey,
+                        headDigest: SHA256Hasher.digest(headerBytes + indexRegion),
+                        dataDigest: try SHA256Hasher.digest(of: fd, header.dataStart..<pos, path: output),
+                        items: chunkDigests, release: release
+                    ).signed(with: key)
+                    precondition(block.count == blockSize)
+                    try pwriteAll(fd, block, at: end)
+                    end += UInt64(block.count)
+                    report.bytesWritten += UInt64(block.count)
+                }
+                // A reused entry that failed its tag check, or an unfinished append before this
+                // one, may have left bytes past the end.
+                try TemporaryFiles.appendWrite(fd) {
+                    do { try fd.truncate(to: end) } catch let e as Errno {
+                        throw e.io("cannot size the pack")
+                    }
+                }
+                return headerBytes
+            }
+            // An append that would leave a chunk of the previous generation unnamed becomes a rewrite
+            // here, without reading a source again: every chunk `records` names is copied into a new
+            // file from the previous pack's (`old`), the kept ones (below `previousEnd`) with their
+            // tags checked unless the append checked them, the new ones as the append sealed them.
+            // The append holds the file's lock and has checked it is the generation read.
+            func rewrite(
+                copyingFrom old: FileDescriptor, _ records: [IndexRecordV4], previousEnd: UInt64,
+                buffers: ChunkBuffers
+            ) throws {
+                let size: UInt64
+                do { size = try old.status().size } catch { throw error.io("cannot stat \(output)") }
+                let source = FileByteSource(borrowing: old, name: output, size: size)
+                try AtomicFile.write(output) { fd in
+                    var pos = header.dataStart
+                    // Every chunk in one list, so that runs go on across entries.
+                    var all = records.flatMap(\.chunks)
+                    let entryKeys = records.map { keys.entryKeyV4(keyID: $0.keyID) }
+                    let owner = records.indices.flatMap { i in repeatElement(i, count: records[i].chunks.count) }
+                    let original = all
+                    var none: [UInt8]?  // the sealed digests are the append's: the same bytes
+                    guard
+                        try Self.copySealed(
+                            &all,
+                            check: { !checksKept && original[$0].offset < previousEnd ? entryKeys[owner[$0]] : nil },
+                            from: source, buffers: buffers, to: fd, at: &pos, digests: &none)
+                    else { throw LeavesContentBehind() }  // damaged: pack again from the sources
+                    var moved = records
+                    var k = 0
+                    for i in moved.indices {
+                        for c in moved[i].chunks.indices {
+                            moved[i].chunks[c] = all[k]
+                            k += 1
+                        }
+                    }
+                    report.bytesWritten = pos - header.dataStart
+                    try pwriteAll(fd, try finish(fd, moved, pos, appended: false), at: 0)
+                }
+            }
             let fill = { (fd: FileDescriptor) throws -> [UInt8] in
                 let buffers = ChunkBuffers(chunking: chunking, level: options.level, dictionary: dictionary)
                 defer { buffers.free() }
@@ -188,11 +293,28 @@ package struct ContainerPackWriter: PackWriter {
                         previous.flatMap { p in previousDigests.map { PreviousEntry(reader: p, entry: e, digests: $0) }
                         }
                     }
+                    // A source whose status is the one its entry was packed or checked from is
+                    // not read: the entry is kept whole.
+                    var kept: WrittenEntry?
+                    if let old, !isDictionary, let cache, let known = cache.digest(of: file.path, at: file.url),
+                        known == old.entry.sha256
+                    {
+                        kept = try keepEntry(
+                            old, path: file.path, inPlace: appending != nil, keys: keys, buffers: buffers, to: fd,
+                            at: &pos, digests: &chunkDigests)
+                        if kept != nil { cache.kept(file.path) }
+                    }
                     let keyID = old?.entry.keyID ?? random(ContainerFormat.keyIDSize)
-                    let written = try writeEntryV4(
-                        file, keyID: keyID, key: keys.entryKeyV4(keyID: keyID), codec: ownRecord ? .none : entryCodec,
-                        policy: options.compression, previous: old, inPlace: appending != nil, buffers: buffers,
-                        to: fd, at: &pos, digests: &chunkDigests, progress: isDictionary ? { _ in } : partial)
+                    let written =
+                        try kept
+                        ?? writeEntryV4(
+                            file, keyID: keyID, key: keys.entryKeyV4(keyID: keyID),
+                            codec: ownRecord ? .none : entryCodec, policy: options.compression, previous: old,
+                            inPlace: appending != nil, checksKept: checksKept, buffers: buffers, to: fd, at: &pos,
+                            digests: &chunkDigests, progress: isDictionary ? { _ in } : partial)
+                    if let status = written.status, !isDictionary {
+                        cache?.remember(file.path, status: status, sha256: written.record.sha256)
+                    }
                     records.append(written.record)
                     report.bytesWritten += written.bytesWritten
                     if isDictionary { continue }
@@ -228,62 +350,13 @@ package struct ContainerPackWriter: PackWriter {
                 if let appending, !legacyAppends {
                     var kept = Set<UInt64>()
                     for r in records { for c in r.chunks where c.offset < appending.end { kept.insert(c.offset) } }
-                    if kept.count < previousChunks { throw LeavesContentBehind() }
-                }
-                newDigests = Set(records.flatMap { $0.chunks.map(\.digest) })
-                let live = records.reduce(UInt64(0)) { sum, r in
-                    r.chunks.reduce(sum) {
-                        $0 + UInt64($1.payload & ~ChunkTable.compressedBit) + UInt64(ContainerFormat.tagSize)
+                    if kept.count < previousChunks {
+                        // Before the append is cut back: its new chunks are in this file.
+                        try rewrite(copyingFrom: fd, records, previousEnd: appending.end, buffers: buffers)
+                        throw RewroteInstead()
                     }
                 }
-                report.earlierBytes = pos - header.dataStart - live
-                let index = ContainerIndex.encodeV8(records, chunking: chunking)
-                let nonce = random(ContainerFormat.indexNonceSize)
-                header.indexOffset = pos
-                header.indexLength = UInt64(
-                    ContainerIndex.regionSize(table: index.table.count, digests: index.digests.count))
-                var end = pos + header.indexLength
-                var blockSize = 0
-                var release: PackRelease?
-                if options.signingKey != nil, let chunkDigests {
-                    // The signed size is the pack's: the index's end and the block's size.
-                    var wanted = try options.release(for: output)
-                    blockSize = PackSignature.size(items: chunkDigests.count / 32, release: wanted)
-                    if !wanted.isLegacy { wanted.size = end + UInt64(blockSize) }
-                    release = wanted
-                }
-                // The next generation (a rewrite counts on from the version-6 pack it compacts),
-                // in the slot the previous one is not in.
-                header.generation = Self.generation(after: previous.map(\.header), appending: appending != nil)
-                header.slot = appending.map { 1 - $0.slot } ?? 0
-                header.end = end + UInt64(blockSize)
-                let headerBytes = header.stored(commitment: keys.commitment(header.committedBytes()))
-                let indexRegion = ContainerIndex.sealV8(
-                    table: index.table, digests: index.digests, nonce: nonce,
-                    key: keys.indexKey(version: header.version), headerBytes: headerBytes)
-                precondition(indexRegion.count == header.indexLength)
-                try pwriteAll(fd, indexRegion, at: pos)
-                report.bytesWritten += UInt64(indexRegion.count + headerBytes.count)
-                if let key = options.signingKey, let chunkDigests, let release {
-                    let block = PackSignature(
-                        kind: .container, publisher: key.publicKey,
-                        headDigest: SHA256Hasher.digest(headerBytes + indexRegion),
-                        dataDigest: try SHA256Hasher.digest(of: fd, header.dataStart..<pos, path: output),
-                        items: chunkDigests, release: release
-                    ).signed(with: key)
-                    precondition(block.count == blockSize)
-                    try pwriteAll(fd, block, at: end)
-                    end += UInt64(block.count)
-                    report.bytesWritten += UInt64(block.count)
-                }
-                // A reused entry that failed its tag check, or an unfinished append before this
-                // one, may have left bytes past the end.
-                try TemporaryFiles.appendWrite(fd) {
-                    do { try fd.truncate(to: end) } catch let e as Errno {
-                        throw e.io("cannot size the pack")
-                    }
-                }
-                return headerBytes
+                return try finish(fd, records, pos, appended: appending != nil)
             }
             if let appending {
                 try beforeAppend()
@@ -321,7 +394,9 @@ package struct ContainerPackWriter: PackWriter {
         var replacedContent = changesKnown && previous?.header.isAppendable == true
         do {
             let initial = report
-            do { try run() } catch is LeavesContentBehind {
+            do { try run() } catch is RewroteInstead {
+                replacedContent = true
+            } catch is LeavesContentBehind {
                 // The append was cut back (the file is the previous pack); rewrite it whole.
                 report = initial
                 appending = nil
@@ -334,6 +409,8 @@ package struct ContainerPackWriter: PackWriter {
             report.bytesWritten = 0
             report.earlierBytes = previousEarlier
         }
+        cache?.save()
+        report.unreadSources = cache?.skipped ?? 0
         if !report.appended, report.bytesWritten > 0, let previous, previous.header.isAppendable {
             // Everything of the previous file's data that this pack does not name: earlier
             // versions', and what this re-pack removed or replaced.
@@ -345,8 +422,11 @@ package struct ContainerPackWriter: PackWriter {
 
     /// Thrown inside the atomic write when the pack would only differ by its index nonce.
     private struct Unchanged: Error {}
-    /// Thrown inside an append that would leave a chunk of the previous generation unnamed.
+    /// Thrown inside an append that would leave a chunk of the previous generation unnamed, when
+    /// a kept chunk's tag fails as it is copied into the rewrite: pack again from the sources.
     private struct LeavesContentBehind: Error {}
+    /// Thrown inside an append once it rewrote the pack instead (the append is cut back).
+    private struct RewroteInstead: Error {}
 
     /// The header fields of `kdf`.
     private static func kdfFields(_ kdf: ContainerKDF) -> (KDFID, [UInt32]) {

@@ -70,6 +70,8 @@ package final class FileByteSource: ByteSource {
     package let name: String
     package let size: UInt64
     private let fd: FileDescriptor
+    /// The descriptor the file is read through (for a copy in the kernel; not to be closed).
+    package var descriptor: FileDescriptor { fd }
     /// Whether the descriptor is this source's to close.
     private let owned: Bool
 

@@ -136,6 +136,61 @@ package struct FileDescriptor: RawRepresentable, Hashable, Sendable {
         }
     }
 
+    /// Copies `count` bytes at `offset` in this file to `target` at `targetOffset`: in the kernel
+    /// (`copy_file_range(2)`, Linux; no copy through user space), else by `pread` and `pwrite`
+    /// through a buffer. A source shorter than asked is `EIO`.
+    package func copyRange(_ count: Int, at offset: UInt64, to target: FileDescriptor, at targetOffset: UInt64)
+        throws(Errno)
+    {
+        var done = 0
+        while let copyFileRange = Self.copyFileRange, done < count {
+            var from = off_t(offset) + off_t(done), to = off_t(targetOffset) + off_t(done)
+            let n = copyFileRange(rawValue, &from, target.rawValue, &to, count - done, 0)
+            if n > 0 {
+                done += n
+                continue
+            }
+            if n == 0 { throw Errno(rawValue: EIO) }
+            let error = Errno.current
+            if error == .interrupted { continue }
+            // Not supported between these files (another file system, an old kernel): copy below.
+            guard
+                error.rawValue == EXDEV || error.rawValue == ENOSYS || error.rawValue == EOPNOTSUPP
+                    || error.rawValue == EINVAL
+            else { throw error }
+            break
+        }
+        guard done < count else { return }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: min(count - done, 1 << 20), alignment: 16)
+        defer { buffer.deallocate() }
+        while done < count {
+            let want = min(buffer.count, count - done)
+            let n = try pread(
+                into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]), at: offset + UInt64(done))
+            if n == 0 { throw Errno(rawValue: EIO) }
+            try target.pwriteAll(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), at: targetOffset + UInt64(done))
+            done += n
+        }
+    }
+
+    /// glibc's `copy_file_range` (2.27 and later), looked up at run time: its declaration needs
+    /// `_GNU_SOURCE`, which Swift's Glibc module is not built with. `nil` elsewhere.
+    private static let copyFileRange:
+        (@convention(c) (Int32, UnsafeMutablePointer<off_t>?, Int32, UnsafeMutablePointer<off_t>?, Int, UInt32) -> Int)? =
+            {
+                #if os(Linux)
+                guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "copy_file_range") else { return nil }
+                return unsafeBitCast(
+                    symbol,
+                    to: (@convention(c) (
+                        Int32, UnsafeMutablePointer<off_t>?, Int32, UnsafeMutablePointer<off_t>?, Int, UInt32
+                    )
+                        -> Int).self)
+                #else
+                return nil
+                #endif
+            }()
+
     /// Moves the file offset to `offset` bytes from the start (`lseek(2)`, `SEEK_SET`).
     /// - Returns: The new offset.
     @discardableResult

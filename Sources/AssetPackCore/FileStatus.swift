@@ -42,6 +42,9 @@ package struct FileStatus: Hashable, Sendable {
     package var inode: UInt64
     /// Last modification, in nanoseconds since the epoch.
     package var modificationTime: Int64
+    /// Last change of the inode (content, mode, links, or a timestamp set by hand), in
+    /// nanoseconds since the epoch: no system call sets it to a chosen value.
+    package var changeTime: Int64
     /// How many names the file has (`st_nlink`).
     package var linkCount: UInt64
 
@@ -63,11 +66,12 @@ package struct FileStatus: Hashable, Sendable {
         inode = UInt64(truncatingIfNeeded: st.st_ino)
         linkCount = UInt64(truncatingIfNeeded: st.st_nlink)
         #if canImport(Darwin)
-        let time = st.st_mtimespec
+        let time = st.st_mtimespec, change = st.st_ctimespec
         #else
-        let time = st.st_mtim
+        let time = st.st_mtim, change = st.st_ctim
         #endif
         modificationTime = Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+        changeTime = Int64(change.tv_sec) * 1_000_000_000 + Int64(change.tv_nsec)
     }
 
     /// Whether `other` describes the same file: same device, same inode.

@@ -96,6 +96,17 @@ public struct PackOptions: Sendable {
     /// that did not reuse it would otherwise derive its key once more), `removed` only when the
     /// writer counted it itself, no warnings.
     public var describesReplacedPack = true
+    /// Where a re-pack remembers each source file's status (device, inode, size, modification and
+    /// change times) and SHA-256, one file per output, so that the next re-pack of the same
+    /// output reads only the files whose status changed (docs/INCREMENTAL.md, "Skipping unchanged
+    /// sources", argues why that is safe, racy files included). Default: the user's cache folder
+    /// (`$XDG_CACHE_HOME/assetpack/sources`, `~/.cache/…`, `~/Library/Caches/…`); `nil`: every
+    /// source file is read and hashed, and every chunk a re-pack keeps has its tag checked, those
+    /// left in place too (`assetpack pack --rehash`). Container packs use it.
+    public var sourceStatusCache: URL? = SourceStatusCache.defaultFolder
+    /// How much older than the pack's start a source's times must be for the cache to remember
+    /// it (nanoseconds; ``SourceStatusCache/defaultRacyMargin``): tests lower it.
+    package var sourceStatusRacyMargin = SourceStatusCache.defaultRacyMargin
     /// The reader limits the packer holds a pack to (``ReadLimits/checkEntryCount(_:)``): the
     /// default reader's, so no pack is written that it refuses; tests lower them.
     package var limits: ReadLimits = .default
@@ -216,6 +227,9 @@ package struct PackWriteReport: Sendable, Equatable {
     /// whether the rewrite was the writer's own choice (they were half the file).
     package var droppedBytes: UInt64 = 0
     package var compacted = false
+    /// Source files not read: their status was the one the previous pack's entry came from
+    /// (``PackOptions/sourceStatusCache``).
+    package var unreadSources = 0
 
     package init(reused: Int = 0, packed: Int = 0, reusedBytes: UInt64 = 0) {
         self.reused = reused

@@ -55,6 +55,11 @@ extension AssetPackCommand {
                 "container: rewrite the pack at --output whole, keeping its keys, even when the re-pack only adds (which appends the new chunks in place, leaving the earlier index in the file). A re-pack that removes or replaces content always rewrites the pack, so nothing it removed stays readable."
         )
         var compact = false
+        @Flag(
+            help:
+                "container: read and hash every source file, even those whose status (inode, size, modification and change times) is the one the pack at --output was packed from; by default those are not read (docs/INCREMENTAL.md, \"Skipping unchanged sources\")."
+        )
+        var rehash = false
         @Option(
             name: .customLong("sign-key"),
             help: ArgumentHelp(
@@ -179,6 +184,7 @@ extension AssetPackCommand {
                 if let scryptCost { options.container.kdf = .scrypt(cost: scryptCost) }
                 options.fresh = fresh
                 options.compact = compact
+                if rehash { options.sourceStatusCache = nil }
                 options.signingKey = try signKey.map { try PublisherSigningKey.load(from: URL(fileURLWithPath: $0)) }
                 options.releaseName = packName
                 options.releaseVersion = packVersion ?? 0
@@ -243,6 +249,9 @@ private func chunkNote(_ summary: AssetPacks.PackSummary) -> String {
         "; \(summary.reusedChunks) of \(plural(summary.chunks, "chunk", "chunks")) reused, \(summary.bytesWritten) bytes written"
         + history
         + (summary.dictionaryBytes > 0 ? ", a \(summary.dictionaryBytes)-byte zstd dictionary" : "")
+        + (summary.unreadSources > 0
+            ? ", \(plural(summary.unreadSources, "source", "sources")) not read (unchanged status; --rehash reads them)"
+            : "")
 }
 
 /// A single self-rewriting progress line on a terminal (entries, bytes, rate, ETA); silent otherwise.

@@ -16,6 +16,9 @@ import Testing
         var output: String { scratch.url.appendingPathComponent("out.apack").path }
         /// Packs as the 0.2 writer appended (``ContainerPackWriter/legacyAppends``).
         var legacyAppends = false
+        /// ``PackOptions/sourceStatusCache`` and its racy margin (none: `PackOptions.forTests`).
+        var statusCache: URL?
+        var racyMargin = SourceStatusCache.defaultRacyMargin
 
         init(_ files: [String: [UInt8]]) throws {
             for (path, bytes) in files { try set(path, bytes) }
@@ -47,6 +50,8 @@ import Testing
             options.container.codec = codec
             options.level = level
             options.signingKey = signingKey
+            options.sourceStatusCache = statusCache
+            options.sourceStatusRacyMargin = racyMargin
             let files = try SourceTree.scan(root: root, includeHidden: false)
             var writer = ContainerPackWriter()
             writer.legacyAppends = legacyAppends

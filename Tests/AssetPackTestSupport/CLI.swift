@@ -52,6 +52,9 @@ public enum CLI {
             env.removeValue(forKey: name)
         }
         if let password { env["ASSETPACK_PASSWORD"] = password }
+        // No source status cache (a folder that cannot exist) unless the test gives one: a re-pack
+        // then reads every source, whatever the age of the test's files.
+        env["XDG_CACHE_HOME"] = "/dev/null/no-cache"
         env.merge(environment) { $1 }
         process.environment = env
         let out = Pipe()

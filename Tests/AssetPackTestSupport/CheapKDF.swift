@@ -9,10 +9,13 @@ extension ContainerKDF {
 }
 
 extension PackOptions {
-    /// `PackOptions()` with `ContainerKDF.forTests`.
+    /// `PackOptions()` with `ContainerKDF.forTests`, and no source status cache: every source is
+    /// read and every kept chunk checked, whatever the age of the test's files (the cache's own
+    /// tests turn it on).
     public static var forTests: PackOptions {
         var options = PackOptions()
         options.container.kdf = .forTests
+        options.sourceStatusCache = nil
         return options
     }
 }

@@ -1,0 +1,195 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What a re-pack remembers of its sources from the last pack of the same output: for each source
+/// file, its status then (device, inode, size, modification and change times) and the SHA-256 of
+/// its content. A file whose status is the same now is taken to hold the same bytes, and is not
+/// read (docs/INCREMENTAL.md, "Skipping unchanged sources": why that is safe, and the racy case).
+///
+/// Kept outside the pack, in a private cache folder of the machine that packs (`0700`, files
+/// `0600`), one file per output: the digests are of source files that lie readable on that machine,
+/// so they reveal nothing the sources do not, and nothing of them ships.
+///
+/// A file is remembered only when its modification and change times are older than the pack's
+/// start by more than ``racyMargin``: a file changed in the same clock tick as it was read, with its
+/// size kept, would otherwise show the status it was read with and keep its old digest (git's
+/// "racy clean" problem). Such a file is read and hashed again next time.
+package final class SourceStatusCache: @unchecked Sendable {
+    /// One remembered file.
+    package struct Record: Hashable, Sendable {
+        package var device: UInt64
+        package var inode: UInt64
+        package var size: UInt64
+        package var modificationTime: Int64
+        package var changeTime: Int64
+        package var sha256: [UInt8]
+
+        package init(_ status: FileStatus, sha256: [UInt8]) {
+            self.init(
+                device: status.device, inode: status.inode, size: status.size,
+                modificationTime: status.modificationTime, changeTime: status.changeTime, sha256: sha256)
+        }
+
+        init(device: UInt64, inode: UInt64, size: UInt64, modificationTime: Int64, changeTime: Int64, sha256: [UInt8]) {
+            self.device = device
+            self.inode = inode
+            self.size = size
+            self.modificationTime = modificationTime
+            self.changeTime = changeTime
+            self.sha256 = sha256
+        }
+
+        /// Whether `status` is the status this record was taken from.
+        func matches(_ status: FileStatus) -> Bool {
+            status.kind == .regular && status.device == device && status.inode == inode && status.size == size
+                && status.modificationTime == modificationTime && status.changeTime == changeTime
+        }
+    }
+
+    /// How much older than the pack's start a file's times must be to be remembered: 2 s, the
+    /// coarsest timestamp of a file system in use (FAT), and far above a kernel's clock tick.
+    package static let defaultRacyMargin: Int64 = 2_000_000_000
+
+    /// The file this cache is kept in.
+    package let file: URL
+    private let output: String
+    private let racyMargin: Int64
+    /// When the pack started (ns since the epoch, wall clock), before any source was looked at.
+    private let started: Int64
+    private let lock = NSLock()
+    private let remembered: [String: Record]
+    private var seen: [String: Record] = [:]
+    private var keptPaths = Set<String>()
+
+    /// The default folder: `$XDG_CACHE_HOME/assetpack/sources`, else `~/.cache/assetpack/sources`
+    /// (Linux), the user's caches folder (Apple platforms); `nil` when there is no home.
+    package static var defaultFolder: URL? {
+        let environment = ProcessInfo.processInfo.environment
+        if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
+            return URL(fileURLWithPath: xdg).appendingPathComponent("assetpack/sources")
+        }
+        #if canImport(Darwin)
+        return FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first?
+            .appendingPathComponent("assetpack/sources")
+        #else
+        guard let home = environment["HOME"], home.hasPrefix("/") else { return nil }
+        return URL(fileURLWithPath: home).appendingPathComponent(".cache/assetpack/sources")
+        #endif
+    }
+
+    /// Loads what the last pack of `output` remembered, from `folder` (nothing when there is no
+    /// file, or it is unreadable, damaged or of another output: a cache is never an error).
+    /// - Parameter racyMargin: Nanoseconds (tests lower it).
+    package init(folder: URL, output: String, racyMargin: Int64 = defaultRacyMargin) {
+        let absolute =
+            (try? FileSystem.realpath(AtomicFile.folder(of: output))).map {
+                $0 + "/" + (output as NSString).lastPathComponent
+            } ?? output
+        self.output = absolute
+        file = folder.appendingPathComponent(String(PathHash.fnv1a(absolute), radix: 16) + ".status")
+        self.racyMargin = racyMargin
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        started = Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+        remembered = (try? Self.load(file, output: absolute)) ?? [:]
+    }
+
+    /// The remembered SHA-256 of the file at `url` (entry `path`) if its status now is the one
+    /// remembered; `nil` otherwise (the file must be read).
+    package func digest(of path: String, at url: URL) -> [UInt8]? {
+        guard let record = remembered[path], let status = try? FileSystem.stat(url.path), record.matches(status)
+        else { return nil }
+        return record.sha256
+    }
+
+    /// Notes that entry `path` was kept without reading its file (after ``digest(of:at:)``
+    /// answered): it is remembered again, as it was.
+    package func kept(_ path: String) {
+        guard let record = remembered[path] else { return }
+        lock.withLock {
+            seen[path] = record
+            keptPaths.insert(path)
+        }
+    }
+
+    /// Remembers that entry `path` was read from a file of `status` (taken before it was read)
+    /// and had `sha256`, unless its times are too recent to tell a later change from it.
+    package func remember(_ path: String, status: FileStatus, sha256: [UInt8]) {
+        guard status.kind == .regular, status.modificationTime < started - racyMargin,
+            status.changeTime < started - racyMargin
+        else { return }
+        lock.withLock { seen[path] = Record(status, sha256: sha256) }
+    }
+
+    /// How many files were kept without being read (``kept(_:)``).
+    package var skipped: Int { lock.withLock { keptPaths.count } }
+
+    /// Writes what this pack remembered (files of the pack just written only), replacing the
+    /// previous file; failures are ignored (a cache).
+    package func save() {
+        let records = lock.withLock { seen }
+        let folder = file.deletingLastPathComponent().path
+        var made = ""
+        for part in folder.split(separator: "/") {
+            made += "/" + part
+            try? FileSystem.mkdir(made, permissions: 0o700)
+        }
+        var bytes = Array(Self.magic.utf8)
+        Self.append(&bytes, output)
+        for (path, record) in records.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+            Self.append(&bytes, path)
+            for value in [
+                record.device, record.inode, record.size, UInt64(bitPattern: record.modificationTime),
+                UInt64(bitPattern: record.changeTime),
+            ] {
+                withUnsafeBytes(of: value.littleEndian) { bytes += $0 }
+            }
+            bytes += record.sha256
+        }
+        _ = try? AtomicFile.write(file.path, mode: 0o600, exactMode: true, durable: false) { fd in
+            try bytes.withUnsafeBytes { try fd.pwriteAll($0, at: 0) }
+        }
+    }
+
+    /// Forgets what the last pack remembered (the pack was replaced by another way).
+    package func remove() { try? FileSystem.unlink(file.path) }
+
+    private static let magic = "AssetPack source status 1\n"
+
+    private static func append(_ bytes: inout [UInt8], _ text: String) {
+        let utf8 = Array(text.utf8)
+        withUnsafeBytes(of: UInt32(utf8.count).littleEndian) { bytes += $0 }
+        bytes += utf8
+    }
+
+    private static func load(_ file: URL, output: String) throws -> [String: Record] {
+        let data = try Data(contentsOf: file)
+        return try data.withUnsafeBytes { try parse($0, output: output) }
+    }
+
+    private static func parse(_ data: UnsafeRawBufferPointer, output: String) throws -> [String: Record] {
+        var reader = ByteReader(data, structure: "source status cache")
+        guard try reader.bytes(magic.utf8.count) == Array(magic.utf8) else { return [:] }
+        func text() throws -> String {
+            let count = Int(try reader.u32())
+            guard count <= reader.remaining else { throw AssetPackError(.integrityFailure, "short") }
+            return String(decoding: try reader.bytes(count), as: UTF8.self)
+        }
+        guard try text() == output else { return [:] }
+        var records: [String: Record] = [:]
+        while reader.remaining > 0 {
+            let path = try text()
+            let device = try reader.u64(), inode = try reader.u64(), size = try reader.u64()
+            let modified = Int64(bitPattern: try reader.u64()), changed = Int64(bitPattern: try reader.u64())
+            records[path] = Record(
+                device: device, inode: inode, size: size, modificationTime: modified, changeTime: changed,
+                sha256: try reader.bytes(32))
+        }
+        return records
+    }
+}

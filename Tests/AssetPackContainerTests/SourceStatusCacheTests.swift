@@ -1,0 +1,139 @@
+import AssetPackCore
+import AssetPackTestSupport
+import Foundation
+import Testing
+
+@testable import AssetPackContainer
+
+/// The source status cache (``PackOptions/sourceStatusCache``; docs/INCREMENTAL.md, "Skipping
+/// unchanged sources"): a re-pack reads only the files whose status changed, never trusts a file
+/// changed too close to the pack that read it (the racy case) or one whose change time moved (a
+/// pinned modification time), and never keeps an entry the pack at the output holds in another
+/// version. And which kept chunks are checked ("Which kept chunks are checked").
+extension IncrementalTests {
+    /// A tree whose re-packs remember their sources in a private folder, trusting files at once
+    /// (`margin` 0: the tests' files are always seconds old at most).
+    static func cached(margin: Int64 = 0) throws -> Tree {
+        let tree = try sample()
+        tree.statusCache = tree.scratch.url.appendingPathComponent("status-cache")
+        tree.racyMargin = margin
+        return tree
+    }
+
+    /// Overwrites `path` in place with `bytes` (its size kept) and sets its modification time back
+    /// to what it was: only the change time shows the edit.
+    static func editKeepingTheModificationTime(_ tree: Tree, _ path: String, _ bytes: [UInt8]) throws {
+        let url = tree.root.appendingPathComponent(path)
+        let before = try FileSystem.stat(url.path)
+        let handle = try FileHandle(forWritingTo: url)
+        try handle.write(contentsOf: Data(bytes))
+        try handle.close()
+        var times = [
+            timespec(tv_sec: 0, tv_nsec: (1 << 30) - 2),  // UTIME_OMIT: the access time as it is
+            timespec(
+                tv_sec: Int(before.modificationTime / 1_000_000_000),
+                tv_nsec: Int(before.modificationTime % 1_000_000_000)),
+        ]
+        #expect(utimensat(AT_FDCWD, url.path, &times, 0) == 0)
+        let after = try FileSystem.stat(url.path)
+        #expect(after.modificationTime == before.modificationTime && after.size == before.size)
+        #expect(after.inode == before.inode)
+    }
+
+    @Test func aRepackReadsOnlyTheSourcesWhoseStatusChanged() throws {
+        let tree = try Self.cached()
+        #expect(try tree.pack().unreadSources == 0)  // nothing remembered yet
+        let again = try tree.pack()
+        #expect(again.unreadSources == 5 && again.reused == 5 && again.bytesWritten == 0)
+        try tree.set("a.txt", Array(text(10_000).reversed()))  // the same size
+        let edited = try tree.pack()
+        #expect(edited.unreadSources == 4 && edited.packed == 1 && edited.reused == 4, "\(edited)")
+        try tree.expectReadsBack()
+        // A file added: the others stay unread, and the pack is appended to.
+        try tree.set("e/new.bin", noise(3000, seed: 9))
+        let added = try tree.pack()
+        #expect(added.unreadSources == 5 && added.packed == 1 && added.appended, "\(added)")
+        try tree.expectReadsBack()
+        // --rehash (no cache): every source is read again, and nothing is lost.
+        tree.statusCache = nil
+        let rehashed = try tree.pack()
+        #expect(rehashed.unreadSources == 0 && rehashed.reused == 6)
+    }
+
+    /// Git's racy-clean case: a file changed (size kept) within the margin of the pack that read
+    /// it is not remembered, so the next re-pack reads it and packs what it holds now, even with
+    /// its modification time set back.
+    @Test func aFileChangedWithinTheMarginIsReadAgain() throws {
+        let tree = try Self.cached(margin: SourceStatusCache.defaultRacyMargin)
+        try tree.pack()
+        try Self.editKeepingTheModificationTime(tree, "d.json", Array(#"{"k": 7}"#.utf8))
+        let again = try tree.pack()
+        #expect(again.unreadSources == 0 && again.packed == 1, "\(again)")
+        try tree.expectReadsBack()
+    }
+
+    /// A modification time pinned by the tool that wrote the file (reproducible builds, `cp -p`,
+    /// `touch -d`) does not hide an edit: the change time moved.
+    @Test func aPinnedModificationTimeDoesNotHideAnEdit() throws {
+        let tree = try Self.cached()
+        try tree.pack()
+        #expect(try tree.pack().unreadSources == 5)
+        try Self.editKeepingTheModificationTime(tree, "d.json", Array(#"{"k": 8}"#.utf8))
+        let edited = try tree.pack()
+        #expect(edited.unreadSources == 4 && edited.packed == 1, "\(edited)")
+        try tree.expectReadsBack()
+    }
+
+    /// The cache says what a file held when the last pack read it; the pack at the output may be
+    /// another (an older one copied back): its entry is kept only when it holds that content.
+    @Test func aRememberedDigestKeepsOnlyTheEntryThatHoldsIt() throws {
+        let tree = try Self.cached()
+        try tree.pack()
+        let older = tree.output + ".older"
+        try FileManager.default.copyItem(atPath: tree.output, toPath: older)
+        try tree.set("d.json", Array(#"{"k": 3}"#.utf8))
+        try tree.pack()  // remembers d.json as it is now
+        try FileManager.default.removeItem(atPath: tree.output)
+        try FileManager.default.moveItem(atPath: older, toPath: tree.output)
+        let restored = try tree.pack()
+        #expect(restored.unreadSources == 4 && restored.packed == 1, "\(restored)")
+        try tree.expectReadsBack()
+    }
+
+    /// A chunk an append leaves in place is not read or checked (its tag is every read's to
+    /// check, as before the re-pack): a damaged one stays damaged, and reading it fails, never
+    /// returning other bytes. Without the cache (`--rehash`) every kept chunk is checked, and the
+    /// damaged entry is packed afresh from its source.
+    @Test func chunksLeftInPlaceAreCheckedOnlyWithoutTheCache() throws {
+        let tree = try Self.cached()
+        try tree.pack(compression: .store)
+        let victim = try #require(try tree.reader().records.all().first { $0.info.path == "c/big.txt" })
+        var bytes = tree.bytes
+        bytes[Int(victim.offset) + 5000] ^= 0x01
+        try Data(bytes).write(to: URL(fileURLWithPath: tree.output))
+        try tree.set("e/new.bin", noise(3000, seed: 9))
+        let appended = try tree.pack(compression: .store)
+        #expect(appended.appended && appended.reused == 5 && appended.packed == 1, "\(appended)")
+        #expect(throws: AssetPackError.self) { try tree.reader().read("c/big.txt") }
+        tree.statusCache = nil
+        let repaired = try tree.pack(compression: .store)
+        #expect(repaired.packed == 1 && repaired.reused == 5, "\(repaired)")
+        try tree.expectReadsBack()
+    }
+
+    /// An append that has to become a rewrite (an edit that kept the file's size) copies the kept
+    /// chunks into the new file, checking the tags the append did not: a damaged one sends the
+    /// re-pack back to the sources, and the pack comes out whole.
+    @Test func aRewriteAfterAnAppendChecksTheChunksItCopies() throws {
+        let tree = try Self.cached()
+        try tree.pack(compression: .store)
+        let victim = try #require(try tree.reader().records.all().first { $0.info.path == "c/big.txt" })
+        var bytes = tree.bytes
+        bytes[Int(victim.offset) + 5000] ^= 0x01
+        try Data(bytes).write(to: URL(fileURLWithPath: tree.output))
+        try tree.set("a.txt", Array(text(10_000).reversed()))
+        let rewritten = try tree.pack(compression: .store)
+        #expect(!rewritten.appended && rewritten.packed == 2, "\(rewritten)")
+        try tree.expectReadsBack()
+    }
+}
