@@ -5,7 +5,8 @@
 #   2. an installed pack updated after one 4 KiB file changed: bytes downloaded, from the log;
 #   3. the 64 MiB random entry read by `assetpack cat URL` against `curl` fetching the same
 #      byte range, and against `assetpack cat` of the local pack (hyperfine, medians); then the
-#      entry read alone (`cat --timing`) against curl's transfer time (`-w %{time_total}`);
+#      entry read alone (`cat --timing`) against curl's transfer time (`-w %{time_total}`); over
+#      http and over https (a second nginx, HTTP/2 offered, a throwaway CA: --ca-file, --cacert);
 #   4. the transport alone: 64 MiB fetched by curl, by AssetPack's HTTP client, by URLSession.
 # Usage: Benchmarks/bench-remote.sh ASSETPACK_BINARY WORK_DIR   (make bench-remote runs it)
 set -euo pipefail
@@ -17,36 +18,46 @@ python3 "$here/make-pack-corpus.py" "$work/tree"
 [ -f "$work/publisher.key" ] || "$bin" keygen --out "$work/publisher" >/dev/null
 . "$here/nginx-loopback.sh"
 start_nginx "$work"
+start_nginx_tls "$work"
 # Body bytes and request count in the access log since it was emptied.
 count() { awk '{n++; b+=$4} END {printf "%d bytes in %d requests", b, n}' "$log"; }
 
-# throughput LABEL FILE [CREDENTIAL ARGS...]: `assetpack cat` of big/random.bin over HTTP, against
-# curl fetching the same number of bytes and against `assetpack cat` of the local file.
+# throughput LABEL FILE [CREDENTIAL ARGS...]: `assetpack cat` of big/random.bin over http and over
+# https, against curl fetching the same number of bytes and against `assetpack cat` of the local file.
 throughput() {
   local label=$1 file=$2
   shift 2
+  throughput_over "$label, http" "$base" "" "" "$file" "$@"
+  throughput_over "$label, https" "$tls_base" "--ca-file $ca" "--cacert $ca" "$file" "$@"
+}
+
+# throughput_over LABEL BASE ASSETPACK_TLS_ARGS CURL_TLS_ARGS FILE [CREDENTIAL ARGS...]
+throughput_over() {
+  local label=$1 base=$2 ours=$3 theirs=$4 file=$5
+  shift 5
   local name span
   name=$(basename "$file")
   span=$("$bin" list "$file" "$@" --json | python3 -c '
 import json, sys
 for e in json.load(sys.stdin)["entries"]:
     if e["path"] == "big/random.bin": print(e["stored_size"])')
-  hyperfine -N --warmup 2 --runs "${BENCH_RUNS:-10}" --export-json "$work/throughput-$label.json" \
-    -n "assetpack cat URL big/random.bin ($label)" "$bin cat $base/$name big/random.bin $* -o /dev/null" \
-    -n "curl the same number of bytes" "curl -s -r 0-$((span - 1)) -o /dev/null $base/$name" \
+  hyperfine -N --warmup 2 --runs "${BENCH_RUNS:-10}" --export-json "$work/throughput-${label/, /-}.json" \
+    -n "assetpack cat URL big/random.bin ($label)" "$bin cat $base/$name big/random.bin $* $ours -o /dev/null" \
+    -n "curl the same number of bytes" "curl -s $theirs -r 0-$((span - 1)) -o /dev/null $base/$name" \
     -n "assetpack cat of the local pack (open, KDF, decrypt: the part that is not network)" \
     "$bin cat $file big/random.bin $* -o /dev/null"
-  python3 - "$work/throughput-$label.json" "$label" <<'EOF'
+  python3 - "$work/throughput-${label/, /-}.json" "$label" <<'EOF'
 import json, statistics, sys
 r = json.load(open(sys.argv[1]))["results"]
 m = [statistics.median(x["times"]) for x in r]
-print("%s, whole processes: assetpack %.1f ms, curl %.1f ms: %.2fx; local cat %.1f ms, so the network adds %.1f ms = %.2fx curl"
-      % (sys.argv[2], m[0] * 1e3, m[1] * 1e3, m[0] / m[1], m[2] * 1e3, (m[0] - m[2]) * 1e3, (m[0] - m[2]) / m[1]))
+print("%s, whole processes: assetpack %.1f ms, curl %.1f ms: %.2fx; local cat %.1f ms, so the network adds %.1f ms = %.2fx curl; %.2fx max(local cat, curl)"
+      % (sys.argv[2], m[0] * 1e3, m[1] * 1e3, m[0] / m[1], m[2] * 1e3, (m[0] - m[2]) * 1e3, (m[0] - m[2]) / m[1],
+         m[0] / max(m[1], m[2])))
 EOF
   # The entry read alone (`cat --timing`: lookup to last byte written, after process start and
   # open) against curl's own transfer time (`-w %{time_total}`), interleaved run by run.
-  python3 - "$label" "${BENCH_RUNS:-10}" "$bin cat $base/$name big/random.bin $* -o /dev/null --timing" \
-    "curl -s -r 0-$((span - 1)) -o /dev/null -w %{time_total} $base/$name" <<'EOF'
+  python3 - "$label" "${BENCH_RUNS:-10}" "$bin cat $base/$name big/random.bin $* $ours -o /dev/null --timing" \
+    "curl -s $theirs -r 0-$((span - 1)) -o /dev/null -w %{time_total} $base/$name" <<'EOF'
 import re, statistics, subprocess, sys
 label, runs, cat, curl = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4].split()
 reads, transfers, size = [], [], 0
