@@ -13,6 +13,8 @@ extension HTTPRangeClient {
         if let inMemory { return inMemory.perform(transfer, url: url, headers: headers) }
         let handle = handles.take()
         defer { handles.give(handle) }
+        // The error buffer is the transfer's, freed with it: no pooled handle may keep pointing at it.
+        defer { _ = assetpack_curl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, nil) }
         var list: UnsafeMutablePointer<curl_slist>?
         for header in headers { list = curl_slist_append(list, header) }
         defer { curl_slist_free_all(list) }

@@ -41,10 +41,22 @@ package struct TLSTrust: Equatable, Sendable {
         return TLSTrust(source: "the system's CA certificates")
     }
 
-    /// Sets the handle's CA file and directory (nothing for the system's store: libcurl's default).
+    /// Sets the handle's CA file and directory (nothing for the system's store: libcurl's
+    /// defaults). What is named replaces both defaults: libcurl is built with a default file and,
+    /// on Debian, a default directory (`/etc/ssl/certs`), which `curl_easy_reset` sets again, so
+    /// the one not named is cleared, or every public CA would still be trusted beside a private one.
     func apply(to handle: UnsafeMutableRawPointer) {
-        if let file { _ = assetpack_curl_setopt_string(handle, CURLOPT_CAINFO, file) }
-        if let directory { _ = assetpack_curl_setopt_string(handle, CURLOPT_CAPATH, directory) }
+        guard file != nil || directory != nil else { return }
+        if let file {
+            _ = assetpack_curl_setopt_string(handle, CURLOPT_CAINFO, file)
+        } else {
+            _ = assetpack_curl_setopt_pointer(handle, CURLOPT_CAINFO, nil)
+        }
+        if let directory {
+            _ = assetpack_curl_setopt_string(handle, CURLOPT_CAPATH, directory)
+        } else {
+            _ = assetpack_curl_setopt_pointer(handle, CURLOPT_CAPATH, nil)
+        }
     }
 
     /// What a failed transfer says: libcurl's description of `code` and, for TLS, which
@@ -57,7 +69,9 @@ package struct TLSTrust: Equatable, Sendable {
         case CURLE_PEER_FAILED_VERIFICATION:
             let lower = said.lowercased()
             let why: String
-            if lower.contains("self-signed") || lower.contains("self signed") {
+            if lower.contains("in certificate chain") {
+                why = "chains to a self-signed certificate authority that is not trusted"
+            } else if lower.contains("self-signed") || lower.contains("self signed") {
                 why = "is self-signed"
             } else if lower.contains("subject name") || lower.contains("does not match") {
                 why = "is for another host name"

@@ -173,7 +173,9 @@ struct NetworkOptions: ParsableArguments {
     var caFile: String?
 
     func validate() throws {
-        if let caFile, !FileManager.default.isReadableFile(atPath: caFile) {
+        if let caFile,
+            (try? FileSystem.stat(caFile))?.kind != .regular || !FileManager.default.isReadableFile(atPath: caFile)
+        {
             throw ValidationError("--ca-file \(caFile): no such readable file")
         }
         for (name, value) in [("--connect-timeout", connectTimeout), ("--request-timeout", requestTimeout)] {

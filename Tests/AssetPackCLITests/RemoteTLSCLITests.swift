@@ -135,6 +135,8 @@ import Testing
         let badOption = try run(["cat", url, "a.txt", "--ca-file", missing])
         #expect(badOption.status == 64, "\(badOption.stderr)")
         #expect(badOption.stderr.contains("--ca-file \(missing): no such readable file"), "\(badOption.stderr)")
+        let folder = try run(["cat", url, "a.txt", "--ca-file", dir.path])
+        #expect(folder.status == 64 && folder.stderr.contains("no such readable file"), "\(folder.stderr)")
     }
 }
 #endif
