@@ -172,10 +172,16 @@ extension ContainerPackWriter {
         do {
             do { try fd.lockExclusive() } catch { throw error.io("cannot lock \(output)") }
             guard let previous else { return fd }
-            let size: UInt64
-            do { size = try fd.status().size } catch { throw error.io("cannot stat \(output)") }
-            let now = try? ContainerHeader.read(from: FileByteSource(borrowing: fd, name: output, size: size)).header
-            guard now == previous else { throw changedWhileRepacking(output) }
+            let status: FileStatus
+            do { status = try fd.status() } catch { throw error.io("cannot stat \(output)") }
+            // Still the file at the output: another re-pack may have renamed its pack there while
+            // this one waited for the lock on the file it replaced (which keeps the old header).
+            let named = try? FileSystem.stat(output)
+            let now = try? ContainerHeader.read(from: FileByteSource(borrowing: fd, name: output, size: status.size))
+                .header
+            guard named?.inode == status.inode, named?.device == status.device, now == previous else {
+                throw changedWhileRepacking(output)
+            }
             return fd
         } catch {
             try? fd.close()

@@ -163,6 +163,7 @@ package struct ContainerPackWriter: PackWriter {
         var bytesDone: UInt64 = 0
         // `dictionaryFile`: the dictionary entry's source, written in path order with the files.
         func writeAll(dictionaryFile: SourceFile?) throws {
+            cache?.startOver()  // a rewrite after a failed tag check keeps only what it keeps
             var entries = sorted
             if let d = dictionaryFile {
                 let at = entries.firstIndex { !$0.path.utf8.lexicographicallyPrecedes(d.path.utf8) } ?? entries.count
@@ -296,8 +297,11 @@ package struct ContainerPackWriter: PackWriter {
                     // A source whose status is the one its entry was packed or checked from is
                     // not read: the entry is kept whole.
                     var kept: WrittenEntry?
-                    if let old, !isDictionary, let cache, let known = cache.digest(of: file.path, at: file.url),
-                        known == old.entry.sha256
+                    // Its chunks stay compressed as they were: only where this pack decodes them
+                    // (stored, or this pack's codec: codec 3 only with the dictionary kept), as
+                    // `sealBatch` copies a compressed chunk only into an entry of its codec.
+                    if let old, !isDictionary, old.entry.codec == ChunkCodec.none || old.entry.codec == entryCodec,
+                        let cache, let known = cache.digest(of: file.path, at: file.url), known == old.entry.sha256
                     {
                         kept = try keepEntry(
                             old, path: file.path, inPlace: appending != nil, keys: keys, buffers: buffers, to: fd,

@@ -27,7 +27,22 @@ package final class SourceStatusCache: @unchecked Sendable {
         package var size: UInt64
         package var modificationTime: Int64
         package var changeTime: Int64
-        package var sha256: [UInt8]
+        /// The content's SHA-256, held inline (a million files' records are one allocation each
+        /// fewer than with an array).
+        private var digest: (UInt64, UInt64, UInt64, UInt64)
+        package var sha256: [UInt8] {
+            withUnsafeBytes(of: digest) { Array($0) }
+        }
+
+        package static func == (a: Record, b: Record) -> Bool {
+            a.device == b.device && a.inode == b.inode && a.size == b.size && a.modificationTime == b.modificationTime
+                && a.changeTime == b.changeTime && a.digest == b.digest
+        }
+
+        package func hash(into hasher: inout Hasher) {
+            hasher.combine(inode)
+            hasher.combine(digest.0)
+        }
 
         package init(_ status: FileStatus, sha256: [UInt8]) {
             self.init(
@@ -41,7 +56,9 @@ package final class SourceStatusCache: @unchecked Sendable {
             self.size = size
             self.modificationTime = modificationTime
             self.changeTime = changeTime
-            self.sha256 = sha256
+            var digest: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+            withUnsafeMutableBytes(of: &digest) { $0.copyBytes(from: sha256.prefix(32)) }
+            self.digest = digest
         }
 
         /// Whether `status` is the status this record was taken from.
@@ -110,11 +127,8 @@ package final class SourceStatusCache: @unchecked Sendable {
     /// Notes that entry `path` was kept without reading its file (after ``digest(of:at:)``
     /// answered): it is remembered again, as it was.
     package func kept(_ path: String) {
-        guard let record = remembered[path] else { return }
-        lock.withLock {
-            seen[path] = record
-            keptPaths.insert(path)
-        }
+        guard remembered[path] != nil else { return }
+        lock.withLock { _ = keptPaths.insert(path) }
     }
 
     /// Remembers that entry `path` was read from a file of `status` (taken before it was read)
@@ -126,38 +140,53 @@ package final class SourceStatusCache: @unchecked Sendable {
         lock.withLock { seen[path] = Record(status, sha256: sha256) }
     }
 
+    /// Forgets which files were kept unread: the pack is being written again from the start
+    /// (what was read stays remembered: it is true of the files whatever the pack does).
+    package func startOver() { lock.withLock { keptPaths = [] } }
+
     /// How many files were kept without being read (``kept(_:)``).
     package var skipped: Int { lock.withLock { keptPaths.count } }
 
     /// Writes what this pack remembered (files of the pack just written only), replacing the
     /// previous file; failures are ignored (a cache).
     package func save() {
-        let records = lock.withLock { seen }
+        let (read, kept) = lock.withLock { (seen, keptPaths) }
         let folder = file.deletingLastPathComponent().path
         var made = ""
         for part in folder.split(separator: "/") {
             made += "/" + part
             try? FileSystem.mkdir(made, permissions: 0o700)
         }
-        var bytes = Array(Self.magic.utf8)
-        Self.append(&bytes, output)
-        for (path, record) in records.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
-            Self.append(&bytes, path)
-            for value in [
-                record.device, record.inode, record.size, UInt64(bitPattern: record.modificationTime),
-                UInt64(bitPattern: record.changeTime),
-            ] {
-                withUnsafeBytes(of: value.littleEndian) { bytes += $0 }
-            }
-            bytes += record.sha256
-        }
+        // Written as it is made, 1 MiB at a time: a million files' records are ~95 MB.
         _ = try? AtomicFile.write(file.path, mode: 0o600, exactMode: true, durable: false) { fd in
-            try bytes.withUnsafeBytes { try fd.pwriteAll($0, at: 0) }
+            var bytes = Array(Self.magic.utf8)
+            var offset: UInt64 = 0
+            func flush(over limit: Int) throws {
+                guard bytes.count > limit else { return }
+                try bytes.withUnsafeBytes { try fd.pwriteAll($0, at: offset) }
+                offset += UInt64(bytes.count)
+                bytes.removeAll(keepingCapacity: true)
+            }
+            func write(_ path: String, _ record: Record) throws {
+                Self.append(&bytes, path)
+                for value in [
+                    record.device, record.inode, record.size, UInt64(bitPattern: record.modificationTime),
+                    UInt64(bitPattern: record.changeTime),
+                ] {
+                    withUnsafeBytes(of: value.littleEndian) { bytes += $0 }
+                }
+                bytes += record.sha256
+                try flush(over: 1 << 20)
+            }
+            Self.append(&bytes, output)
+            // The files read, then those kept unread (as remembered); in no particular order.
+            for (path, record) in read { try write(path, record) }
+            for path in kept where read[path] == nil {
+                if let record = remembered[path] { try write(path, record) }
+            }
+            try flush(over: 0)
         }
     }
-
-    /// Forgets what the last pack remembered (the pack was replaced by another way).
-    package func remove() { try? FileSystem.unlink(file.path) }
 
     private static let magic = "AssetPack source status 1\n"
 

@@ -1,0 +1,72 @@
+import AssetPackTestSupport
+import Foundation
+import Testing
+
+@testable import AssetPackCore
+
+/// ``SourceStatusCache`` on its own (docs/INCREMENTAL.md, "Skipping unchanged sources"): what it
+/// remembers and loads back, the racy margin, and every field of a status counting.
+@Suite struct SourceStatusCacheTests {
+    let dir = TemporaryDirectory("status-cache")
+    var folder: URL { dir.appending("cache") }
+    var output: String { dir.appending("p.apack").path }
+    let digest = Array(repeating: UInt8(0xAB), count: 32)
+
+    func source() throws -> URL {
+        try dir.write(["src/a.bin": Array("some bytes".utf8)])
+        return dir.appending("src/a.bin")
+    }
+
+    @Test func aFileIsRememberedOnlyWhenItsTimesAreOlderThanThePacksStartByTheMargin() throws {
+        let file = try source()
+        let status = try FileSystem.stat(file.path)
+        // Written a moment ago: inside a margin of an hour, so not remembered.
+        let racy = SourceStatusCache(folder: folder, output: output, racyMargin: 3_600_000_000_000)
+        racy.remember("a.bin", status: status, sha256: digest)
+        racy.save()
+        #expect(SourceStatusCache(folder: folder, output: output).digest(of: "a.bin", at: file) == nil)
+        // Outside a margin of 0: remembered, saved and loaded back.
+        let settled = SourceStatusCache(folder: folder, output: output, racyMargin: 0)
+        settled.remember("a.bin", status: status, sha256: digest)
+        settled.save()
+        let loaded = SourceStatusCache(folder: folder, output: output)
+        #expect(loaded.digest(of: "a.bin", at: file) == digest)
+        #expect(loaded.digest(of: "other", at: file) == nil)
+        // Another output's cache is another file.
+        #expect(SourceStatusCache(folder: folder, output: output + ".2").digest(of: "a.bin", at: file) == nil)
+        // Not kept unread: the next pack does not remember it.
+        loaded.save()
+        #expect(SourceStatusCache(folder: folder, output: output).digest(of: "a.bin", at: file) == nil)
+    }
+
+    @Test func aChangedStatusIsNotTheRememberedOne() throws {
+        let file = try source()
+        let cache = SourceStatusCache(folder: folder, output: output, racyMargin: 0)
+        cache.remember("a.bin", status: try FileSystem.stat(file.path), sha256: digest)
+        cache.save()
+        #expect(SourceStatusCache(folder: folder, output: output).digest(of: "a.bin", at: file) == digest)
+        // Only the change time moves (a chmod to the same mode), after a clock tick.
+        Thread.sleep(forTimeInterval: 0.05)
+        #expect(chmod(file.path, 0o644) == 0)
+        #expect(SourceStatusCache(folder: folder, output: output).digest(of: "a.bin", at: file) == nil)
+        // A file renamed over it (another inode) is not it either.
+        let again = SourceStatusCache(folder: folder, output: output, racyMargin: 0)
+        again.remember("a.bin", status: try FileSystem.stat(file.path), sha256: digest)
+        again.save()
+        try dir.write(["src/b.bin": Array("some bytes".utf8)])
+        #expect(rename(dir.appending("src/b.bin").path, file.path) == 0)
+        #expect(SourceStatusCache(folder: folder, output: output).digest(of: "a.bin", at: file) == nil)
+    }
+
+    @Test func aDamagedCacheIsNoCache() throws {
+        let file = try source()
+        let cache = SourceStatusCache(folder: folder, output: output, racyMargin: 0)
+        cache.remember("a.bin", status: try FileSystem.stat(file.path), sha256: digest)
+        cache.save()
+        var bytes = [UInt8](try Data(contentsOf: cache.file))
+        bytes.removeLast(5)  // a record cut short
+        try Data(bytes).write(to: cache.file)
+        #expect(SourceStatusCache(folder: folder, output: output).digest(of: "a.bin", at: file) == nil)
+        #expect(try FileSystem.stat(cache.file.path).permissions == 0o600)
+    }
+}
