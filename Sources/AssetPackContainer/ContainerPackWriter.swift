@@ -177,7 +177,11 @@ package struct ContainerPackWriter: PackWriter {
             func finish(_ fd: FileDescriptor, _ records: [IndexRecordV4], _ pos: UInt64, appended: Bool) throws
                 -> [UInt8]
             {
-                newDigests = Set(records.flatMap { $0.chunks.map(\.digest) })
+                // Only a rewrite of a version-6 pack reports what it dropped (a set of a million
+                // digests is ~100 MB a full pack does not need).
+                if !appended, previous?.header.isAppendable == true {
+                    newDigests = Set(records.flatMap { $0.chunks.map(\.digest) })
+                }
                 let live = records.reduce(UInt64(0)) { sum, r in
                     r.chunks.reduce(sum) {
                         $0 + UInt64($1.payload & ~ChunkTable.compressedBit) + UInt64(ContainerFormat.tagSize)

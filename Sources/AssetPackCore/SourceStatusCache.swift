@@ -79,7 +79,8 @@ package final class SourceStatusCache: @unchecked Sendable {
     /// When the pack started (ns since the epoch, wall clock), before any source was looked at.
     private let started: Int64
     private let lock = NSLock()
-    private let remembered: [String: Record]
+    /// What the last pack remembered, loaded when first asked for (a full pack never asks).
+    private lazy var remembered: [String: Record] = (try? Self.load(file, output: output)) ?? [:]
     private var seen: [String: Record] = [:]
     private var keptPaths = Set<String>()
 
@@ -99,8 +100,9 @@ package final class SourceStatusCache: @unchecked Sendable {
         #endif
     }
 
-    /// Loads what the last pack of `output` remembered, from `folder` (nothing when there is no
-    /// file, or it is unreadable, damaged or of another output: a cache is never an error).
+    /// The cache of `output` in `folder`. What the last pack remembered is loaded when first asked
+    /// for (nothing when there is no file, or it is unreadable, damaged or of another output: a
+    /// cache is never an error).
     /// - Parameter racyMargin: Nanoseconds (tests lower it).
     package init(folder: URL, output: String, racyMargin: Int64 = defaultRacyMargin) {
         let absolute =
@@ -113,13 +115,13 @@ package final class SourceStatusCache: @unchecked Sendable {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
         started = Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
-        remembered = (try? Self.load(file, output: absolute)) ?? [:]
     }
 
     /// The remembered SHA-256 of the file at `url` (entry `path`) if its status now is the one
     /// remembered; `nil` otherwise (the file must be read).
     package func digest(of path: String, at url: URL) -> [UInt8]? {
-        guard let record = remembered[path], let status = try? FileSystem.stat(url.path), record.matches(status)
+        guard let record = lock.withLock({ remembered[path] }), let status = try? FileSystem.stat(url.path),
+            record.matches(status)
         else { return nil }
         return record.sha256
     }
@@ -127,8 +129,10 @@ package final class SourceStatusCache: @unchecked Sendable {
     /// Notes that entry `path` was kept without reading its file (after ``digest(of:at:)``
     /// answered): it is remembered again, as it was.
     package func kept(_ path: String) {
-        guard remembered[path] != nil else { return }
-        lock.withLock { _ = keptPaths.insert(path) }
+        lock.withLock {
+            guard remembered[path] != nil else { return }
+            keptPaths.insert(path)
+        }
     }
 
     /// Remembers that entry `path` was read from a file of `status` (taken before it was read)
@@ -181,8 +185,11 @@ package final class SourceStatusCache: @unchecked Sendable {
             Self.append(&bytes, output)
             // The files read, then those kept unread (as remembered); in no particular order.
             for (path, record) in read { try write(path, record) }
-            for path in kept where read[path] == nil {
-                if let record = remembered[path] { try write(path, record) }
+            if !kept.isEmpty {
+                let remembered = lock.withLock { self.remembered }
+                for path in kept where read[path] == nil {
+                    if let record = remembered[path] { try write(path, record) }
+                }
             }
             try flush(over: 0)
         }
