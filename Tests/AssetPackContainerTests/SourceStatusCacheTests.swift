@@ -20,6 +20,17 @@ extension IncrementalTests {
         return tree
     }
 
+    /// A cached tree packed stored, then one byte of `c/big.txt`'s first chunk flipped in the pack.
+    static func cachedWithADamagedChunk() throws -> Tree {
+        let tree = try cached()
+        try tree.pack(compression: .store)
+        let victim = try #require(try tree.reader().records.all().first { $0.info.path == "c/big.txt" })
+        var bytes = tree.bytes
+        bytes[Int(victim.offset) + 5000] ^= 0x01
+        try Data(bytes).write(to: URL(fileURLWithPath: tree.output))
+        return tree
+    }
+
     /// Overwrites `path` in place with `bytes` (its size kept) and sets its modification time back
     /// to what it was: only the change time shows the edit.
     static func editKeepingTheModificationTime(_ tree: Tree, _ path: String, _ bytes: [UInt8]) throws {
@@ -93,12 +104,7 @@ extension IncrementalTests {
     /// returning other bytes. Without the cache (`--rehash`) every kept chunk is checked, and the
     /// damaged entry is packed afresh from its source.
     @Test func chunksLeftInPlaceAreCheckedOnlyWithoutTheCache() throws {
-        let tree = try Self.cached()
-        try tree.pack(compression: .store)
-        let victim = try #require(try tree.reader().records.all().first { $0.info.path == "c/big.txt" })
-        var bytes = tree.bytes
-        bytes[Int(victim.offset) + 5000] ^= 0x01
-        try Data(bytes).write(to: URL(fileURLWithPath: tree.output))
+        let tree = try Self.cachedWithADamagedChunk()
         try tree.set("e/new.bin", noise(3000, seed: 9))
         let appended = try tree.pack(compression: .store)
         #expect(appended.appended && appended.reused == 5 && appended.packed == 1, "\(appended)")
@@ -113,12 +119,7 @@ extension IncrementalTests {
     /// chunks into the new file, checking the tags the append did not: a damaged one sends the
     /// re-pack back to the sources, and the pack comes out whole.
     @Test func aRewriteAfterAnAppendChecksTheChunksItCopies() throws {
-        let tree = try Self.cached()
-        try tree.pack(compression: .store)
-        let victim = try #require(try tree.reader().records.all().first { $0.info.path == "c/big.txt" })
-        var bytes = tree.bytes
-        bytes[Int(victim.offset) + 5000] ^= 0x01
-        try Data(bytes).write(to: URL(fileURLWithPath: tree.output))
+        let tree = try Self.cachedWithADamagedChunk()
         try tree.set("a.txt", Array(text(10_000).reversed()))
         let rewritten = try tree.pack(compression: .store)
         #expect(!rewritten.appended && rewritten.packed == 2, "\(rewritten)")

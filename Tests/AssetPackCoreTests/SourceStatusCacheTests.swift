@@ -12,6 +12,14 @@ import Testing
     var output: String { dir.appending("p.apack").path }
     let digest = Array(repeating: UInt8(0xAB), count: 32)
 
+    /// Remembers `file` as it is now (margin 0), saves, and returns a fresh load of the cache.
+    func rememberNow(_ file: URL) throws -> SourceStatusCache {
+        let cache = SourceStatusCache(folder: folder, output: output, racyMargin: 0)
+        cache.remember("a.bin", status: try FileSystem.stat(file.path), sha256: digest)
+        cache.save()
+        return SourceStatusCache(folder: folder, output: output)
+    }
+
     func source() throws -> URL {
         try dir.write(["src/a.bin": Array("some bytes".utf8)])
         return dir.appending("src/a.bin")
@@ -26,10 +34,7 @@ import Testing
         racy.save()
         #expect(SourceStatusCache(folder: folder, output: output).digest(of: "a.bin", at: file) == nil)
         // Outside a margin of 0: remembered, saved and loaded back.
-        let settled = SourceStatusCache(folder: folder, output: output, racyMargin: 0)
-        settled.remember("a.bin", status: status, sha256: digest)
-        settled.save()
-        let loaded = SourceStatusCache(folder: folder, output: output)
+        let loaded = try rememberNow(file)
         #expect(loaded.digest(of: "a.bin", at: file) == digest)
         #expect(loaded.digest(of: "other", at: file) == nil)
         // Another output's cache is another file.
@@ -41,18 +46,13 @@ import Testing
 
     @Test func aChangedStatusIsNotTheRememberedOne() throws {
         let file = try source()
-        let cache = SourceStatusCache(folder: folder, output: output, racyMargin: 0)
-        cache.remember("a.bin", status: try FileSystem.stat(file.path), sha256: digest)
-        cache.save()
-        #expect(SourceStatusCache(folder: folder, output: output).digest(of: "a.bin", at: file) == digest)
+        #expect(try rememberNow(file).digest(of: "a.bin", at: file) == digest)
         // Only the change time moves (a chmod to the same mode), after a clock tick.
         Thread.sleep(forTimeInterval: 0.05)
         #expect(chmod(file.path, 0o644) == 0)
         #expect(SourceStatusCache(folder: folder, output: output).digest(of: "a.bin", at: file) == nil)
         // A file renamed over it (another inode) is not it either.
-        let again = SourceStatusCache(folder: folder, output: output, racyMargin: 0)
-        again.remember("a.bin", status: try FileSystem.stat(file.path), sha256: digest)
-        again.save()
+        #expect(try rememberNow(file).digest(of: "a.bin", at: file) == digest)
         try dir.write(["src/b.bin": Array("some bytes".utf8)])
         #expect(rename(dir.appending("src/b.bin").path, file.path) == 0)
         #expect(SourceStatusCache(folder: folder, output: output).digest(of: "a.bin", at: file) == nil)
@@ -60,9 +60,7 @@ import Testing
 
     @Test func aDamagedCacheIsNoCache() throws {
         let file = try source()
-        let cache = SourceStatusCache(folder: folder, output: output, racyMargin: 0)
-        cache.remember("a.bin", status: try FileSystem.stat(file.path), sha256: digest)
-        cache.save()
+        let cache = try rememberNow(file)
         var bytes = [UInt8](try Data(contentsOf: cache.file))
         bytes.removeLast(5)  // a record cut short
         try Data(bytes).write(to: cache.file)
