@@ -57,7 +57,7 @@ extension AssetPackCommand {
         var compact = false
         @Flag(
             help:
-                "container: read and hash every source file, even those whose status (inode, size, modification and change times) is the one the pack at --output was packed from; by default those are not read (docs/INCREMENTAL.md, \"Skipping unchanged sources\")."
+                "container: read and hash every source file, even those whose status (inode, size, modification and change times) is the one the pack at --output was packed from, and check the tag of every chunk kept from that pack, those an append leaves in place too (by default neither is: docs/INCREMENTAL.md); what repairs a pack that verify finds damaged."
         )
         var rehash = false
         @Option(
