@@ -21,30 +21,20 @@ import Darwin
 /// "racy clean" problem). Such a file is read and hashed again next time.
 package final class SourceStatusCache: @unchecked Sendable {
     /// One remembered file.
-    package struct Record: Hashable, Sendable {
-        package var device: UInt64
-        package var inode: UInt64
-        package var size: UInt64
-        package var modificationTime: Int64
-        package var changeTime: Int64
+    struct Record: Sendable {
+        var device: UInt64
+        var inode: UInt64
+        var size: UInt64
+        var modificationTime: Int64
+        var changeTime: Int64
         /// The content's SHA-256, held inline (a million files' records are one allocation each
         /// fewer than with an array).
         private var digest: (UInt64, UInt64, UInt64, UInt64)
-        package var sha256: [UInt8] {
+        var sha256: [UInt8] {
             withUnsafeBytes(of: digest) { Array($0) }
         }
 
-        package static func == (a: Record, b: Record) -> Bool {
-            a.device == b.device && a.inode == b.inode && a.size == b.size && a.modificationTime == b.modificationTime
-                && a.changeTime == b.changeTime && a.digest == b.digest
-        }
-
-        package func hash(into hasher: inout Hasher) {
-            hasher.combine(inode)
-            hasher.combine(digest.0)
-        }
-
-        package init(_ status: FileStatus, sha256: [UInt8]) {
+        init(_ status: FileStatus, sha256: [UInt8]) {
             self.init(
                 device: status.device, inode: status.inode, size: status.size,
                 modificationTime: status.modificationTime, changeTime: status.changeTime, sha256: sha256)
