@@ -82,7 +82,7 @@ extension AssetPacks {
         guard file.size == entry.size else { return true }
         let handle: FileHandle
         do { handle = try FileHandle(forReadingFrom: file.url) } catch {
-            throw AssetPackError(.io, "cannot open \(file.url.path)", path: file.path)
+            throw AssetPackError(.io, "cannot open \(file.diskPath)", path: file.path)
         }
         defer { try? handle.close() }
         if let crc = entry.crc32 {

@@ -17,10 +17,10 @@ extension ContainerPackWriter {
 
     /// The bytes of `previous`'s live chunks whose plaintext is in none of `digests` (the new
     /// pack's chunks): content a re-pack removed or replaced.
-    static func liveBytes(_ previous: ContainerPackReader, notIn digests: Set<[UInt8]>) throws -> UInt64 {
+    static func liveBytes(_ previous: ContainerPackReader, notIn digests: Set<InlineBytes>) throws -> UInt64 {
         var bytes: UInt64 = 0
         let old = try previous.digests()
-        for k in 0..<previous.chunks.count where !digests.contains(old.chunk(k)) {
+        for k in 0..<previous.chunks.count where !digests.contains(InlineBytes(old.chunk(k))) {
             bytes += UInt64(previous.chunks.payloadLength(k)) + UInt64(ContainerFormat.tagSize)
         }
         return bytes

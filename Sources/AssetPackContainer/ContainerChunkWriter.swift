@@ -64,7 +64,7 @@ extension ContainerPackWriter {
         let src = try Self.openSource(file)
         defer { try? src.close() }
         let status: FileStatus
-        do { status = try src.status() } catch { throw error.io("cannot stat \(file.url.path)") }
+        do { status = try src.status() } catch { throw error.io("cannot stat \(file.diskPath)") }
         let size = status.size
         let signing = digests != nil
         let hasher = SHA256Hasher()
@@ -154,7 +154,7 @@ extension ContainerPackWriter {
         var extra: UInt8 = 0
         let more: Int
         do { more = try withUnsafeMutableBytes(of: &extra) { try src.read(into: $0) } } catch let e as Errno {
-            throw e.io("cannot read \(file.url.path)")
+            throw e.io("cannot read \(file.diskPath)")
         }
         guard more == 0 else { throw AssetPackError(.io, "file grew while it was being packed", path: file.path) }
         out.record.crc = crc

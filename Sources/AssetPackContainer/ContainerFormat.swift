@@ -386,6 +386,9 @@ let indexNonceV1 = [UInt8](repeating: 0, count: 12)
 /// Appends little-endian integers and bytes.
 struct ByteWriter {
     var out: [UInt8] = []
+    init() {}
+    /// A writer whose buffer holds `capacity` bytes before it grows.
+    init(capacity: Int) { out.reserveCapacity(capacity) }
     mutating func u8(_ v: UInt8) { out.append(v) }
     mutating func u16(_ v: UInt16) { withUnsafeBytes(of: v.littleEndian) { out.append(contentsOf: $0) } }
     mutating func u32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { out.append(contentsOf: $0) } }

@@ -109,6 +109,36 @@ package struct ChunkTable: Sendable {
     func payloadLength(_ k: Int) -> Int { Int(payload(k) & ~Self.compressedBit) }
 }
 
+/// Up to 32 bytes held inline: a digest, a nonce, a key id. An `[UInt8]` of 32 bytes is a heap
+/// block of ~80 bytes and a pointer; a million-file pack's records held four per file.
+struct InlineBytes: Hashable {
+    private var storage: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+    private(set) var count: Int = 0
+
+    init(_ bytes: [UInt8]) {
+        precondition(bytes.count <= 32, "InlineBytes holds at most 32 bytes")
+        count = bytes.count
+        withUnsafeMutableBytes(of: &storage) { $0.copyBytes(from: bytes) }
+    }
+
+    /// The bytes, valid only within `body`.
+    func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try Swift.withUnsafeBytes(of: storage) { try body(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+    }
+
+    var array: [UInt8] { withUnsafeBytes { Array($0) } }
+
+    static func == (a: InlineBytes, b: InlineBytes) -> Bool {
+        a.count == b.count && a.withUnsafeBytes { x in b.withUnsafeBytes { y in x.elementsEqual(y) } }
+    }
+
+    func hash(into hasher: inout Hasher) { withUnsafeBytes { hasher.combine(bytes: $0) } }
+}
+
+extension ByteWriter {
+    mutating func bytes(_ b: InlineBytes) { b.withUnsafeBytes { out.append(contentsOf: $0) } }
+}
+
 /// One chunk as the version-4 writer records it.
 struct ChunkRecord {
     /// Versions 6 and 7: the sealed chunk's file offset.
@@ -116,8 +146,26 @@ struct ChunkRecord {
     var plainLength: UInt32
     /// Payload length, bit 31 set when compressed.
     var payload: UInt32
-    var nonce: [UInt8]
-    var digest: [UInt8]
+    /// The AES-GCM nonce (12 bytes) and the sealed chunk's SHA-256, inline.
+    var nonceBytes: InlineBytes
+    var digestBytes: InlineBytes
+
+    init(offset: UInt64 = 0, plainLength: UInt32, payload: UInt32, nonce: [UInt8], digest: [UInt8]) {
+        self.offset = offset
+        self.plainLength = plainLength
+        self.payload = payload
+        nonceBytes = InlineBytes(nonce)
+        digestBytes = InlineBytes(digest)
+    }
+
+    var nonce: [UInt8] {
+        get { nonceBytes.array }
+        set { nonceBytes = InlineBytes(newValue) }
+    }
+    var digest: [UInt8] {
+        get { digestBytes.array }
+        set { digestBytes = InlineBytes(newValue) }
+    }
 }
 
 /// What the version-4 writer records about one entry.
@@ -128,9 +176,29 @@ struct IndexRecordV4 {
     var codec: ChunkCodec
     /// 0: the pack's chunk bounds; 1: minimum and average doubled.
     var scale: UInt8 = 0
-    var keyID: [UInt8]
-    var sha256: [UInt8]
+    /// The entry's key id (16 bytes) and its plaintext's SHA-256, inline.
+    var keyIDBytes: InlineBytes
+    var sha256Bytes: InlineBytes
     var chunks: [ChunkRecord]
+
+    init(
+        path: String, size: UInt64, crc: UInt32, codec: ChunkCodec, scale: UInt8 = 0, keyID: [UInt8],
+        sha256: [UInt8], chunks: [ChunkRecord]
+    ) {
+        (self.path, self.size, self.crc, self.codec, self.scale) = (path, size, crc, codec, scale)
+        keyIDBytes = InlineBytes(keyID)
+        sha256Bytes = InlineBytes(sha256)
+        self.chunks = chunks
+    }
+
+    var keyID: [UInt8] {
+        get { keyIDBytes.array }
+        set { keyIDBytes = InlineBytes(newValue) }
+    }
+    var sha256: [UInt8] {
+        get { sha256Bytes.array }
+        set { sha256Bytes = InlineBytes(newValue) }
+    }
 }
 
 /// The version-4 index (docs/FORMAT.md, "Index, version 4"): `u8 chunking, u32 min, u32 avg,
@@ -155,15 +223,15 @@ extension ContainerIndex {
             w.u32(r.crc)
             w.u8(r.codec.rawValue)
             w.u8(r.scale)
-            w.bytes(r.keyID)
-            w.bytes(r.sha256)
+            w.bytes(r.keyIDBytes)
+            w.bytes(r.sha256Bytes)
             w.u32(UInt32(r.chunks.count))
             for c in r.chunks {
                 if offsets { w.u64(c.offset) }
                 w.u32(c.plainLength)
                 w.u32(c.payload)
-                w.bytes(c.nonce)
-                w.bytes(c.digest)
+                w.bytes(c.nonceBytes)
+                w.bytes(c.digestBytes)
             }
         }
         return w.out

@@ -7,20 +7,24 @@ import Foundation
 
 extension ContainerIndex {
     /// The version-8 lookup table and digest section of `records` (sorted by path bytes, each
-    /// chunk's offset set): see ``IndexTable``.
+    /// chunk's offset set): see ``IndexTable``. Both arrays are allocated at their exact sizes
+    /// once (a million entries' table is ~100 MB; growing it by doubling held twice that).
     static func encodeV8(_ records: [IndexRecordV4], chunking: ChunkingParameters) -> (
         table: [UInt8], digests: [UInt8]
     ) {
         let count = records.count
         let chunkCount = records.reduce(0) { $0 + $1.chunks.count }
-        // Strings in entry order; the hash table as PathSlots fills it (FNV-1a, linear probing).
-        var strings: [UInt8] = []
+        // The hash table as PathSlots fills it (FNV-1a, linear probing).
         var table = PathSlots(count: count)
         for (i, r) in records.enumerated() {
             var path = r.path
             _ = path.withUTF8 { table.insert(i, bytes: UnsafeRawBufferPointer($0), isSame: { _ in false }) }
         }
-        var w = ByteWriter()
+        let stringsLength = records.reduce(0) { $0 + $1.path.utf8.count }
+        let size =
+            IndexTable.headSize + count * IndexTable.entrySize + chunkCount * IndexTable.chunkSize
+            + 4 * table.slots.count + stringsLength
+        var w = ByteWriter(capacity: size)
         w.u8(ChunkingParameters.fastCDC)
         w.bytes([0, 0, 0])
         w.u32(UInt32(chunking.min))
@@ -30,40 +34,40 @@ extension ContainerIndex {
         w.u32(UInt32(chunkCount))
         w.u32(UInt32(table.slots.count))
         w.u32(UInt32(table.maxProbe))
-        let stringsLength = records.reduce(0) { $0 + $1.path.utf8.count }
         w.u32(UInt32(stringsLength))
-        var first = 0
+        // Strings in entry order, after the slots.
+        var first = 0, stringAt = 0
         for r in records {
-            w.u32(UInt32(strings.count))
+            w.u32(UInt32(stringAt))
             w.u16(UInt16(r.path.utf8.count))
-            strings.append(contentsOf: r.path.utf8)
+            stringAt += r.path.utf8.count
             w.u8(r.codec.rawValue)
             w.u8(r.scale)
             w.u64(r.size)
             w.u32(r.crc)
             w.u32(UInt32(first))
             w.u32(UInt32(r.chunks.count))
-            w.bytes(r.keyID)
+            w.bytes(r.keyIDBytes)
             first += r.chunks.count
         }
-        var digests: [UInt8] = []
-        digests.reserveCapacity(32 * (count + chunkCount))
+        var digests = ByteWriter(capacity: 32 * (count + chunkCount))
         for r in records {
             var plain: UInt64 = 0
-            digests += r.sha256
+            digests.bytes(r.sha256Bytes)
             for c in r.chunks {
                 w.u64(c.offset)
                 w.u64(plain)
                 w.u32(c.plainLength)
                 w.u32(c.payload)
-                w.bytes(c.nonce)
+                w.bytes(c.nonceBytes)
                 plain += UInt64(c.plainLength)
             }
         }
-        for r in records { for c in r.chunks { digests += c.digest } }
+        for r in records { for c in r.chunks { digests.bytes(c.digestBytes) } }
         for slot in table.slots { w.u32(slot) }
-        w.bytes(strings)
-        return (w.out, digests)
+        for r in records { w.out.append(contentsOf: r.path.utf8) }
+        precondition(w.out.count == size, "the version-8 table's size as IndexTable reads it")
+        return (w.out, digests.out)
     }
 
     /// The number of segments `length` plaintext bytes are sealed in.
@@ -98,25 +102,48 @@ extension ContainerIndex {
     static func sealV8(table: [UInt8], digests: [UInt8], nonce: [UInt8], key: [UInt8], headerBytes: [UInt8])
         -> [UInt8]
     {
+        var out: [UInt8] = []
+        out.reserveCapacity(regionSize(table: table.count, digests: digests.count))
+        sealV8(table: table, digests: digests, nonce: nonce, key: key, headerBytes: headerBytes) {
+            out.append(contentsOf: $0)
+        }
+        return out
+    }
+
+    /// The same region, handed to `sink` a piece at a time in order (the length fields and nonce,
+    /// then each sealed segment), so the writer never holds the sealed region whole: one
+    /// segment's buffer besides the plaintext.
+    static func sealV8(
+        table: [UInt8], digests: [UInt8], nonce: [UInt8], key: [UInt8], headerBytes: [UInt8],
+        into sink: (UnsafeRawBufferPointer) throws -> Void
+    ) rethrows {
         var w = ByteWriter()
         w.u32(UInt32(table.count))
         w.u32(UInt32(digests.count))
         w.bytes(nonce)
+        try w.out.withUnsafeBytes { try sink($0) }
         let gcm = AESGCM()
+        let segment = UnsafeMutableRawBufferPointer.allocate(
+            byteCount: IndexTable.segmentSize + AESGCM.tagSize, alignment: 64)
+        defer { segment.deallocate() }
         var j = 0
         for part in [table, digests] {
             var at = 0
             while at < part.count {
-                let piece = Array(part[at..<min(part.count, at + IndexTable.segmentSize)])
-                w.bytes(
-                    gcm.seal(
-                        piece, nonce: segmentNonce(nonce, j), key: key,
-                        authenticating: segmentAAD(headerBytes, table: table.count, digests: digests.count, j)))
-                at += piece.count
+                let length = min(part.count - at, IndexTable.segmentSize)
+                part.withUnsafeBytes {
+                    segment.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[at..<at + length]))
+                }
+                gcm.seal(
+                    UnsafeMutableRawBufferPointer(rebasing: segment[0..<length]),
+                    tag: UnsafeMutableRawBufferPointer(rebasing: segment[length..<length + AESGCM.tagSize]),
+                    nonce: segmentNonce(nonce, j), key: key,
+                    authenticating: segmentAAD(headerBytes, table: table.count, digests: digests.count, j))
+                try sink(UnsafeRawBufferPointer(rebasing: segment[0..<length + AESGCM.tagSize]))
+                at += length
                 j += 1
             }
         }
-        return w.out
     }
 
     /// Opens the version-8 index region at `region` of `source`: decrypts the table segment by

@@ -110,16 +110,18 @@ package struct ContainerPackWriter: PackWriter {
         header.version = options.signingKey == nil ? ContainerFormat.version : ContainerFormat.signedVersion
         // Signed packs: the SHA-256 of every sealed chunk, in index order (docs/FORMAT.md).
         var chunkDigests: [UInt8]? = options.signingKey == nil ? nil : []
-        var reusable: [String: ContainerEntry] = [:]
         let previousDigests = try previous?.digests()
-        if let previous, let previousDigests {
-            reusable.reserveCapacity(previous.records.count)
-            for i in 0..<previous.records.count {
-                var e = try previous.records.record(i)
-                guard e.keyID != nil, e.codec != nil else { continue }
-                e.sha256 = previousDigests.entry(e)
-                reusable[e.info.path] = e
+        // The previous pack's entry at `path` that a re-pack may reuse (a version-4 or later
+        // record, with its digest), looked up in its index as read: collecting them all first
+        // cost a million-entry re-pack ~420 MB.
+        func reusable(_ path: String) throws -> ContainerEntry? {
+            guard let previous, let previousDigests, let i = previous.records.storedPosition(of: path) else {
+                return nil
             }
+            var e = try previous.records.record(i)
+            guard e.keyID != nil, e.codec != nil else { return nil }
+            e.sha256 = previousDigests.entry(e)
+            return e
         }
         let codec: ChunkCodec = options.container.codec == .deflate ? .deflate : .zstd
         // The pack's zstd dictionary (PackDictionary): the previous pack's as it is, so the chunks
@@ -141,7 +143,11 @@ package struct ContainerPackWriter: PackWriter {
         var report = PackWriteReport()
         // The summary's "removed", from the pack already open here: the CLI need not open it again
         // (one more key derivation) to count it.
-        report.removed = previous.map { Set($0.entries.map(\.path)).subtracting(sorted.map(\.path)).count }
+        // (Counted by looking each source up: a set of a million paths is ~100 MB.)
+        report.removed = previous.map { previous in
+            previous.entries.count
+                - sorted.count { !DeletionRecord.isReserved($0.path) && previous.records.position(of: $0.path) != nil }
+        }
         // An append keeps every byte of the previous generation, so it is only for a re-pack
         // that keeps all of the previous content: what a re-pack removed or replaced must not
         // stay readable in the published pack (the password ships inside the app; docs/SECURITY.md,
@@ -150,14 +156,14 @@ package struct ContainerPackWriter: PackWriter {
         // A pack appended by 0.2 (its earlier slot still valid: 0.2 never wiped it) may hold
         // content an earlier re-pack removed: its first re-pack now rewrites it.
         let changesKnown =
-            (report.removed ?? 0) > 0
-            || sorted.contains { file in reusable[file.path].map { $0.info.size != file.size } ?? false }
+            try (report.removed ?? 0) > 0
+            || sorted.contains { file in try reusable(file.path).map { $0.info.size != file.size } ?? false }
             || previous.map(Self.keepsAnEarlierSlot) == true
         var appending =
             options.compact || (changesKnown && !legacyAppends) || !FileSystem.isSoleWritableFile(output)
             ? nil : previous.flatMap { Self.appendable($0, earlier: previousEarlier) }
         let previousChunks = previous?.chunks.count ?? 0
-        var newDigests = Set<[UInt8]>()  // the plaintext digests of the pack written, for the summary
+        var newDigests = Set<InlineBytes>()  // the plaintext digests of the pack written, for the summary
         report.dictionaryBytes = dictionary?.count ?? 0
         let bytesTotal = sorted.reduce(UInt64(0)) { $0 + $1.size }
         var bytesDone: UInt64 = 0
@@ -180,7 +186,7 @@ package struct ContainerPackWriter: PackWriter {
                 // Only a rewrite of a version-6 pack reports what it dropped (a set of a million
                 // digests is ~100 MB a full pack does not need).
                 if !appended, previous?.header.isAppendable == true {
-                    newDigests = Set(records.flatMap { $0.chunks.map(\.digest) })
+                    newDigests = Set(records.flatMap { $0.chunks.map(\.digestBytes) })
                 }
                 let live = records.reduce(UInt64(0)) { sum, r in
                     r.chunks.reduce(sum) {
@@ -209,16 +215,24 @@ package struct ContainerPackWriter: PackWriter {
                 header.slot = appended ? appending.map { 1 - $0.slot } ?? 0 : 0
                 header.end = end + UInt64(blockSize)
                 let headerBytes = header.stored(commitment: keys.commitment(header.committedBytes()))
-                let indexRegion = ContainerIndex.sealV8(
+                // Sealed a segment at a time into the file (and the signature's head digest).
+                let headHasher = options.signingKey == nil ? nil : SHA256Hasher()
+                headHasher?.update(headerBytes)
+                var written: UInt64 = 0
+                try ContainerIndex.sealV8(
                     table: index.table, digests: index.digests, nonce: nonce,
-                    key: keys.indexKey(version: header.version), headerBytes: headerBytes)
-                precondition(indexRegion.count == header.indexLength)
-                try pwriteAll(fd, indexRegion, at: pos)
-                report.bytesWritten += UInt64(indexRegion.count + headerBytes.count)
-                if let key = options.signingKey, let chunkDigests, let release {
+                    key: keys.indexKey(version: header.version), headerBytes: headerBytes
+                ) { piece in
+                    try pwriteAll(fd, piece, at: pos + written)
+                    headHasher?.update(piece)
+                    written += UInt64(piece.count)
+                }
+                precondition(written == header.indexLength)
+                report.bytesWritten += written + UInt64(headerBytes.count)
+                if let key = options.signingKey, let chunkDigests, let release, let headHasher {
                     let block = PackSignature(
                         kind: .container, publisher: key.publicKey,
-                        headDigest: SHA256Hasher.digest(headerBytes + indexRegion),
+                        headDigest: headHasher.finalize(),
                         dataDigest: try SHA256Hasher.digest(of: fd, header.dataStart..<pos, path: output),
                         items: chunkDigests, release: release
                     ).signed(with: key)
@@ -294,7 +308,7 @@ package struct ContainerPackWriter: PackWriter {
                     }
                     // An entry of the previous pack keeps its key id, so its unchanged chunks can be
                     // copied; a new entry draws one.
-                    let old = reusable[file.path].flatMap { e in
+                    let old = try reusable(file.path).flatMap { e in
                         previous.flatMap { p in previousDigests.map { PreviousEntry(reader: p, entry: e, digests: $0) }
                         }
                     }
@@ -305,7 +319,7 @@ package struct ContainerPackWriter: PackWriter {
                     // (stored, or this pack's codec: codec 3 only with the dictionary kept), as
                     // `sealBatch` copies a compressed chunk only into an entry of its codec.
                     if let old, !isDictionary, old.entry.codec == ChunkCodec.none || old.entry.codec == entryCodec,
-                        let cache, let known = cache.digest(of: file.path, at: file.url), known == old.entry.sha256
+                        let cache, let known = cache.digest(of: file.path, at: file.diskPath), known == old.entry.sha256
                     {
                         kept = try keepEntry(
                             old, path: file.path, inPlace: appending != nil, keys: keys, buffers: buffers, to: fd,
@@ -474,7 +488,7 @@ package struct ContainerPackWriter: PackWriter {
     }
 
     static func openSource(_ file: SourceFile) throws -> FileDescriptor {
-        do { return try .open(file.url.path, .readOnly) } catch { throw error.io("cannot open \(file.url.path)") }
+        do { return try .open(file.diskPath, .readOnly) } catch { throw error.io("cannot open \(file.diskPath)") }
     }
 }
 

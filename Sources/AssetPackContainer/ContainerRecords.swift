@@ -74,6 +74,20 @@ struct RecordList: Sendable {
     /// - Throws: `.integrityFailure` for a damaged version-8 record.
     func all() throws -> [ContainerEntry] { try (0..<count).map(record) }
 
+    /// The position of the record stored under exactly `path` (NFC, as the writer stores it),
+    /// the pack's own included: what a re-pack reuses, looked up in the index as read.
+    func storedPosition(of path: String) -> Int? {
+        if path == DeletionRecord.entryName { return deletion }
+        if path == PackDictionary.entryName { return dictionary }
+        switch storage {
+        case .decoded(let records, let index, _):
+            guard DeletionRecord.isReserved(path) else { return index.lookup(path) }
+            return records.firstIndex { $0.info.path.utf8.elementsEqual(path.utf8) }
+        case .inPlace(let table, _):
+            return table.position(of: path)
+        }
+    }
+
     /// The position of the visible record at `path` (as given, then normalised), or `nil`.
     func position(of path: String) -> Int? {
         switch storage {

@@ -50,14 +50,14 @@ extension CompressionPolicy {
     package func decide(_ file: SourceFile) throws -> Bool {
         if let byName = decisionByName(file) { return byName }
         let fd: FileDescriptor
-        do { fd = try .open(file.url.path, .readOnly) } catch { throw error.io("cannot open \(file.url.path)") }
+        do { fd = try .open(file.diskPath, .readOnly) } catch { throw error.io("cannot open \(file.diskPath)") }
         defer { try? fd.close() }
         let sample = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.sampleSize, alignment: 16)
         defer { sample.deallocate() }
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.sampleSize, alignment: 16)
         defer { scratch.deallocate() }
         let n: Int
-        do { n = try fd.readFully(into: sample) } catch { throw error.io("cannot read \(file.url.path)") }
+        do { n = try fd.readFully(into: sample) } catch { throw error.io("cannot read \(file.diskPath)") }
         return samplePays(
             UnsafeRawBufferPointer(rebasing: sample[0..<n]),
             compressor: RawDeflate.FastCompressor(level: Self.packLevel),

@@ -121,7 +121,7 @@ extension ReadLimits {
         if let big = files.first(where: { $0.size > maxEntrySize }) {
             throw AssetPackError(
                 .limitExceeded,
-                "\(big.url.path) is \(big.size) bytes; readers refuse entries over \(maxEntrySize) bytes (ReadLimits.maxEntrySize)",
+                "\(big.diskPath) is \(big.size) bytes; readers refuse entries over \(maxEntrySize) bytes (ReadLimits.maxEntrySize)",
                 path: big.path)
         }
     }

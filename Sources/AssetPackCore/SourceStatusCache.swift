@@ -70,9 +70,46 @@ package final class SourceStatusCache: @unchecked Sendable {
     private let started: Int64
     private let lock = NSLock()
     /// What the last pack remembered, loaded when first asked for (a full pack never asks).
-    private lazy var remembered: [String: Record] = (try? Self.load(file, output: output)) ?? [:]
-    private var seen: [String: Record] = [:]
-    private var keptPaths = Set<String>()
+    private lazy var remembered: Remembered = (try? Self.load(file, output: output)) ?? Remembered()
+    /// Which of `remembered`'s records were kept unread, and how many.
+    private var keptMarks: [Bool] = []
+    private var keptCount = 0
+    /// The files read by this pack, in the order they were (a path read twice: the later counts).
+    private var read: [(path: String, record: Record)] = []
+
+    /// Records sorted by path bytes, the paths in one buffer: a million files' are ~100 MB, where
+    /// a dictionary of them took twice that (a bucket per 0.75 records, each holding a record).
+    struct Remembered {
+        var paths: [UInt8] = []
+        /// Where each path ends in `paths`.
+        var ends: [Int] = []
+        var records: [Record] = []
+
+        /// The position of `path`'s record (binary search over the path bytes), or `nil`.
+        func position(of path: String) -> Int? {
+            var path = path
+            return path.withUTF8 { key in
+                paths.withUnsafeBytes { all in
+                    var lo = 0, hi = records.count
+                    while lo < hi {
+                        let mid = (lo + hi) / 2
+                        let start = mid == 0 ? 0 : ends[mid - 1]
+                        let here = UnsafeRawBufferPointer(rebasing: all[start..<ends[mid]])
+                        if here.elementsEqual(key) { return mid }
+                        if here.lexicographicallyPrecedes(key) { lo = mid + 1 } else { hi = mid }
+                    }
+                    return nil
+                }
+            }
+        }
+
+        func pathString(_ i: Int) -> String {
+            paths.withUnsafeBytes {
+                String(
+                    decoding: UnsafeRawBufferPointer(rebasing: $0[(i == 0 ? 0 : ends[i - 1])..<ends[i]]), as: UTF8.self)
+            }
+        }
+    }
 
     /// The default folder: `$XDG_CACHE_HOME/assetpack/sources`, else `~/.cache/assetpack/sources`
     /// (Linux), the user's caches folder (Apple platforms); `nil` when there is no home.
@@ -107,11 +144,11 @@ package final class SourceStatusCache: @unchecked Sendable {
         started = Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
     }
 
-    /// The remembered SHA-256 of the file at `url` (entry `path`) if its status now is the one
-    /// remembered; `nil` otherwise (the file must be read).
-    package func digest(of path: String, at url: URL) -> [UInt8]? {
-        guard let record = lock.withLock({ remembered[path] }), let status = try? FileSystem.stat(url.path),
-            record.matches(status)
+    /// The remembered SHA-256 of the file at `diskPath` (entry `path`) if its status now is the
+    /// one remembered; `nil` otherwise (the file must be read).
+    package func digest(of path: String, at diskPath: String) -> [UInt8]? {
+        guard let record = lock.withLock({ remembered.position(of: path).map { remembered.records[$0] } }),
+            let status = try? FileSystem.stat(diskPath), record.matches(status)
         else { return nil }
         return record.sha256
     }
@@ -120,8 +157,9 @@ package final class SourceStatusCache: @unchecked Sendable {
     /// answered): it is remembered again, as it was.
     package func kept(_ path: String) {
         lock.withLock {
-            guard remembered[path] != nil else { return }
-            keptPaths.insert(path)
+            guard let i = remembered.position(of: path) else { return }
+            if keptMarks.isEmpty { keptMarks = Array(repeating: false, count: remembered.records.count) }
+            if !keptMarks[i] { (keptMarks[i], keptCount) = (true, keptCount + 1) }
         }
     }
 
@@ -131,26 +169,49 @@ package final class SourceStatusCache: @unchecked Sendable {
         guard status.kind == .regular, status.modificationTime < started - racyMargin,
             status.changeTime < started - racyMargin
         else { return }
-        lock.withLock { seen[path] = Record(status, sha256: sha256) }
+        lock.withLock { read.append((path, Record(status, sha256: sha256))) }
     }
 
     /// Forgets which files were kept unread: the pack is being written again from the start
     /// (what was read stays remembered: it is true of the files whatever the pack does).
-    package func startOver() { lock.withLock { keptPaths = [] } }
+    package func startOver() {
+        lock.withLock {
+            if keptCount > 0 { keptMarks = Array(repeating: false, count: keptMarks.count) }
+            keptCount = 0
+        }
+    }
 
     /// How many files were kept without being read (``kept(_:)``).
-    package var skipped: Int { lock.withLock { keptPaths.count } }
+    package var skipped: Int { lock.withLock { keptCount } }
 
     /// Writes what this pack remembered (files of the pack just written only), replacing the
-    /// previous file; failures are ignored (a cache).
+    /// previous file, sorted by path; failures are ignored (a cache).
     package func save() {
-        let (read, kept) = lock.withLock { (seen, keptPaths) }
+        let (read, marks) = lock.withLock { (self.read, keptMarks) }
         let folder = file.deletingLastPathComponent().path
         var made = ""
         for part in folder.split(separator: "/") {
             made += "/" + part
             try? FileSystem.mkdir(made, permissions: 0o700)
         }
+        // The files read, each path's last reading, sorted by path bytes (as the packer reads
+        // them, unless it started over).
+        let inOrder = read.indices.dropFirst().allSatisfy {
+            read[$0 - 1].path.utf8.lexicographicallyPrecedes(read[$0].path.utf8)
+        }
+        let order =
+            inOrder
+            ? Array(read.indices)
+            : read.indices.sorted {
+                let (a, b) = (read[$0].path.utf8, read[$1].path.utf8)
+                return a.elementsEqual(b) ? $0 > $1 : a.lexicographicallyPrecedes(b)
+            }
+        var readings: [Int] = []
+        readings.reserveCapacity(order.count)
+        for i in order where readings.last.map({ !read[$0].path.utf8.elementsEqual(read[i].path.utf8) }) ?? true {
+            readings.append(i)
+        }
+        let remembered = marks.isEmpty ? Remembered() : lock.withLock { self.remembered }
         // Written as it is made, 1 MiB at a time: a million files' records are ~95 MB.
         _ = try? AtomicFile.write(file.path, mode: 0o600, exactMode: true, durable: false) { fd in
             var bytes = Array(Self.magic.utf8)
@@ -173,19 +234,28 @@ package final class SourceStatusCache: @unchecked Sendable {
                 try flush(over: 1 << 20)
             }
             Self.append(&bytes, output)
-            // The files read, then those kept unread (as remembered); in no particular order.
-            for (path, record) in read { try write(path, record) }
-            if !kept.isEmpty {
-                let remembered = lock.withLock { self.remembered }
-                for path in kept where read[path] == nil {
-                    if let record = remembered[path] { try write(path, record) }
+            // A merge of the two sorted runs: the files read, and those kept unread (as remembered).
+            var r = 0, k = marks.firstIndex(of: true) ?? marks.count
+            func nextKept() { k = marks[(k + 1)...].firstIndex(of: true) ?? marks.count }
+            while r < readings.count || k < marks.count {
+                let keptPath = k < marks.count ? remembered.pathString(k) : nil
+                if r < readings.count,
+                    keptPath.map({ !$0.utf8.lexicographicallyPrecedes(read[readings[r]].path.utf8) }) ?? true
+                {
+                    let reading = read[readings[r]]
+                    try write(reading.path, reading.record)
+                    if let keptPath, keptPath.utf8.elementsEqual(reading.path.utf8) { nextKept() }  // read again
+                    r += 1
+                } else if let keptPath {
+                    try write(keptPath, remembered.records[k])
+                    nextKept()
                 }
             }
             try flush(over: 0)
         }
     }
 
-    private static let magic = "AssetPack source status 1\n"
+    private static let magic = "AssetPack source status 2\n"
 
     private static func append(_ bytes: inout [UInt8], _ text: String) {
         let utf8 = Array(text.utf8)
@@ -193,29 +263,40 @@ package final class SourceStatusCache: @unchecked Sendable {
         bytes += utf8
     }
 
-    private static func load(_ file: URL, output: String) throws -> [String: Record] {
+    private static func load(_ file: URL, output: String) throws -> Remembered {
         let data = try Data(contentsOf: file)
         return try data.withUnsafeBytes { try parse($0, output: output) }
     }
 
-    private static func parse(_ data: UnsafeRawBufferPointer, output: String) throws -> [String: Record] {
+    /// The records of a cache file, which must be sorted by path (strictly): anything else, an
+    /// earlier version's file included, is nothing remembered.
+    private static func parse(_ data: UnsafeRawBufferPointer, output: String) throws -> Remembered {
         var reader = ByteReader(data, structure: "source status cache")
-        guard try reader.bytes(magic.utf8.count) == Array(magic.utf8) else { return [:] }
-        func text() throws -> String {
+        guard try reader.bytes(magic.utf8.count) == Array(magic.utf8) else { return Remembered() }
+        func text() throws -> [UInt8] {
             let count = Int(try reader.u32())
             guard count <= reader.remaining else { throw AssetPackError(.integrityFailure, "short") }
-            return String(decoding: try reader.bytes(count), as: UTF8.self)
+            return try reader.bytes(count)
         }
-        guard try text() == output else { return [:] }
-        var records: [String: Record] = [:]
+        guard try text().elementsEqual(output.utf8) else { return Remembered() }
+        var remembered = Remembered()
+        let estimate = data.count / 100  // a record is 76 bytes and its path
+        remembered.ends.reserveCapacity(estimate)
+        remembered.records.reserveCapacity(estimate)
+        var previous: [UInt8] = []
         while reader.remaining > 0 {
             let path = try text()
+            guard remembered.records.isEmpty || previous.lexicographicallyPrecedes(path) else { return Remembered() }
             let device = try reader.u64(), inode = try reader.u64(), size = try reader.u64()
             let modified = Int64(bitPattern: try reader.u64()), changed = Int64(bitPattern: try reader.u64())
-            records[path] = Record(
-                device: device, inode: inode, size: size, modificationTime: modified, changeTime: changed,
-                sha256: try reader.bytes(32))
+            remembered.paths += path
+            remembered.ends.append(remembered.paths.count)
+            remembered.records.append(
+                Record(
+                    device: device, inode: inode, size: size, modificationTime: modified, changeTime: changed,
+                    sha256: try reader.bytes(32)))
+            previous = path
         }
-        return records
+        return remembered
     }
 }

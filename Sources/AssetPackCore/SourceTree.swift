@@ -4,15 +4,27 @@ import Foundation
 public struct SourceFile: Sendable, Hashable {
     /// The entry path it will have: relative, NFC, `/`-separated.
     public var path: String
-    /// Where the file is on disk.
-    public var url: URL
+    /// Where the file is on disk, as a path: what the packers open. (Kept as a string: a `URL`
+    /// per file cost a million-file pack ~300 MB.)
+    package var diskPath: String
     /// Its size in bytes when scanned.
     public var size: UInt64
 
+    /// Where the file is on disk.
+    public var url: URL {
+        get { URL(fileURLWithPath: diskPath) }
+        set { diskPath = newValue.path }
+    }
+
     /// Creates a source file description.
     public init(path: String, url: URL, size: UInt64) {
+        self.init(path: path, diskPath: url.path, size: size)
+    }
+
+    /// Creates a source file description from the file's path on disk.
+    package init(path: String, diskPath: String, size: UInt64) {
         self.path = path
-        self.url = url
+        self.diskPath = diskPath
         self.size = size
     }
 }
@@ -108,7 +120,7 @@ package enum SourceTree {
                             .invalidArgument, "\(other) and \(rel) have the same normalised name \(path)")
                     }
                     seen[path] = rel
-                    files.append(SourceFile(path: path, url: URL(fileURLWithPath: target), size: status.size))
+                    files.append(SourceFile(path: path, diskPath: target, size: status.size))
                 default:
                     // Sockets, FIFOs and devices are not assets: skipped, and reported.
                     let kind =

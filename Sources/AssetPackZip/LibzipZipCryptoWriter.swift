@@ -35,8 +35,8 @@ enum LibzipZipCryptoWriter {
             var error = zip_error_t()
             zip_error_init(&error)
             defer { zip_error_fini(&error) }
-            guard let source = zip_source_file_create(file.url.path, 0, -1, &error) else {
-                throw LibzipError.from(&error, path: nil, context: "cannot read \(file.url.path)")
+            guard let source = zip_source_file_create(file.diskPath, 0, -1, &error) else {
+                throw LibzipError.from(&error, path: nil, context: "cannot read \(file.diskPath)")
             }
             let index = zip_file_add(za, file.path, source, zip_flags_t(ZIP_FL_ENC_UTF_8))
             guard index >= 0 else {

@@ -139,11 +139,11 @@ enum SourceReader {
     /// - Returns: The descriptor (the caller closes it) and the DOS modification time.
     static func open(_ file: SourceFile) throws -> (fd: FileDescriptor, mtime: (UInt16, UInt16)) {
         let fd: FileDescriptor
-        do { fd = try .open(file.url.path, .readOnly) } catch { throw error.io("cannot open \(file.url.path)") }
+        do { fd = try .open(file.diskPath, .readOnly) } catch { throw error.io("cannot open \(file.diskPath)") }
         let status: FileStatus
         do { status = try fd.status() } catch {
             try? fd.close()
-            throw error.io("cannot stat \(file.url.path)")
+            throw error.io("cannot stat \(file.diskPath)")
         }
         guard status.size == file.size else {
             try? fd.close()
@@ -158,11 +158,11 @@ enum SourceReader {
         _ fd: FileDescriptor, _ file: SourceFile, into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64
     ) throws {
         let n: Int
-        do { n = try fd.preadFully(into: buffer, at: offset) } catch { throw error.io("cannot read \(file.url.path)") }
+        do { n = try fd.preadFully(into: buffer, at: offset) } catch { throw error.io("cannot read \(file.diskPath)") }
         guard n == buffer.count else { throw changed(file) }
     }
 
     static func changed(_ file: SourceFile) -> AssetPackError {
-        AssetPackError(.io, "\(file.url.path) changed size while it was being packed", path: file.path)
+        AssetPackError(.io, "\(file.diskPath) changed size while it was being packed", path: file.path)
     }
 }
