@@ -109,32 +109,6 @@ package struct ChunkTable: Sendable {
     func payloadLength(_ k: Int) -> Int { Int(payload(k) & ~Self.compressedBit) }
 }
 
-/// Up to 32 bytes held inline: a digest, a nonce, a key id. An `[UInt8]` of 32 bytes is a heap
-/// block of ~80 bytes and a pointer; a million-file pack's records held four per file.
-struct InlineBytes: Hashable {
-    private var storage: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-    private(set) var count: Int = 0
-
-    init(_ bytes: [UInt8]) {
-        precondition(bytes.count <= 32, "InlineBytes holds at most 32 bytes")
-        count = bytes.count
-        withUnsafeMutableBytes(of: &storage) { $0.copyBytes(from: bytes) }
-    }
-
-    /// The bytes, valid only within `body`.
-    func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        try Swift.withUnsafeBytes(of: storage) { try body(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
-    }
-
-    var array: [UInt8] { withUnsafeBytes { Array($0) } }
-
-    static func == (a: InlineBytes, b: InlineBytes) -> Bool {
-        a.count == b.count && a.withUnsafeBytes { x in b.withUnsafeBytes { y in x.elementsEqual(y) } }
-    }
-
-    func hash(into hasher: inout Hasher) { withUnsafeBytes { hasher.combine(bytes: $0) } }
-}
-
 extension ByteWriter {
     mutating func bytes(_ b: InlineBytes) { b.withUnsafeBytes { out.append(contentsOf: $0) } }
 }
