@@ -98,8 +98,10 @@ extension AssetPackCommand {
                 }
                 for folder in created { quiet.say("created \(folder) (mode 0700)") }
                 quiet.say(
-                    "wrote \(path): a random 32-byte pack key (mode 0600); set ASSETPACK_KEY_FILE=\(path) for "
-                        + "swift build (the PackAssets plugin) and the assetpack command; keep it out of the repository"
+                    "wrote \(path): a random 32-byte pack key (mode 0600); name it in the target's assetpack.json "
+                        + "(\"keyFile\": \"\(path)\", relative to the package) for the PackAssets plugin, and give "
+                        + "the assetpack command --key-file \(path) or ASSETPACK_KEY_FILE=\(path); keep it out of the "
+                        + "repository"
                 )
             }
         }

@@ -25,6 +25,8 @@ import Testing
         #expect(text.count == 65 && text.hasSuffix("\n"))
         #expect(text.dropLast().allSatisfy { $0.isHexDigit }, "\(text)")
         #expect(made.stderr.contains("ASSETPACK_KEY_FILE=\(path)"), "\(made.stderr)")
+        // The plugin's steadier way first: the file, which no change of environment re-plans.
+        #expect(made.stderr.contains("\"keyFile\": \"\(path)\""), "\(made.stderr)")
 
         let again = try CLI.run(["keygen", "--pack-key", "--out", out])
         #expect(again.status == 1)
