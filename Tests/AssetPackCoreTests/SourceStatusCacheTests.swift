@@ -101,4 +101,60 @@ import Testing
         #expect(third.digest(of: "d", at: path("d")) == digest("d", 1))
         #expect(third.digest(of: "b", at: path("b")) == nil)  // neither kept nor read
     }
+
+    @Test func aPathReadTwiceKeepsItsLastReadingAndOneKeptThenReadKeepsTheReading() throws {
+        // Names whose UTF-8 interleaves ASCII and not: the file's order is by bytes.
+        let names = ["b", "é", "z", "ä"]
+        try dir.write(Dictionary(uniqueKeysWithValues: names.map { ("src/\($0).bin", Array($0.utf8)) }))
+        func path(_ name: String) -> String { dir.appending("src/\(name).bin").path }
+        func digest(_ name: String, _ round: UInt8) -> [UInt8] {
+            Array(repeating: round, count: 32 - name.utf8.count) + Array(name.utf8)
+        }
+        let first = SourceStatusCache(folder: folder, output: output, racyMargin: 0)
+        for name in names { first.remember(name, status: try FileSystem.stat(path(name)), sha256: digest(name, 1)) }
+        first.save()
+        let second = SourceStatusCache(folder: folder, output: output, racyMargin: 0)
+        for name in names { #expect(second.digest(of: name, at: path(name)) == digest(name, 1), "\(name)") }
+        // z kept, then read after all (no start over); é read twice; ä and b kept.
+        for name in ["z", "ä", "b"] { second.kept(name) }
+        second.remember("z", status: try FileSystem.stat(path("z")), sha256: digest("z", 2))
+        second.remember("é", status: try FileSystem.stat(path("é")), sha256: digest("é", 2))
+        second.remember("é", status: try FileSystem.stat(path("é")), sha256: digest("é", 3))
+        second.save()
+        let third = SourceStatusCache(folder: folder, output: output)
+        #expect(third.digest(of: "z", at: path("z")) == digest("z", 2))
+        #expect(third.digest(of: "é", at: path("é")) == digest("é", 3))
+        #expect(third.digest(of: "ä", at: path("ä")) == digest("ä", 1))
+        #expect(third.digest(of: "b", at: path("b")) == digest("b", 1))
+    }
+
+    @Test func aCacheFileWhoseRecordsAreNotSortedIsNoCache() throws {
+        try dir.write(["src/a.bin": [1], "src/b.bin": [2]])
+        let cache = SourceStatusCache(folder: folder, output: output, racyMargin: 0)
+        for name in ["a", "b"] {
+            cache.remember(name, status: try FileSystem.stat(dir.appending("src/\(name).bin").path), sha256: digest)
+        }
+        cache.save()
+        #expect(
+            SourceStatusCache(folder: folder, output: output).digest(of: "a", at: dir.appending("src/a.bin").path)
+                == digest)
+        // Swap the two records' one-byte names: the file is then b before a.
+        var bytes = [UInt8](try Data(contentsOf: cache.file))
+        func names(_ c: Character) -> [Int] {  // a one-byte name: u32 length 1, then the byte
+            bytes.indices.filter {
+                $0 >= 4 && bytes[$0] == c.asciiValue! && bytes[($0 - 4)..<$0].elementsEqual([1, 0, 0, 0])
+            }
+        }
+        let (a, b) = (names("a"), names("b"))
+        #expect(a.count == 1 && b.count == 1)
+        bytes[a[0]] = UInt8(ascii: "b")
+        bytes[b[0]] = UInt8(ascii: "a")
+        try Data(bytes).write(to: cache.file)
+        #expect(
+            SourceStatusCache(folder: folder, output: output).digest(of: "a", at: dir.appending("src/a.bin").path)
+                == nil)
+        #expect(
+            SourceStatusCache(folder: folder, output: output).digest(of: "b", at: dir.appending("src/b.bin").path)
+                == nil)
+    }
 }
