@@ -121,25 +121,8 @@ struct ChunkRecord {
     /// Payload length, bit 31 set when compressed.
     var payload: UInt32
     /// The AES-GCM nonce (12 bytes) and the sealed chunk's SHA-256, inline.
-    var nonceBytes: InlineBytes
-    var digestBytes: InlineBytes
-
-    init(offset: UInt64 = 0, plainLength: UInt32, payload: UInt32, nonce: [UInt8], digest: [UInt8]) {
-        self.offset = offset
-        self.plainLength = plainLength
-        self.payload = payload
-        nonceBytes = InlineBytes(nonce)
-        digestBytes = InlineBytes(digest)
-    }
-
-    var nonce: [UInt8] {
-        get { nonceBytes.array }
-        set { nonceBytes = InlineBytes(newValue) }
-    }
-    var digest: [UInt8] {
-        get { digestBytes.array }
-        set { digestBytes = InlineBytes(newValue) }
-    }
+    @Inline var nonce: [UInt8]
+    @Inline var digest: [UInt8]
 }
 
 /// What the version-4 writer records about one entry.
@@ -151,28 +134,9 @@ struct IndexRecordV4 {
     /// 0: the pack's chunk bounds; 1: minimum and average doubled.
     var scale: UInt8 = 0
     /// The entry's key id (16 bytes) and its plaintext's SHA-256, inline.
-    var keyIDBytes: InlineBytes
-    var sha256Bytes: InlineBytes
+    @Inline var keyID: [UInt8]
+    @Inline var sha256: [UInt8]
     var chunks: [ChunkRecord]
-
-    init(
-        path: String, size: UInt64, crc: UInt32, codec: ChunkCodec, scale: UInt8 = 0, keyID: [UInt8],
-        sha256: [UInt8], chunks: [ChunkRecord]
-    ) {
-        (self.path, self.size, self.crc, self.codec, self.scale) = (path, size, crc, codec, scale)
-        keyIDBytes = InlineBytes(keyID)
-        sha256Bytes = InlineBytes(sha256)
-        self.chunks = chunks
-    }
-
-    var keyID: [UInt8] {
-        get { keyIDBytes.array }
-        set { keyIDBytes = InlineBytes(newValue) }
-    }
-    var sha256: [UInt8] {
-        get { sha256Bytes.array }
-        set { sha256Bytes = InlineBytes(newValue) }
-    }
 }
 
 /// The version-4 index (docs/FORMAT.md, "Index, version 4"): `u8 chunking, u32 min, u32 avg,
@@ -197,15 +161,15 @@ extension ContainerIndex {
             w.u32(r.crc)
             w.u8(r.codec.rawValue)
             w.u8(r.scale)
-            w.bytes(r.keyIDBytes)
-            w.bytes(r.sha256Bytes)
+            w.bytes(r.$keyID)
+            w.bytes(r.$sha256)
             w.u32(UInt32(r.chunks.count))
             for c in r.chunks {
                 if offsets { w.u64(c.offset) }
                 w.u32(c.plainLength)
                 w.u32(c.payload)
-                w.bytes(c.nonceBytes)
-                w.bytes(c.digestBytes)
+                w.bytes(c.$nonce)
+                w.bytes(c.$digest)
             }
         }
         return w.out

@@ -47,23 +47,23 @@ extension ContainerIndex {
             w.u32(r.crc)
             w.u32(UInt32(first))
             w.u32(UInt32(r.chunks.count))
-            w.bytes(r.keyIDBytes)
+            w.bytes(r.$keyID)
             first += r.chunks.count
         }
         var digests = ByteWriter(capacity: 32 * (count + chunkCount))
         for r in records {
             var plain: UInt64 = 0
-            digests.bytes(r.sha256Bytes)
+            digests.bytes(r.$sha256)
             for c in r.chunks {
                 w.u64(c.offset)
                 w.u64(plain)
                 w.u32(c.plainLength)
                 w.u32(c.payload)
-                w.bytes(c.nonceBytes)
+                w.bytes(c.$nonce)
                 plain += UInt64(c.plainLength)
             }
         }
-        for r in records { for c in r.chunks { digests.bytes(c.digestBytes) } }
+        for r in records { for c in r.chunks { digests.bytes(c.$digest) } }
         for slot in table.slots { w.u32(slot) }
         for r in records { w.out.append(contentsOf: r.path.utf8) }
         precondition(w.out.count == size, "the version-8 table's size as IndexTable reads it")

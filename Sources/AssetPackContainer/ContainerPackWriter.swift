@@ -186,7 +186,7 @@ package struct ContainerPackWriter: PackWriter {
                 // Only a rewrite of a version-6 pack reports what it dropped (a set of a million
                 // digests is ~100 MB a full pack does not need).
                 if !appended, previous?.header.isAppendable == true {
-                    newDigests = Set(records.flatMap { $0.chunks.map(\.digestBytes) })
+                    newDigests = Set(records.flatMap { $0.chunks.map(\.$digest) })
                 }
                 let live = records.reduce(UInt64(0)) { sum, r in
                     r.chunks.reduce(sum) {

@@ -23,3 +23,17 @@ package struct InlineBytes: Hashable, Sendable {
 
     package func hash(into hasher: inout Hasher) { withUnsafeBytes { hasher.combine(bytes: $0) } }
 }
+
+/// A `[UInt8]` property of at most 32 bytes stored as ``InlineBytes``: reads and writes as an
+/// array, and `$name` gives the inline bytes without making one.
+@propertyWrapper
+package struct Inline: Hashable, Sendable {
+    package var projectedValue: InlineBytes
+
+    package init(wrappedValue: [UInt8]) { projectedValue = InlineBytes(wrappedValue) }
+
+    package var wrappedValue: [UInt8] {
+        get { projectedValue.array }
+        set { projectedValue = InlineBytes(newValue) }
+    }
+}

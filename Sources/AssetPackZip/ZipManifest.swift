@@ -26,34 +26,21 @@ package struct ZipManifest: Sendable, Equatable {
         package var path: String
         /// Uncompressed size.
         package var size: UInt64
+        /// SHA-256 of the uncompressed bytes (inline, as the other: as arrays they were two small
+        /// blocks per entry that live to the end of a pack, made on the worker threads).
+        @Inline package var sha256: [UInt8]
         /// The CRC-32 field of the entry's central record as written (0 for AE-2 entries).
         package var crc32: UInt32
-        /// The two digests, inline: as arrays they were two small blocks per entry that live to the
-        /// end of a pack, made on the worker threads (a million entries' records).
-        private var digests: (plain: InlineBytes, stored: InlineBytes)
-
-        /// SHA-256 of the uncompressed bytes.
-        package var sha256: [UInt8] {
-            get { digests.plain.array }
-            set { digests.plain = InlineBytes(newValue) }
-        }
         /// SHA-256 of the entry's stored data (for AES: salt, verifier, ciphertext and MAC), the
         /// bytes after its local header.
-        package var storedSHA256: [UInt8] {
-            get { digests.stored.array }
-            set { digests.stored = InlineBytes(newValue) }
-        }
+        @Inline package var storedSHA256: [UInt8]
 
         package init(path: String, size: UInt64, sha256: [UInt8], crc32: UInt32, storedSHA256: [UInt8]) {
             self.path = path
             self.size = size
+            self.sha256 = sha256
             self.crc32 = crc32
-            digests = (InlineBytes(sha256), InlineBytes(storedSHA256))
-        }
-
-        package static func == (a: Record, b: Record) -> Bool {
-            a.path == b.path && a.size == b.size && a.crc32 == b.crc32 && a.digests.plain == b.digests.plain
-                && a.digests.stored == b.digests.stored
+            self.storedSHA256 = storedSHA256
         }
     }
 
