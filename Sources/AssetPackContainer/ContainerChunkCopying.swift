@@ -108,13 +108,11 @@ extension ContainerPackWriter {
                         let from = Int(c.offset - run.start)
                         let payload = Int(c.payload & ~ChunkTable.compressedBit)
                         let sealed = UnsafeRawBufferPointer(rebasing: bytes[from..<from + payload + tag])
-                        if let key = check?(run.chunks.lowerBound + j) {
-                            let scratch = UnsafeMutableRawBufferPointer(rebasing: buffers.scratch(task)[0..<payload])
-                            scratch.copyMemory(from: UnsafeRawBufferPointer(rebasing: sealed[0..<payload]))
-                            let ok = buffers.gcm(task).open(
-                                scratch, tag: UnsafeRawBufferPointer(rebasing: sealed[payload...]), nonce: c.nonce,
-                                key: key)
-                            if !ok { failed.store(true, ordering: .relaxed) }
+                        if let key = check?(run.chunks.lowerBound + j),
+                            !buffers.gcm(task).authenticates(
+                                sealed, nonce: c.nonce, key: key, scratch: buffers.scratch(task))
+                        {
+                            failed.store(true, ordering: .relaxed)
                         }
                         if signing { buffers.storeSealedDigest(j, sealed) }
                     }

@@ -288,14 +288,10 @@ extension ContainerPackReader {
         guard length <= dest.count, length - ContainerFormat.tagSize <= scratch.count else { return nil }
         let sealed = UnsafeMutableRawBufferPointer(rebasing: dest[0..<length])
         try readExactly(source, sealed, at: offset)
-        if !check { return length }
-        let payload = length - ContainerFormat.tagSize
-        let ciphertext = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<payload])
-        ciphertext.copyMemory(from: UnsafeRawBufferPointer(rebasing: sealed[0..<payload]))
         guard
-            gcm.open(
-                ciphertext, tag: UnsafeRawBufferPointer(rebasing: sealed[payload...]), nonce: nonce(e, c),
-                key: keys.entryKey(e))
+            !check
+                || gcm.authenticates(
+                    UnsafeRawBufferPointer(sealed), nonce: nonce(e, c), key: keys.entryKey(e), scratch: scratch)
         else { return nil }
         return length
     }

@@ -76,6 +76,18 @@ package final class AESGCM {
         return true
     }
 
+    /// Whether `sealed` (ciphertext ‖ tag) authenticates under `key` and `nonce`, `sealed` left as
+    /// it is: the ciphertext is decrypted in `scratch` (at least its size), which is then garbage.
+    package func authenticates(
+        _ sealed: UnsafeRawBufferPointer, nonce: [UInt8], key: [UInt8], scratch: UnsafeMutableRawBufferPointer
+    ) -> Bool {
+        guard sealed.count >= Self.tagSize, sealed.count - Self.tagSize <= scratch.count else { return false }
+        let payload = sealed.count - Self.tagSize
+        let ciphertext = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<payload])
+        ciphertext.copyMemory(from: UnsafeRawBufferPointer(rebasing: sealed[0..<payload]))
+        return open(ciphertext, tag: UnsafeRawBufferPointer(rebasing: sealed[payload...]), nonce: nonce, key: key)
+    }
+
     /// Authenticates and decrypts `sealed`, laid out as nonce ‖ ciphertext ‖ tag (swift-crypto's
     /// combined form, handed over without a copy), and passes the plaintext to `body` (valid only
     /// within it).
