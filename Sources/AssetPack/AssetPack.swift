@@ -201,15 +201,19 @@ public enum AssetPacks {
         /// Container: the size of the zstd dictionary the pack's small files are compressed with
         /// (0 when it has none; docs/FORMAT.md, "The pack's dictionary").
         public var dictionaryBytes = 0
-        /// Container: whether the pack was appended to the one at the output (a re-pack that
-        /// only adds: its chunks kept where they were), and how many bytes of earlier indexes the
-        /// file still holds (docs/INCREMENTAL.md; ``PackOptions/compact`` drops them).
+        /// Container: whether the pack was appended to the one at the output (a re-pack: its
+        /// unchanged chunks kept where they were), and how many bytes of its data region no chunk
+        /// of it occupies: zeros where removed or replaced content and earlier indexes were
+        /// (docs/INCREMENTAL.md; ``PackOptions/compact`` drops them).
         public var appended = false
         public var earlierBytes: UInt64 = 0
+        /// Container: bytes of removed or replaced content and earlier indexes that this re-pack
+        /// overwrote with zeros in place, once its new version was committed.
+        public var zeroedBytes: UInt64 = 0
         /// Container: bytes of the pack at the output that this write dropped by rewriting it
-        /// whole: content this version removed or replaced, and earlier indexes
-        /// (``PackOptions/compact``, or `compacted`: the writer rewrote by itself, because
-        /// content was removed or replaced, or earlier indexes were half of the file).
+        /// whole: content this version removed or replaced, and the zeros earlier versions left
+        /// (``PackOptions/compact``, or `compacted`: the writer rewrote by itself, because they
+        /// were half of the file).
         public var droppedBytes: UInt64 = 0
         public var compacted = false
         /// Source files this re-pack did not read: their status (device, inode, size, times) was
@@ -291,7 +295,8 @@ public enum AssetPacks {
             files: files, packSize: size, seconds: watch.elapsed, skipped: skipped, reused: report.reused,
             packed: report.packed, chunks: report.chunks, reusedChunks: report.reusedChunks,
             bytesWritten: report.bytesWritten, dictionaryBytes: report.dictionaryBytes, appended: report.appended,
-            earlierBytes: report.earlierBytes, droppedBytes: report.droppedBytes, compacted: report.compacted,
+            earlierBytes: report.earlierBytes, zeroedBytes: report.zeroedBytes, droppedBytes: report.droppedBytes,
+            compacted: report.compacted,
             unreadSources: report.unreadSources, removed: report.removed)
     }
 }

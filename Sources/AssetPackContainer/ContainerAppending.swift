@@ -6,13 +6,69 @@ import Foundation
 /// What a re-pack decides about the pack at the output: whether it may append to it (version 6),
 /// what an append keeps, and the slot and lock work of an append.
 extension ContainerPackWriter {
-    /// Whether `pack` (version 6 or 7) still has a valid slot besides its current one: an
-    /// append by 0.2, which kept every earlier generation readable.
-    static func keepsAnEarlierSlot(_ pack: ContainerPackReader) -> Bool {
-        guard pack.header.isAppendable else { return false }
-        let other = UInt64((1 - pack.header.slot) * ContainerFormat.slotStride)
-        guard let bytes = try? preadArray(pack.source, count: ContainerFormat.slotSize, at: other) else { return false }
-        return ContainerHeader.isValidSlot(bytes)
+    /// The dead bytes of a generation whose index is `records` and whose chunks lie in
+    /// `dataStart..<indexOffset` (``DeadBytes``): everything there no chunk of it occupies.
+    static func deadRanges(_ records: [IndexRecordV4], dataStart: UInt64, indexOffset: UInt64) -> [Range<UInt64>] {
+        var live: [Range<UInt64>] = []
+        live.reserveCapacity(records.reduce(0) { $0 + $1.chunks.count })
+        for r in records {
+            for c in r.chunks {
+                live.append(
+                    c.offset..<c.offset + UInt64(c.payload & ~ChunkTable.compressedBit)
+                        + UInt64(ContainerFormat.tagSize))
+            }
+        }
+        return DeadBytes.ranges(outside: live, in: dataStart..<indexOffset)
+    }
+
+    /// The dead bytes of `pack`'s current generation (none before version 6).
+    static func deadRanges(_ pack: ContainerPackReader) -> [Range<UInt64>] {
+        guard pack.header.isAppendable else { return [] }
+        let live = (0..<pack.chunks.count).map { k in
+            let at = pack.chunks.offset(k)
+            return at..<at + UInt64(pack.chunks.payloadLength(k)) + UInt64(ContainerFormat.tagSize)
+        }
+        return DeadBytes.ranges(outside: live, in: pack.header.dataStart..<pack.header.indexOffset)
+    }
+
+    /// Zeroes the dead bytes `dead` of the pack open as `fd` and syncs: after the generation that
+    /// leaves them dead is committed (its slot synced), never before, since the previous
+    /// generation's readers need them until then.
+    static func zeroDead(_ fd: FileDescriptor, _ dead: [Range<UInt64>], _ output: String) throws {
+        guard !dead.isEmpty else { return }
+        do {
+            for range in dead { try fd.zero(range) }
+            try fd.fsync()
+        } catch {
+            throw AssetPackError(
+                .io,
+                "\(output): the new version is written, but \(DeadBytes.count(dead)) bytes of what it removed or replaced could not be zeroed (\(error)); pack it again to finish"
+            )
+        }
+    }
+
+    /// After a re-pack that found nothing to change: dead bytes of `pack` that are not zero yet
+    /// (a re-pack or an update cut off between its commit and its zeroing, or appended by 0.3,
+    /// which kept earlier indexes) are zeroed, when that keeps the pack what it is: unsigned, or
+    /// signed over a data digest of the region with them zero. Returns the bytes zeroed.
+    static func finishZeroing(_ pack: ContainerPackReader, output: String) throws -> UInt64 {
+        let dead = deadRanges(pack)
+        guard !dead.isEmpty, try !DeadBytes.areZero(dead, in: pack.source) else { return 0 }
+        if let block = try ContainerPackReader.signature(pack.source) {
+            let zeroed = ZeroedByteSource(pack.source, zeroing: dead)
+            let data = pack.header.dataStart..<pack.header.indexOffset
+            guard try SHA256Hasher.digest(of: zeroed, data) == block.dataDigest else { return 0 }
+        }
+        let fd: FileDescriptor
+        do { fd = try .open(output, .readWrite) } catch { throw error.io("cannot open \(output)") }
+        defer { try? fd.close() }
+        do { try fd.lockExclusive() } catch { throw error.io("cannot lock \(output)") }
+        let now = try? ContainerHeader.read(
+            from: FileByteSource(borrowing: fd, name: output, size: (try? fd.status().size) ?? 0)
+        ).header
+        guard now == pack.header else { throw changedWhileRepacking(output) }
+        try zeroDead(fd, dead, output)
+        return DeadBytes.count(dead)
     }
 
     /// The bytes of `previous`'s live chunks whose plaintext is in none of `digests` (the new
@@ -58,15 +114,40 @@ extension ContainerPackWriter {
             && block.release.expires == wanted.expires && !block.release.isLegacy
     }
 
-    /// Where and how a re-pack may append to `previous`, the pack at the output holding `earlier`
-    /// bytes of earlier versions (``earlierBytes(_:)``): a version-6 or -7
-    /// pack whose data region is more than half live (the chunks its index names); else `nil`
-    /// (a rewrite, which also compacts). So before each re-pack the earlier versions' bytes are
-    /// less than the live ones, and the file stays under twice its live size and the last change.
-    static func appendable(_ previous: ContainerPackReader, earlier: UInt64) -> ContainerHeader? {
+    /// Where and how a re-pack may append to `previous`, the pack at the output, when `dead`
+    /// bytes of its data region would be named by no entry after the append (its earlier
+    /// versions', ``earlierBytes(_:)``, and the entries the re-pack removes): a version-6 or -7
+    /// pack whose data region stays more than half live; else `nil` (a rewrite, which also
+    /// compacts). So the file stays under twice its live size and the last change.
+    static func appendable(_ previous: ContainerPackReader, dead: UInt64) -> ContainerHeader? {
         // The last generation a u64 counts cannot be appended to: a rewrite starts again at 1.
         guard previous.header.isAppendable, previous.header.generation < .max else { return nil }
-        return earlier >= previous.header.indexOffset - previous.header.dataStart - earlier ? nil : previous.header
+        let data = previous.header.indexOffset - previous.header.dataStart
+        return dead >= data - min(dead, data) ? nil : previous.header
+    }
+
+    /// The stored bytes (payload and tag) of `previous`'s entries whose paths none of `sources`
+    /// (sorted by path bytes) has, the pack's own records aside; 0 without a look when `removed`
+    /// (their count) is 0.
+    static func storedBytes(_ previous: ContainerPackReader, notIn sources: [SourceFile], removed: Int) throws -> UInt64
+    {
+        guard removed > 0 else { return 0 }
+        var bytes: UInt64 = 0
+        for i in 0..<previous.records.count {
+            let e = try previous.records.record(i)
+            guard !DeletionRecord.isReserved(e.info.path) else { continue }
+            var lo = 0
+            var hi = sources.count
+            while lo < hi {
+                let mid = (lo + hi) / 2
+                if sources[mid].path.utf8.lexicographicallyPrecedes(e.info.path.utf8) { lo = mid + 1 } else { hi = mid }
+            }
+            if lo < sources.count, sources[lo].path == e.info.path { continue }
+            for k in e.firstChunk..<e.firstChunk + e.chunkCount {
+                bytes += UInt64(previous.chunks.payloadLength(k)) + UInt64(ContainerFormat.tagSize)
+            }
+        }
+        return bytes
     }
 
     /// The generation a re-pack writes after the pack `previous` (`nil`: none, or older than
@@ -102,7 +183,7 @@ extension ContainerPackWriter {
     /// the second fails, writing nothing, instead of appending over the first.
     static func append(
         to output: String, after previous: ContainerHeader, wipingPrevious: Bool,
-        _ fill: (FileDescriptor) throws -> [UInt8]
+        _ fill: (FileDescriptor) throws -> [UInt8], committed afterCommit: (FileDescriptor) throws -> Void = { _ in }
     ) throws {
         let previousEnd = previous.end, slot = 1 - previous.slot
         let fd: FileDescriptor
@@ -152,6 +233,8 @@ extension ContainerPackWriter {
         // Best effort: the new generation is committed, and a reader takes the newer of two
         // valid slots, so a failure here does not make the re-pack a failure.
         if wipingPrevious { try? wipeSlot(fd, previous.slot, output) }
+        // Then what the new generation removed or replaced is zeroed (with the lock still held).
+        try afterCommit(fd)
     }
 
     /// Overwrites header slot `slot` of the pack open as `fd` with zeros and syncs.

@@ -162,8 +162,22 @@ extension ContainerPackReader {
             }
         }
         guard opened != nil else {
-            throw AssetPackError(.integrityFailure, "chunk \(c) failed authentication", path: e.info.path)
+            throw AssetPackError(
+                .integrityFailure, "chunk \(c) failed authentication" + replacedSinceOpen(), path: e.info.path)
         }
+    }
+
+    /// After a chunk failed its check: when the file now holds a later generation than the one
+    /// this reader opened, a re-pack or an update in place zeroed what it removed or replaced
+    /// (docs/FORMAT.md, "Version 6"), which says why; else nothing. Local files only (a remote
+    /// source would make a request of it).
+    func replacedSinceOpen() -> String {
+        guard header.isAppendable, source is FileByteSource,
+            let now = try? ContainerHeader.read(from: source).header, now.generation != header.generation
+        else { return "" }
+        return
+            " (the pack was re-packed or updated after it was opened, generation \(header.generation) → \(now.generation), "
+            + "and what the new version removed or replaced is gone: open the pack again)"
     }
 
     /// A zstd decoder from the reader's pool (a new one when all are in use), `primed` with the

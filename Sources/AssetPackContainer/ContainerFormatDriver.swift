@@ -70,6 +70,12 @@ package struct ContainerFormatDriver: PackFormatDriver {
     /// generation), so only a slot the result's verification covers is written, and a crash
     /// before it is whole leaves the installed generation. Both headers' bounds are checked here,
     /// as a reader checks them: nothing is trusted.
+    package func deadRanges(_ source: any ByteSource, credential: PackCredential, limits: ReadLimits) throws
+        -> [Range<UInt64>]
+    {
+        ContainerPackWriter.deadRanges(try ContainerPackReader(source: source, credential: credential, limits: limits))
+    }
+
     package func appendPlan(installed: any ByteSource, remote: any ByteSource) throws -> AppendPlan? {
         guard try recognizes(installed), try recognizes(remote) else { return nil }
         let old = try ContainerHeader.read(from: installed).header
@@ -84,6 +90,9 @@ package struct ContainerFormatDriver: PackFormatDriver {
             kept: old.dataStart..<old.end, tail: old.end..<remote.size,
             head: new.slotOffset..<new.slotOffset + UInt64(ContainerFormat.slotSize),
             headAt: UInt64((1 - old.slot) * ContainerFormat.slotStride),
-            supersedes: old.slotOffset..<old.slotOffset + UInt64(ContainerFormat.slotSize))
+            supersedes: old.slotOffset..<old.slotOffset + UInt64(ContainerFormat.slotSize),
+            // The installed version's own index and signature block, which no later version
+            // names: the remote's publisher zeroed them (read from its header, no key needed).
+            zeroed: old.indexOffset < old.end ? [old.indexOffset..<old.end] : [])
     }
 }

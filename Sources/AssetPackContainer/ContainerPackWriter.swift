@@ -134,11 +134,13 @@ package struct ContainerPackWriter: PackWriter {
         let entryCodec: ChunkCodec = dictionary == nil ? codec : .zstdDictionary
 
         // Version 6: a re-pack appends what changed after the previous generation and switches
-        // header slots, unless at least half of the previous data region is dead or
-        // `options.compact` (then it rewrites the pack whole, compacting it), the previous
+        // header slots, unless at least half of the data region would then be dead (earlier
+        // versions' and removed entries' bytes) or `options.compact` (then it rewrites the pack
+        // whole, compacting it), the previous
         // pack is older than version 6, or the file has another name or is not writable (an
         // append would change the other name's pack too; a rewrite renames a new file).
-        // What the previous pack holds of earlier versions: kept by an append, dropped by a rewrite.
+        // What the previous pack holds of earlier versions: zeros once an append zeroed them,
+        // dropped by a rewrite.
         let previousEarlier = previous.map(Self.earlierBytes) ?? 0
         var report = PackWriteReport()
         // The summary's "removed", from the pack already open here: the CLI need not open it again
@@ -148,21 +150,19 @@ package struct ContainerPackWriter: PackWriter {
             previous.entries.count
                 - sorted.count { !DeletionRecord.isReserved($0.path) && previous.records.position(of: $0.path) != nil }
         }
-        // An append keeps every byte of the previous generation, so it is only for a re-pack
-        // that keeps all of the previous content: what a re-pack removed or replaced must not
-        // stay readable in the published pack (the password ships inside the app; docs/SECURITY.md,
-        // "Removed content"). An entry removed, or one whose size changed, is known now; an edit
-        // of the same size once its chunks are hashed (`LeavesContentBehind`, then a rewrite).
-        // A pack appended by 0.2 (its earlier slot still valid: 0.2 never wiped it) may hold
-        // content an earlier re-pack removed: its first re-pack now rewrites it.
-        let changesKnown =
-            try (report.removed ?? 0) > 0
-            || sorted.contains { file in try reusable(file.path).map { $0.info.size != file.size } ?? false }
-            || previous.map(Self.keepsAnEarlierSlot) == true
+        // What a re-pack removed or replaced must not stay readable in the published pack (the
+        // password ships inside the app; docs/SECURITY.md, "Removed content"): an append zeroes
+        // it once the new generation is committed (`dead`), so an edit, a removal and an
+        // addition all append. (A pack appended by 0.2 keeps an earlier slot valid: the new
+        // slot goes over it, and its content is zeroed like the rest.)
+        let removedBytes =
+            try previous.map { try Self.storedBytes($0, notIn: sorted, removed: report.removed ?? 0) } ?? 0
         var appending =
-            options.compact || (changesKnown && !legacyAppends) || !FileSystem.isSoleWritableFile(output)
-            ? nil : previous.flatMap { Self.appendable($0, earlier: previousEarlier) }
-        let previousChunks = previous?.chunks.count ?? 0
+            options.compact || !FileSystem.isSoleWritableFile(output)
+            ? nil : previous.flatMap { Self.appendable($0, dead: previousEarlier + removedBytes) }
+        // The dead bytes of the generation an append writes: zeroed after its commit, and zero in
+        // its signed data digest.
+        var dead: [Range<UInt64>] = []
         var newDigests = Set<InlineBytes>()  // the plaintext digests of the pack written, for the summary
         report.dictionaryBytes = dictionary?.count ?? 0
         let bytesTotal = sorted.reduce(UInt64(0)) { $0 + $1.size }
@@ -233,7 +233,9 @@ package struct ContainerPackWriter: PackWriter {
                     let block = PackSignature(
                         kind: .container, publisher: key.publicKey,
                         headDigest: headHasher.finalize(),
-                        dataDigest: try SHA256Hasher.digest(of: fd, header.dataStart..<pos, path: output),
+                        dataDigest: try SHA256Hasher.digest(
+                            of: ZeroedByteSource(FileByteSource(borrowing: fd, name: output, size: pos), zeroing: dead),
+                            header.dataStart..<pos),
                         items: chunkDigests, release: release
                     ).signed(with: key)
                     precondition(block.count == blockSize)
@@ -249,44 +251,6 @@ package struct ContainerPackWriter: PackWriter {
                     }
                 }
                 return headerBytes
-            }
-            // An append that would leave a chunk of the previous generation unnamed becomes a rewrite
-            // here, without reading a source again: every chunk `records` names is copied into a new
-            // file from the previous pack's (`old`), the kept ones (below `previousEnd`) with their
-            // tags checked unless the append checked them, the new ones as the append sealed them.
-            // The append holds the file's lock and has checked it is the generation read.
-            func rewrite(
-                copyingFrom old: FileDescriptor, _ records: [IndexRecordV4], previousEnd: UInt64,
-                buffers: ChunkBuffers
-            ) throws {
-                let size: UInt64
-                do { size = try old.status().size } catch { throw error.io("cannot stat \(output)") }
-                let source = FileByteSource(borrowing: old, name: output, size: size)
-                try AtomicFile.write(output) { fd in
-                    var pos = header.dataStart
-                    // Every chunk in one list, so that runs go on across entries.
-                    var all = records.flatMap(\.chunks)
-                    let entryKeys = records.map { keys.entryKeyV4(keyID: $0.keyID) }
-                    let owner = records.indices.flatMap { i in repeatElement(i, count: records[i].chunks.count) }
-                    let original = all
-                    var none: [UInt8]?  // the sealed digests are the append's: the same bytes
-                    guard
-                        try Self.copySealed(
-                            &all,
-                            check: { !checksKept && original[$0].offset < previousEnd ? entryKeys[owner[$0]] : nil },
-                            from: source, buffers: buffers, to: fd, at: &pos, digests: &none)
-                    else { throw LeavesContentBehind() }  // damaged: pack again from the sources
-                    var moved = records
-                    var k = 0
-                    for i in moved.indices {
-                        for c in moved[i].chunks.indices {
-                            moved[i].chunks[c] = all[k]
-                            k += 1
-                        }
-                    }
-                    report.bytesWritten = pos - header.dataStart
-                    try pwriteAll(fd, try finish(fd, moved, pos, appended: false), at: 0)
-                }
             }
             let fill = { (fd: FileDescriptor) throws -> [UInt8] in
                 let buffers = ChunkBuffers(chunking: chunking, level: options.level, dictionary: dictionary)
@@ -365,25 +329,21 @@ package struct ContainerPackWriter: PackWriter {
                 if let previous, try Self.holds(previous, exactly: records, options: options, output: output) {
                     throw Unchanged()
                 }
-                // An append that left a chunk of the previous generation unnamed would ship
-                // content this version removed: rewrite instead (every kept chunk is copied).
-                // (An append writes new chunks from the previous end on, so the chunks named below
-                // it are the previous generation's, kept in place.)
-                if let appending, !legacyAppends {
-                    var kept = Set<UInt64>()
-                    for r in records { for c in r.chunks where c.offset < appending.end { kept.insert(c.offset) } }
-                    if kept.count < previousChunks {
-                        // Before the append is cut back: its new chunks are in this file.
-                        try rewrite(copyingFrom: fd, records, previousEnd: appending.end, buffers: buffers)
-                        throw RewroteInstead()
-                    }
+                // What the previous generation held that this one does not name (removed or
+                // replaced chunks, earlier indexes): zeroed once this generation is committed. A
+                // pack appended as 0.2 did keeps them (a test's pack of the field).
+                if appending != nil, !legacyAppends {
+                    dead = Self.deadRanges(records, dataStart: header.dataStart, indexOffset: pos)
                 }
                 return try finish(fd, records, pos, appended: appending != nil)
             }
             if let appending {
                 try beforeAppend()
-                try Self.append(to: output, after: appending, wipingPrevious: !legacyAppends, fill)
+                try Self.append(
+                    to: output, after: appending, wipingPrevious: !legacyAppends, fill,
+                    committed: { fd in try Self.zeroDead(fd, dead, output) })
                 report.appended = true
+                report.zeroedBytes = DeadBytes.count(dead)
             } else {
                 // Held from the check to after the rename: no append runs into the pack replaced.
                 var locked: FileDescriptor?
@@ -413,42 +373,27 @@ package struct ContainerPackWriter: PackWriter {
                 try writeAll(dictionaryFile: nil)
             }
         }
-        var replacedContent = changesKnown && previous?.header.isAppendable == true
-        do {
-            let initial = report
-            do { try run() } catch is RewroteInstead {
-                replacedContent = true
-            } catch is LeavesContentBehind {
-                // The append was cut back (the file is the previous pack); rewrite it whole.
-                report = initial
-                appending = nil
-                replacedContent = true
-                chunkDigests = options.signingKey == nil ? nil : []
-                bytesDone = 0
-                try run()
-            }
-        } catch is Unchanged {
+        do { try run() } catch is Unchanged {
             report.bytesWritten = 0
             report.earlierBytes = previousEarlier
+            // A re-pack or update cut off between its commit and its zeroing left dead bytes.
+            if let previous, !legacyAppends {
+                report.zeroedBytes = try Self.finishZeroing(previous, output: output)
+            }
         }
         cache?.save()
         report.unreadSources = cache?.skipped ?? 0
         if !report.appended, report.bytesWritten > 0, let previous, previous.header.isAppendable {
             // Everything of the previous file's data that this pack does not name: earlier
-            // versions', and what this re-pack removed or replaced.
+            // versions' (zeros, once appends zero them), and what this re-pack removed or replaced.
             report.droppedBytes = previousEarlier + (try Self.liveBytes(previous, notIn: newDigests))
-            report.compacted = !options.compact && (previousEarlier > 0 || replacedContent) && report.droppedBytes > 0
+            report.compacted = !options.compact && previousEarlier + removedBytes > 0 && report.droppedBytes > 0
         }
         return report
     }
 
     /// Thrown inside the atomic write when the pack would only differ by its index nonce.
     private struct Unchanged: Error {}
-    /// Thrown inside an append that would leave a chunk of the previous generation unnamed, when
-    /// a kept chunk's tag fails as it is copied into the rewrite: pack again from the sources.
-    private struct LeavesContentBehind: Error {}
-    /// Thrown inside an append once it rewrote the pack instead (the append is cut back).
-    private struct RewroteInstead: Error {}
 
     /// The header fields of `kdf`.
     private static func kdfFields(_ kdf: ContainerKDF) -> (KDFID, [UInt32]) {

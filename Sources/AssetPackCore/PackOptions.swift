@@ -220,9 +220,12 @@ package struct PackWriteReport: Sendable, Equatable {
     /// Container: the re-pack appended a generation to the pack in place (version 6) rather
     /// than writing a new file.
     package var appended = false
-    /// Container: bytes of the pack's data that its index does not name (earlier generations'
-    /// chunks, indexes and signatures, kept by appending re-packs; 0 for a pack written whole).
+    /// Container: bytes of the pack's data that its index does not name (where earlier
+    /// generations' chunks, indexes and signatures were: zeros once an append zeroed them; 0 for
+    /// a pack written whole).
     package var earlierBytes: UInt64 = 0
+    /// Container: dead bytes this re-pack overwrote with zeros after its commit (``DeadBytes``).
+    package var zeroedBytes: UInt64 = 0
     /// Container: bytes of earlier versions the previous pack held that a rewrite dropped, and
     /// whether the rewrite was the writer's own choice (they were half the file).
     package var droppedBytes: UInt64 = 0

@@ -77,6 +77,11 @@ package protocol PackFormatDriver: Sendable {
     /// the structure of each is read, and nothing is trusted: the installer verifies the
     /// result, and installs it whole when it is not `remote`.
     func appendPlan(installed: any ByteSource, remote: any ByteSource) throws -> AppendPlan?
+
+    /// The bytes of `source`'s data region that no entry of its current version occupies (a
+    /// version-6 container's removed or replaced chunks and earlier indexes), read with
+    /// `credential`; `[]` for a format without them.
+    func deadRanges(_ source: any ByteSource, credential: PackCredential, limits: ReadLimits) throws -> [Range<UInt64>]
 }
 
 /// How an installed pack becomes a newer version of itself in place (docs/REMOTE.md,
@@ -98,16 +103,21 @@ package struct AppendPlan: Sendable, Equatable {
     /// so that nothing leads a reader back to the installed version (a damaged `head` is then
     /// refused, not read as the older version).
     package var supersedes: Range<UInt64>?
+    /// Bytes of `kept` that the result reads as zeros: what the remote version removed or
+    /// replaced, which its publisher zeroed. Written with zeros once `head` is synced (the
+    /// installed version reads them until then).
+    package var zeroed: [Range<UInt64>] = []
 
     package init(
         kept: Range<UInt64>, tail: Range<UInt64>, head: Range<UInt64>, headAt: UInt64,
-        supersedes: Range<UInt64>? = nil
+        supersedes: Range<UInt64>? = nil, zeroed: [Range<UInt64>] = []
     ) {
         self.kept = kept
         self.tail = tail
         self.head = head
         self.headAt = headAt
         self.supersedes = supersedes
+        self.zeroed = zeroed
     }
 
     /// The pack the plan makes of `installed` and `remote`, read before anything is written:
@@ -116,11 +126,12 @@ package struct AppendPlan: Sendable, Equatable {
         let at = headAt..<headAt + UInt64(head.count)
         precondition(
             at.upperBound <= kept.lowerBound && kept.upperBound == tail.lowerBound, "a plan's spans must tile the pack")
+        let kept: any ByteSource = zeroed.isEmpty ? installed : ZeroedByteSource(installed, zeroing: zeroed)
         return SplicedByteSource(
             [
                 (0..<at.lowerBound, installed, 0), (at, remote, head.lowerBound),
-                (at.upperBound..<kept.lowerBound, installed, at.upperBound), (kept, installed, kept.lowerBound),
-                (tail, remote, tail.lowerBound),
+                (at.upperBound..<self.kept.lowerBound, installed, at.upperBound),
+                (self.kept, kept, self.kept.lowerBound), (tail, remote, tail.lowerBound),
             ], size: tail.upperBound, name: name)
     }
 }
@@ -147,4 +158,8 @@ extension PackFormatDriver {
     package func identifyingSpans(_ source: any ByteSource) -> [Range<UInt64>] { [] }
 
     package func appendPlan(installed: any ByteSource, remote: any ByteSource) throws -> AppendPlan? { nil }
+
+    package func deadRanges(_ source: any ByteSource, credential: PackCredential, limits: ReadLimits) throws
+        -> [Range<UInt64>]
+    { [] }
 }

@@ -156,12 +156,37 @@ struct PackDownload {
             let plan = try? driver.appendPlan(installed: installed, remote: mirror)
         else { return nil }
         try download.fetch([plan.head, plan.tail], progress: progress)
-        let pack = plan.result(installed: installed, remote: mirror, name: url)
-        do {
-            return (plan, pack, try verify(pack, trustedKeys: trustedKeys, credential: credential))
-        } catch let error as AssetPackError where [.integrityFailure, .untrusted].contains(error.code) {
-            return nil
+        // What the remote version no longer names, in the bytes kept: its publisher zeroed them
+        // (docs/FORMAT.md, "Version 6"), and so does the update once it is committed. The plan
+        // zeroes the installed version's index (its header says where); with the credential,
+        // the remote's index says what else (removed or replaced chunks). A pack appended by
+        // 0.3, whose earlier indexes were not zeroed and are signed as they are, verifies as
+        // it is instead.
+        var unzeroed = plan
+        unzeroed.zeroed = []
+        var plans = [plan, unzeroed]
+        if let credential,
+            let dead = try? driver.deadRanges(
+                unzeroed.result(installed: installed, remote: mirror, name: url), credential: credential,
+                limits: .default)
+        {
+            var zeroing = plan
+            zeroing.zeroed = dead.compactMap { range in
+                let r = range.clamped(to: plan.kept)
+                return r.isEmpty ? nil : r
+            }
+            plans.insert(zeroing, at: 0)
         }
+        plans = plans.reduce(into: []) { if !$0.contains($1) { $0.append($1) } }
+        for plan in plans {
+            let pack = plan.result(installed: installed, remote: mirror, name: url)
+            do {
+                return (plan, pack, try verify(pack, trustedKeys: trustedKeys, credential: credential))
+            } catch let error as AssetPackError where [.integrityFailure, .untrusted].contains(error.code) {
+                continue
+            }
+        }
+        return nil
     }
 
     /// Checks the assembled file: the server's `.sha256`, when there is one; a signed pack's

@@ -156,6 +156,10 @@ extension PrivateInstaller {
             let zeros = [UInt8](repeating: 0, count: old.count)
             if (try? zeros.withUnsafeBytes { try fd.pwriteAll($0, at: old.lowerBound) }) != nil { try? sync() }
         }
+        // Then what the new version removed or replaced (the bytes its publisher zeroed), so the
+        // installed copy no longer holds it. Best effort too: the next update zeroes what is
+        // left, since it finds the dead bytes from the index.
+        if !plan.zeroed.isEmpty, (try? plan.zeroed.forEach { try fd.zero($0) }) != nil { try? sync() }
         return UInt64(plan.tail.count + plan.head.count)
     }
 }

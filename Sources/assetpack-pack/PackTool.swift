@@ -243,6 +243,7 @@ struct Request {
             + "\(summary.reused) reused, \(summary.packed) packed"
             + (summary.removed.map { $0 > 0 ? ", \($0) removed" : "" } ?? "")
             + (summary.droppedBytes > 0 ? ", \(summary.droppedBytes) bytes of removed or replaced content dropped" : "")
+            + (summary.zeroedBytes > 0 ? ", \(summary.zeroedBytes) bytes of removed or replaced content zeroed" : "")
         if let key = options.signingKey {
             line += ", signed by key \(key.publicKey.fingerprint) as \(try options.release(for: output).summary)"
         }

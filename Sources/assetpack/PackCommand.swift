@@ -239,12 +239,15 @@ private func chunkNote(_ summary: AssetPacks.PackSummary) -> String {
     guard summary.chunks > 0 else { return "" }
     let history =
         summary.droppedBytes > 0
-        ? ", rewritten whole: \(summary.droppedBytes) bytes of removed or replaced content dropped"
-            + (summary.compacted ? " (a re-pack leaves nothing it removed in the pack)" : "")
-        : summary.earlierBytes > 0
-            ? (summary.appended ? ", appended" : "")
-                + ": the file keeps \(summary.earlierBytes) bytes of earlier indexes (no content this version lacks; --compact drops them)"
-            : (summary.appended ? ", appended" : "")
+        ? ", rewritten whole: \(summary.droppedBytes) bytes of removed or replaced content and earlier versions dropped"
+            + (summary.compacted ? " (they were half of the file)" : "")
+        : (summary.appended ? ", appended" : "")
+            + (summary.zeroedBytes > 0
+                ? ": \(summary.zeroedBytes) bytes of removed or replaced content and earlier indexes zeroed" : "")
+            + (summary.earlierBytes > 0
+                ? (summary.zeroedBytes > 0 ? "; " : ": ")
+                    + "the file keeps \(summary.earlierBytes) bytes no entry reads (--compact drops them)"
+                : "")
     return
         "; \(summary.reusedChunks) of \(plural(summary.chunks, "chunk", "chunks")) reused, \(summary.bytesWritten) bytes written"
         + history
