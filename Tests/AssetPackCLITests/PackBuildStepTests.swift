@@ -177,9 +177,9 @@ final class ConcurrentRuns: @unchecked Sendable {
 
     /// A container re-pack after one byte of a large file changed re-seals only the chunks
     /// around it and copies the rest, and says so: "C of N chunks reused, B bytes written". It
-    /// rewrites the file rather than appending, so the replaced chunk's earlier bytes are not
-    /// left in it (the summary says how many were dropped); a re-pack that only adds appends,
-    /// keeping nothing but the earlier index, which --compact drops.
+    /// appends it and then zeroes the replaced chunk's earlier bytes and the earlier index in
+    /// place (the summary says how many), so they are not left in the file; --compact drops the
+    /// zeros.
     @Test func aContainerRepackReSealsOnlyTheChangedChunks() throws {
         let dir = TemporaryDirectory()
         var big = testBytes(1 << 20, seed: 5)
@@ -188,6 +188,7 @@ final class ConcurrentRuns: @unchecked Sendable {
         let first = try Self.pack(source, output, .container, ["--chunk-kib", "4"])
         #expect(first.status == 0, "\(first.stderr)")
         let firstSize = try FileManager.default.attributesOfItem(atPath: output.path)[.size] as! Int
+        let firstBytes = [UInt8](try Data(contentsOf: output))
         big[big.count / 2] ^= 0xFF
         try Data(big).write(to: source.appendingPathComponent("big.bin"))
         let second = try Self.pack(source, output, .container, ["--chunk-kib", "4"])
@@ -196,11 +197,28 @@ final class ConcurrentRuns: @unchecked Sendable {
         let (reused, chunks, _) = try #require(numbers.map { (Int($0.1)!, Int($0.2)!, Int($0.3)!) }, "\(line)")
         #expect(chunks > 100 && chunks - reused >= 1 && chunks - reused <= 2, "\(line)")
         let size = try FileManager.default.attributesOfItem(atPath: output.path)[.size] as! Int
-        // Rewritten (random bytes are stored: every chunk keeps its size), the replaced chunk gone.
-        #expect(size == firstSize, "\(line), \(firstSize) → \(size) bytes")
-        let dropped = try #require(
-            line.firstMatch(of: /rewritten whole: ([0-9]+) bytes of removed or replaced content dropped/), "\(line)")
-        #expect(Int(dropped.1)! >= 1024 && Int(dropped.1)! <= 3 * (16 << 10), "\(line)")
+        // Appended, and then the replaced chunk and the earlier index zeroed in place: below the
+        // previous end, no byte changed but to zero (and the new header slot), and the zeros
+        // include a run as long as a chunk (random bytes are stored: at least the 1 KiB minimum).
+        let before = firstBytes
+        let after = [UInt8](try Data(contentsOf: output))
+        #expect(size > firstSize, "\(line), \(firstSize) → \(size) bytes")
+        var changed = 0
+        var run = 0
+        var longest = 0
+        for p in 8192..<firstSize {
+            if after[p] != before[p] {
+                #expect(after[p] == 0, "byte \(p) changed to \(after[p]), not zeroed")
+                changed += 1
+            }
+            run = after[p] == 0 ? run + 1 : 0
+            longest = max(longest, run)
+        }
+        let zeroed = try #require(
+            line.firstMatch(of: /appended: ([0-9]+) bytes of removed or replaced content and earlier indexes zeroed/),
+            "\(line)")
+        #expect(
+            Int(zeroed.1)! >= changed && longest >= 1024, "\(line): \(changed) bytes zeroed, longest run \(longest)")
         #expect(line.hasSuffix(": 1 reused, 1 packed, 0 removed"), "\(line)")
         let cat = try CLI.run(["cat", output.path, "big.bin"], password: Self.password)
         #expect(cat.status == 0 && cat.stdout == big)
@@ -208,19 +226,22 @@ final class ConcurrentRuns: @unchecked Sendable {
         let unchanged = try Self.pack(source, output, .container, ["--chunk-kib", "4"])
         #expect(Self.summary(unchanged).contains(" 0 bytes written"), "\(unchanged.stderr)")
         #expect(try FileManager.default.attributesOfItem(atPath: output.path)[.size] as! Int == size)
-        // A file added: appended in place (the new chunks, an index and a header slot), and the
-        // summary says the earlier index stays, which --compact drops.
+        // A file added: appended in place (the new chunks, an index and a header slot), the
+        // earlier index zeroed, and the summary says how many bytes no entry reads, which
+        // --compact drops.
         try Data(testBytes(40_000, seed: 6)).write(to: source.appendingPathComponent("added.bin"))
         let added = try Self.pack(source, output, .container, ["--chunk-kib", "4"])
         let addedLine = Self.summary(added)
         let kept = try #require(
-            addedLine.firstMatch(of: /appended: the file keeps ([0-9]+) bytes of earlier indexes/), "\(addedLine)")
+            addedLine.firstMatch(of: /; the file keeps ([0-9]+) bytes no entry reads \(--compact drops them\)/),
+            "\(addedLine)")
         let grown = try FileManager.default.attributesOfItem(atPath: output.path)[.size] as! Int
         #expect(grown > size + 40_000 && grown < size + 60_000, "\(size) → \(grown)")
         let compact = try Self.pack(source, output, .container, ["--chunk-kib", "4", "--compact"])
         #expect(compact.status == 0 && !Self.summary(compact).contains("appended"), "\(compact.stderr)")
         #expect(
-            Self.summary(compact).contains("rewritten whole: \(kept.1) bytes of removed or replaced content dropped"),
+            Self.summary(compact).contains(
+                "rewritten whole: \(kept.1) bytes of removed or replaced content and earlier versions dropped"),
             "\(compact.stderr)")
         // --compact is the container's: refused for a zip, as --codec is.
         let zip = try Self.pack(source, dir.appending("z.zip"), .zip, ["--compact"])

@@ -87,9 +87,10 @@ import Testing
     }
 
     /// A file removed from the tree, then a file edited in place (same size): the re-pack rewrites
-    /// the container instead of appending, so neither the removed file's chunks nor the edited
-    /// chunk's earlier bytes stay in the published pack (the password ships inside the app), and
-    /// the summary says what was dropped. Before, the file kept both ("readable with the password").
+    /// the container (a removal that would leave half the file dead) or appends and zeroes what
+    /// it replaced, so neither the removed file's chunks nor the edited chunk's earlier bytes
+    /// stay in the published pack (the password ships inside the app), and the summary says
+    /// what was dropped or zeroed. Before 0.3, the file kept both ("readable with the password").
     @Test func whatARepackRemovedOrReplacedIsNotLeftInThePack() throws {
         let boss = testBytes(2_000_000, seed: 77)  // random: stored as it is, never shrinks
         let src = try dir.write(
@@ -112,18 +113,34 @@ import Testing
         #expect(size <= Int(try FileSystem.stat(fresh).size) + 4096, "no bigger than a fresh pack of the tree")
         #expect(removed.stderr.contains("1 removed"), "\(removed.stderr)")
         #expect(removed.stderr.contains("rewritten whole"), "\(removed.stderr)")
-        #expect(removed.stderr.contains("removed or replaced content dropped"), "\(removed.stderr)")
+        #expect(
+            removed.stderr.contains("removed or replaced content and earlier versions dropped"), "\(removed.stderr)")
         // The first header slot only: no older slot leads anywhere.
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: out)))
         #expect(bytes[4096..<4224].allSatisfy { $0 == 0 })
 
-        // An edit of the same size: the edited chunk's earlier bytes go too (the file does not grow).
+        // An edit of the same size: appended, and the edited chunk's earlier bytes (and the
+        // earlier index) zeroed in place once the new version is committed: below the earlier
+        // end no byte changed but to zero (the header slots aside), in a run of a chunk at least.
         var level = [UInt8](try Data(contentsOf: src.appendingPathComponent("level.bin")))
         level[200_000] ^= 0xFF
         try Data(level).write(to: src.appendingPathComponent("level.bin"))
         let edited = try pack()
-        #expect(Int(try FileSystem.stat(out).size) == size, "the edited chunk replaced, not appended")
-        #expect(edited.stderr.contains("rewritten whole"), "\(edited.stderr)")
+        #expect(edited.stderr.contains("appended: "), "\(edited.stderr)")
+        #expect(
+            edited.stderr.contains("bytes of removed or replaced content and earlier indexes zeroed"),
+            "\(edited.stderr)")
+        let after = [UInt8](try Data(contentsOf: URL(fileURLWithPath: out)))
+        #expect(after.count > size)
+        let changed = (8192..<size).filter { after[$0] != bytes[$0] }
+        #expect(changed.allSatisfy { after[$0] == 0 }, "only zeros written below the earlier end")
+        var zeros = 0
+        var longest = 0
+        for p in 8192..<size {
+            zeros = after[p] == 0 ? zeros + 1 : 0
+            longest = max(longest, zeros)
+        }
+        #expect(longest >= 1024, "the replaced chunk's bytes zeroed: the longest run of zeros is \(longest)")
         let cat = try run(["cat", out, "level.bin"])
         #expect(cat.status == 0 && cat.stdout == level)
     }

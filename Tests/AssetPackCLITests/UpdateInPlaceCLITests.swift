@@ -54,8 +54,7 @@ import Testing
     }
 
     /// Adds a 60 KB file (seeded by `seed`) to the source: the publisher's re-pack appends it
-    /// (a re-pack that replaces or removes content rewrites the pack instead, so nothing removed
-    /// ships: docs/INCREMENTAL.md).
+    /// and zeroes the earlier index.
     func edit(_ s: Setup, at seed: Int = 1) throws {
         try Data(testBytes(60_000, seed: UInt64(1000 + seed))).write(
             to: s.src.appendingPathComponent("added-\(seed).bin"))
@@ -104,6 +103,48 @@ import Testing
         #expect(
             FileManager.default.contents(atPath: s.home + "/p.apack")
                 == FileManager.default.contents(atPath: s.out.path))
+    }
+
+    /// A re-pack that replaced a chunk (a one-byte edit) and removed a file appends, and zeroes
+    /// what it replaced and removed: the installed copy updates in place with the password,
+    /// downloads only the tail, and ends byte for byte the server's, zeros included, so it keeps
+    /// nothing the new version removed. Signed and without the password (the installer cannot
+    /// tell which chunks died), the same update is installed whole, and ends the same.
+    @Test(arguments: [false, true]) func anUpdateThatReplacedContentZeroesItInTheInstalledCopy(signed: Bool) throws {
+        let s = try setUp(signed: signed)
+        let trust = signed ? ["--trust", dir.appending("k.pub").path] : []
+        let password = signed ? nil : Self.password
+        #expect(try CLI.run(["install", s.url, "--into", s.home] + trust, password: password).status == 0)
+        let inode = try FileSystem.stat(s.home + "/p.apack").inode
+        let installedBefore = [UInt8](try Data(contentsOf: URL(fileURLWithPath: s.home + "/p.apack")))
+        var big = [UInt8](try Data(contentsOf: s.src.appendingPathComponent("big.bin")))
+        big[1_500_000] ^= 0xFF
+        try Data(big).write(to: s.src.appendingPathComponent("big.bin"))
+        try FileManager.default.removeItem(at: s.src.appendingPathComponent("small.txt"))
+        let repack = try s.pack([])
+        #expect(repack.status == 0 && repack.stderr.contains("appended: "), "\(repack.stderr)")
+        let served = [UInt8](try Data(contentsOf: s.out))
+        // Zeroed in place on the server: bytes below the earlier end changed only to zero.
+        let zeroed = (8192..<installedBefore.count).filter { served[$0] != installedBefore[$0] }
+        #expect(zeroed.count > 1024 && zeroed.allSatisfy { served[$0] == 0 }, "\(zeroed.count) bytes changed")
+
+        let update = try CLI.run(["install", s.url, "--into", s.home] + trust, password: password)
+        #expect(update.status == 0, "\(update.stderr)")
+        let installed = [UInt8](try Data(contentsOf: URL(fileURLWithPath: s.home + "/p.apack")))
+        #expect(installed.count == served.count && installed[8192...] == served[8192...], "\(update.stderr)")
+        if signed {
+            #expect(!update.stderr.contains("in place"), "\(update.stderr)")
+        } else {
+            #expect(update.stderr.contains("in place"), "\(update.stderr)")
+            #expect(try FileSystem.stat(s.home + "/p.apack").inode == inode, "the installed file was replaced")
+            let (downloaded, _, _) = try #require(Self.numbers(update.stderr), "\(update.stderr)")
+            #expect(downloaded < 200_000, "\(update.stderr)")
+        }
+        let verify = try CLI.run(["verify", s.home + "/p.apack", "--quiet"] + trust, password: Self.password)
+        #expect(verify.status == 0, "\(verify.stderr)")
+        let cat = try CLI.run(["cat", s.home + "/p.apack", "big.bin"], password: Self.password)
+        let same = cat.stdout == big
+        #expect(cat.status == 0 && same)
     }
 
     /// An unsigned container is updated in place only when its password checks every entry of

@@ -67,21 +67,82 @@ import Testing
     }
 
     /// A pack appended by 0.2 keeps its earlier slot valid, and with it content an edit
-    /// replaced: its first re-pack by this version rewrites it even when it only adds, dropping
-    /// those bytes; the next additions append again.
-    @Test func aPackAppendedBy02IsRewrittenByItsFirstRepack() throws {
+    /// replaced: its first re-pack by this version, even one that only adds, appends over that
+    /// slot, wipes the other and zeroes every byte no chunk of the new version occupies (the
+    /// replaced chunk, both earlier indexes), so nothing leads to or holds the earlier content.
+    @Test func aPackAppendedBy02HasItsEarlierContentZeroedByItsFirstRepack() throws {
         let tree = try Self.tree(legacy: true)
         try tree.pack()
         try Self.edit(tree, at: 100_000)
         #expect(try tree.pack().appended, "0.2 appended the edit")
+        let legacy = try tree.reader()
+        let legacyDead = ContainerPackWriter.deadRanges(legacy)
+        #expect(DeadBytes.count(legacyDead) > 1024)
+        #expect(try !DeadBytes.areZero(legacyDead, in: legacy.source), "0.2 left the replaced chunk")
         tree.legacyAppends = false
         try tree.set("added.bin", noise(30_000, seed: 12))
         let first = try tree.pack()
-        #expect(!first.appended && first.droppedBytes > 0, "\(first)")
+        // Those, and the index (and block) of the generation it appended to.
+        let legacyIndex = legacy.header.end - legacy.header.indexOffset
+        #expect(first.appended && first.zeroedBytes == DeadBytes.count(legacyDead) + legacyIndex, "\(first)")
+        let now = try tree.reader()
+        let bytes = tree.bytes
+        #expect(try DeadBytes.areZero(legacyDead, in: MemoryByteSource(bytes)))
+        #expect(try DeadBytes.areZero(ContainerPackWriter.deadRanges(now), in: now.source))
+        let other = now.header.slot == 0 ? 4096 : 0
+        #expect(bytes[other..<other + 128].allSatisfy { $0 == 0 }, "one valid slot")
         try tree.expectReadsBack()
         try tree.set("more.bin", noise(30_000, seed: 13))
         let next = try tree.pack()
         #expect(next.appended, "\(next)")
+        try tree.expectReadsBack()
+    }
+
+    /// A signed re-pack that replaced a chunk appends, signs its data region as it will be once
+    /// the dead bytes are zero, then zeroes them: the signature holds on the file as written.
+    /// Cut off between its commit and its zeroing (the old bytes put back here), the signature
+    /// fails; the next re-pack, with nothing to change, finishes the zeroing, and it holds again.
+    @Test func aSignedAppendIsSignedWithItsDeadBytesZeroAndAnUnfinishedZeroingIsFinished() throws {
+        let key = PublisherSigningKey.generate()
+        let tree = try Self.tree(legacy: false)
+        try tree.pack(signingKey: key)
+        let before = tree.bytes
+        try Self.edit(tree, at: 100_000)
+        let report = try tree.pack(signingKey: key)
+        #expect(report.appended && report.zeroedBytes > 1024, "\(report)")
+        let signed = tree.bytes
+        _ = try ContainerPackReader.trustedSignature(MemoryByteSource(signed), trusting: [key.publicKey])
+        let dead = ContainerPackWriter.deadRanges(try tree.reader())
+        #expect(DeadBytes.count(dead) == report.zeroedBytes)
+        var torn = signed
+        for r in dead.map({ Int($0.lowerBound)..<Int($0.upperBound) }) { torn.replaceSubrange(r, with: before[r]) }
+        #expect(torn != signed)
+        try Data(torn).write(to: URL(fileURLWithPath: tree.output))
+        #expect(throws: AssetPackError.self) {
+            _ = try ContainerPackReader.trustedSignature(FileByteSource(path: tree.output), trusting: [key.publicKey])
+        }
+        let again = try tree.pack(signingKey: key)
+        #expect(!again.appended && again.bytesWritten == 0 && again.zeroedBytes == report.zeroedBytes, "\(again)")
+        #expect(tree.bytes == signed)
+        _ = try ContainerPackReader.trustedSignature(FileByteSource(path: tree.output), trusting: [key.publicKey])
+        try tree.expectReadsBack()
+    }
+
+    /// A reader that opened the pack before a re-pack still reads what both versions share; a
+    /// chunk the re-pack replaced is zeroed under it, so reading it fails (never other bytes),
+    /// and the error says the pack changed since it was opened.
+    @Test func aReaderOpenBeforeARepackReadsWhatStaysAndIsToldWhatWentAway() throws {
+        let tree = try Self.tree(legacy: false)
+        try tree.pack()
+        let early = try tree.reader()
+        try Self.edit(tree, at: 100_000)
+        #expect(try tree.pack().zeroedBytes > 0)
+        #expect(try early.read("small.txt") == Array("small".utf8))
+        let error = #expect(throws: AssetPackError.self) { try early.read("big.bin") }
+        #expect(error?.code == .integrityFailure, "\(String(describing: error))")
+        #expect(
+            error?.message.contains("re-packed or updated after it was opened, generation 1 → 2") == true,
+            "\(String(describing: error))")
         try tree.expectReadsBack()
     }
 

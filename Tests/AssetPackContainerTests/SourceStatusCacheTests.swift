@@ -114,17 +114,6 @@ extension IncrementalTests {
         #expect(repaired.packed == 1 && repaired.reused == 5, "\(repaired)")
         try tree.expectReadsBack()
     }
-
-    /// An append that has to become a rewrite (an edit that kept the file's size) copies the kept
-    /// chunks into the new file, checking the tags the append did not: a damaged one sends the
-    /// re-pack back to the sources, and the pack comes out whole.
-    @Test func aRewriteAfterAnAppendChecksTheChunksItCopies() throws {
-        let tree = try Self.cachedWithADamagedChunk()
-        try tree.set("a.txt", Array(text(10_000).reversed()))
-        let rewritten = try tree.pack(compression: .store)
-        #expect(!rewritten.appended && rewritten.packed == 2, "\(rewritten)")
-        try tree.expectReadsBack()
-    }
 }
 
 #if SystemLibraries  // zstd dictionaries need libzstd: the default configuration only
