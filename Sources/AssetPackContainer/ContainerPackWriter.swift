@@ -124,13 +124,14 @@ package struct ContainerPackWriter: PackWriter {
             return e
         }
         let codec: ChunkCodec = options.container.codec == .deflate ? .deflate : .zstd
-        // The pack's zstd dictionary (PackDictionary): the previous pack's as it is, so the chunks
-        // a re-pack copies still decode, else one trained on this pack's small files. None at
-        // --fast (on Wesnoth, training and its check cost 1.3 s of CPU; docs/PERFORMANCE.md) or
-        // when nothing is compressed.
+        // The pack's zstd dictionary (PackDictionary): a re-pack keeps the previous pack's as it
+        // is, so the chunks it copies still decode, and its lack of one (training reads every
+        // small source, unchanged or not, and a new dictionary would change every entry's codec);
+        // a full pack trains one on its small files. None at --fast (on Wesnoth, training and its
+        // check cost 1.3 s of CPU; docs/PERFORMANCE.md) or when nothing is compressed.
         let dictionary: [UInt8]? =
             codec == .zstd && options.level == .default && options.compression != .store
-            ? (previous?.zstdDictionary ?? PackDictionary.train(sorted, policy: options.compression)) : nil
+            ? (previous.map(\.zstdDictionary) ?? PackDictionary.train(sorted, policy: options.compression)) : nil
         let entryCodec: ChunkCodec = dictionary == nil ? codec : .zstdDictionary
 
         // Version 6: a re-pack appends what changed after the previous generation and switches
