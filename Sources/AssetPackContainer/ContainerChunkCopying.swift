@@ -29,8 +29,11 @@ extension ContainerPackWriter {
         var written: UInt64 = 0
         if inPlace {
             // Nothing moves: the bytes a reader of the previous generation reads, under the same
-            // record. A signature lists each sealed chunk's digest, so a signed pack reads them.
-            if digests != nil {
+            // record. A signature lists each sealed chunk's digest: the previous signature's, when
+            // this key signed it, else a signed pack reads them.
+            if digests != nil, let signed = old.signed {
+                for c in 0..<e.chunkCount { digests! += signed.item(e.firstChunk + c) }
+            } else if digests != nil {
                 var unused: UInt64 = 0
                 guard
                     try Self.copySealed(

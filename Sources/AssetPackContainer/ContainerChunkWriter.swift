@@ -1,5 +1,6 @@
 import AssetPackCore
 import AssetPackCrypto
+import AssetPackFormat
 import Foundation
 
 // Version 4: an entry cut into content-defined chunks, each compressed (when it pays) and
@@ -18,11 +19,16 @@ struct PreviousEntry {
     /// k-th occurrence of a digest in the new entry reuses the k-th one here, so an unchanged
     /// entry whose plaintext repeats (padding, silence, tiles) keeps every chunk where it was.
     let byDigest: [[UInt8]: [Int]]
+    /// The previous pack's signature block, when this re-pack's key signed it and it holds for
+    /// the previous header and index: item `k` is the digest of stored chunk `k` as it was
+    /// signed, which a signed append lists for a chunk it keeps in place instead of reading it.
+    let signed: PackSignature?
 
-    init(reader: ContainerPackReader, entry: ContainerEntry, digests: PackDigests) {
+    init(reader: ContainerPackReader, entry: ContainerEntry, digests: PackDigests, signed: PackSignature? = nil) {
         self.reader = reader
         self.entry = entry
         self.digests = digests
+        self.signed = signed
         var map: [[UInt8]: [Int]] = [:]
         map.reserveCapacity(entry.chunkCount)
         for c in 0..<entry.chunkCount { map[digests.chunk(entry.firstChunk + c), default: []].append(c) }
@@ -221,11 +227,13 @@ extension ContainerPackWriter {
                 // In place (an append), a chunk this occurrence keeps where it is is not read: it
                 // is not moved or copied, so its tag is left to every read, as it was before the
                 // re-pack (docs/INCREMENTAL.md, "Which kept chunks are checked"). A signature
-                // lists its sealed digest, so a signed pack reads it.
+                // lists its sealed digest: the one the previous signature lists, when this key
+                // signed it, else read.
+                let listed = inPlace && reuse[j]?.own == true && signing ? previous?.signed : nil
                 if let previous, let (old, own) = reuse[j],
                     previous.reader.plainLength(previous.entry, old) == length,
                     previous.entry.codec == codec || !previous.reader.isCompressed(previous.entry, old),
-                    let copied = try inPlace && own && !signing
+                    let copied = try inPlace && own && (!signing || listed != nil)
                         ? 0
                         : previous.reader.copySealedChunk(
                             previous.entry, old,
@@ -238,7 +246,11 @@ extension ContainerPackWriter {
                         payload: previous.reader.chunks.payload(k), nonce: previous.reader.chunks.nonce(k),
                         digest: digest)
                     buffers.reused[j] = true
-                    if signing { buffers.storeSealedDigest(j, UnsafeRawBufferPointer(start: dest, count: copied)) }
+                    if let listed {
+                        buffers.storeDigest(j, listed.item(k))
+                    } else if signing {
+                        buffers.storeSealedDigest(j, UnsafeRawBufferPointer(start: dest, count: copied))
+                    }
                     continue
                 }
                 // Compress straight into the chunk's slot; a chunk that does not shrink within the
@@ -359,8 +371,12 @@ final class ChunkBuffers {
     func slot(_ start: Int, _ j: Int) -> Int { start + j * ContainerFormat.tagSize }
 
     func storeSealedDigest(_ j: Int, _ sealed: UnsafeRawBufferPointer) {
-        UnsafeMutableRawBufferPointer(rebasing: sealedDigests[j * 32..<j * 32 + 32])
-            .copyBytes(from: SHA256Hasher.digest(sealed))
+        storeDigest(j, SHA256Hasher.digest(sealed))
+    }
+
+    /// Stores `digest` as chunk `j`'s sealed digest.
+    func storeDigest(_ j: Int, _ digest: some Collection<UInt8>) {
+        UnsafeMutableRawBufferPointer(rebasing: sealedDigests[j * 32..<j * 32 + 32]).copyBytes(from: digest)
     }
 
     /// The cipher context of concurrent task `task`.

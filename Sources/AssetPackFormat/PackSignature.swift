@@ -98,6 +98,9 @@ package struct PackSignature: Sendable, Equatable {
     /// How many item digests the block holds.
     package var itemCount: Int { items.count / 32 }
 
+    /// Item `i` (32 bytes; `i` below ``itemCount``).
+    package func item(_ i: Int) -> ArraySlice<UInt8> { items[32 * i..<32 * i + 32] }
+
     /// Whether item `i` is `digest`.
     package func item(_ i: Int, is digest: [UInt8]) -> Bool {
         i >= 0 && i < itemCount && items[32 * i..<32 * i + 32].elementsEqual(digest)

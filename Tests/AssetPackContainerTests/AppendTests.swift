@@ -146,6 +146,31 @@ import Testing
         try tree.expectReadsBack()
     }
 
+    /// A signed append lists, for each chunk it keeps in place, the digest the previous signature
+    /// (made with the same key, holding for the previous index) gave it, instead of reading the
+    /// chunk: a kept chunk damaged on disk since is then refused as not the one its publisher
+    /// signed. (Read and hashed, as before, its damaged bytes were signed afresh, and only its
+    /// tag caught them.)
+    @Test func aSignedAppendListsTheDigestsItsPreviousSignatureGaveTheChunksItKeeps() throws {
+        let key = PublisherSigningKey.generate()
+        let tree = try Self.tree(legacy: false)
+        tree.statusCache = tree.scratch.url.appendingPathComponent("status-cache")
+        tree.racyMargin = 0
+        try tree.pack(signingKey: key)
+        let before = try tree.reader()
+        let big = try #require(try before.records.position(of: "big.bin").map { try before.records.record($0) })
+        var bytes = tree.bytes
+        bytes[Int(before.chunks.offset(big.firstChunk)) + 5] ^= 1  // the first chunk, far from the edit
+        try Data(bytes).write(to: URL(fileURLWithPath: tree.output))
+        try Self.edit(tree, at: 100_000)
+        let report = try tree.pack(signingKey: key)
+        #expect(report.appended && report.packed == 1 && report.reused == 1, "\(report)")
+        let trusted = try ContainerPackReader(path: tree.output, credential: testKey, trustedKeys: [key.publicKey])
+        #expect(try trusted.read("small.txt") == Array("small".utf8))
+        let error = #expect(throws: AssetPackError.self) { try trusted.read("big.bin") }
+        #expect(error?.code == .untrusted && error?.message.contains("not the one its publisher signed") == true)
+    }
+
     /// scrypt with p = 1 and r above 16 is refused by name when packing (swift-crypto's scrypt
     /// gives BoringSSL too little memory for it), not left to fail later as a wrong key.
     @Test func scryptParametersTheCryptoLibraryRefusesAreRefusedByName() throws {
