@@ -19,14 +19,15 @@ start_nginx "$work"
 bytes() { awk '{b+=$4} END {printf "%d", b}' "$log"; }
 requests() { awk 'END {printf "%d", NR}' "$log"; }
 # The sealed index's length, which an update always downloads: header bytes 64..72, of the header
-# slot (at 0 or 4096) with the higher generation (bytes 72..80) in a version-6 or -7 pack (docs/FORMAT.md).
+# slot (at 0 or 4096) with the higher generation (bytes 72..80) in a version-6 to -9 pack (docs/FORMAT.md).
 index_size() {
   python3 - "$1" <<'EOF'
 import struct, sys
 d = open(sys.argv[1], "rb").read(4224)
-slots = [d[i:i + 128] for i in (0, 4096)] if d[8] in (6, 7) else [d[:104]]
+# Both slots (the current one may be slot 1, slot 0 wiped: no magic at offset 0), versions 6 to 9.
+slots = [d[i:i + 128] for i in (0, 4096)]
 slots = [s for s in slots if s[:8] == b"APACK\0\r\n"]
-best = max(slots, key=lambda s: struct.unpack("<Q", s[72:80])[0] if s[8] in (6, 7) else 0)
+best = max(slots, key=lambda s: struct.unpack("<Q", s[72:80])[0] if s[8] >= 6 else 0)
 print(struct.unpack("<Q", best[64:72])[0])
 EOF
 }

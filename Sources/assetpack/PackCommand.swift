@@ -52,7 +52,7 @@ extension AssetPackCommand {
         var fresh = false
         @Flag(
             help:
-                "container: rewrite the pack at --output whole, keeping its keys, even when the re-pack only adds (which appends the new chunks in place, leaving the earlier index in the file). A re-pack that removes or replaces content always rewrites the pack, so nothing it removed stays readable."
+                "container: rewrite the pack at --output whole, keeping its keys, dropping the zeros an append leaves where removed or replaced content and earlier indexes were (a re-pack appends and zeroes those bytes in place, so nothing it removed stays readable; it rewrites by itself when they would be half the file)."
         )
         var compact = false
         @Flag(
