@@ -21,12 +21,17 @@ extension ContainerPackWriter {
         return DeadBytes.ranges(outside: live, in: dataStart..<indexOffset)
     }
 
-    /// The dead bytes of `pack`'s current generation (none before version 6).
+    /// The dead bytes of `pack`'s current generation (none before version 6). The chunk table is
+    /// read as it is (version 8 checks a chunk's offset when its entry is read, and an installer
+    /// asks this of a pack it has not verified yet): an offset whose end overflows reaches to the
+    /// end, and the verification that follows refuses such a pack.
     static func deadRanges(_ pack: ContainerPackReader) -> [Range<UInt64>] {
         guard pack.header.isAppendable else { return [] }
         let live = (0..<pack.chunks.count).map { k in
             let at = pack.chunks.offset(k)
-            return at..<at + UInt64(pack.chunks.payloadLength(k)) + UInt64(ContainerFormat.tagSize)
+            let (end, overflow) = at.addingReportingOverflow(
+                UInt64(pack.chunks.payloadLength(k)) + UInt64(ContainerFormat.tagSize))
+            return at..<(overflow ? .max : end)
         }
         return DeadBytes.ranges(outside: live, in: pack.header.dataStart..<pack.header.indexOffset)
     }
@@ -51,9 +56,12 @@ extension ContainerPackWriter {
     /// (a re-pack or an update cut off between its commit and its zeroing, or appended by 0.3,
     /// which kept earlier indexes) are zeroed, when that keeps the pack what it is: unsigned, or
     /// signed over a data digest of the region with them zero. Returns the bytes zeroed.
+    /// A file with another name, or one this process may not write, is left as it is, as an
+    /// append would leave it.
     static func finishZeroing(_ pack: ContainerPackReader, output: String) throws -> UInt64 {
         let dead = deadRanges(pack)
-        guard !dead.isEmpty, try !DeadBytes.areZero(dead, in: pack.source) else { return 0 }
+        guard !dead.isEmpty, FileSystem.isSoleWritableFile(output), try !DeadBytes.areZero(dead, in: pack.source)
+        else { return 0 }
         if let block = try ContainerPackReader.signature(pack.source) {
             let zeroed = ZeroedByteSource(pack.source, zeroing: dead)
             let data = pack.header.dataStart..<pack.header.indexOffset

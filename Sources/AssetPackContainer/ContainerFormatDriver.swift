@@ -62,6 +62,12 @@ package struct ContainerFormatDriver: PackFormatDriver {
         return try ContainerPackReader(source: source, credential: credential, limits: limits).storedIdentities()
     }
 
+    package func deadRanges(_ source: any ByteSource, credential: PackCredential, limits: ReadLimits) throws
+        -> [Range<UInt64>]
+    {
+        ContainerPackWriter.deadRanges(try ContainerPackReader(source: source, credential: credential, limits: limits))
+    }
+
     /// A version-6 or -7 `remote` of a later generation than `installed`, with the same keys
     /// (suite, KDF, chunk size, salt), whose data region extends past the installed pack's end:
     /// if it is the installed pack with generations appended, its bytes from the data's start to
@@ -70,12 +76,6 @@ package struct ContainerFormatDriver: PackFormatDriver {
     /// generation), so only a slot the result's verification covers is written, and a crash
     /// before it is whole leaves the installed generation. Both headers' bounds are checked here,
     /// as a reader checks them: nothing is trusted.
-    package func deadRanges(_ source: any ByteSource, credential: PackCredential, limits: ReadLimits) throws
-        -> [Range<UInt64>]
-    {
-        ContainerPackWriter.deadRanges(try ContainerPackReader(source: source, credential: credential, limits: limits))
-    }
-
     package func appendPlan(installed: any ByteSource, remote: any ByteSource) throws -> AppendPlan? {
         guard try recognizes(installed), try recognizes(remote) else { return nil }
         let old = try ContainerHeader.read(from: installed).header
@@ -83,7 +83,8 @@ package struct ContainerFormatDriver: PackFormatDriver {
         let (newIndexEnd, overflow) = new.indexOffset.addingReportingOverflow(new.indexLength)
         guard old.isAppendable, new.isAppendable, new.generation > old.generation,
             new.kdf == old.kdf, new.params == old.params, new.salt == old.salt, new.chunkShift == old.chunkShift,
-            old.dataStart <= old.end, old.end <= installed.size, new.indexOffset >= old.end, !overflow,
+            old.dataStart <= old.indexOffset, old.indexOffset <= old.end, old.end <= installed.size,
+            new.indexOffset >= old.end, !overflow,
             newIndexEnd <= new.end, new.end == remote.size, remote.size > old.end
         else { return nil }
         return AppendPlan(

@@ -171,9 +171,14 @@ package struct ContainerPackWriter: PackWriter {
         // slot goes over it, and its content is zeroed like the rest.)
         let removedBytes =
             try previous.map { try Self.storedBytes($0, notIn: sorted, removed: report.removed ?? 0) } ?? 0
+        let soleWritable = FileSystem.isSoleWritableFile(output)
         var appending =
-            options.compact || !FileSystem.isSoleWritableFile(output)
+            options.compact || !soleWritable
             ? nil : previous.flatMap { Self.appendable($0, dead: previousEarlier + removedBytes) }
+        // A rewrite by the writer's own choice: the dead bytes would have been half the file.
+        let halfDead =
+            appending == nil && !options.compact && soleWritable
+            && previous.map { $0.header.isAppendable && $0.header.generation < .max } == true
         // The dead bytes of the generation an append writes: zeroed after its commit, and zero in
         // its signed data digest.
         var dead: [Range<UInt64>] = []
@@ -360,7 +365,9 @@ package struct ContainerPackWriter: PackWriter {
                     to: output, after: appending, wipingPrevious: !legacyAppends, fill,
                     committed: { fd in try Self.zeroDead(fd, dead, output) })
                 report.appended = true
-                report.zeroedBytes = DeadBytes.count(dead)
+                // What this re-pack left dead (the previous generation's dead bytes were zero
+                // already, or were zeroed again with these: a 0.2 pack's, a crash's).
+                report.zeroedBytes = DeadBytes.count(dead) - min(previousEarlier, DeadBytes.count(dead))
             } else {
                 // Held from the check to after the rename: no append runs into the pack replaced.
                 var locked: FileDescriptor?
@@ -404,7 +411,7 @@ package struct ContainerPackWriter: PackWriter {
             // Everything of the previous file's data that this pack does not name: earlier
             // versions' (zeros, once appends zero them), and what this re-pack removed or replaced.
             report.droppedBytes = previousEarlier + (try Self.liveBytes(previous, notIn: newDigests))
-            report.compacted = !options.compact && previousEarlier + removedBytes > 0 && report.droppedBytes > 0
+            report.compacted = halfDead && report.droppedBytes > 0
         }
         return report
     }

@@ -59,10 +59,10 @@ public struct PackOptions: Sendable {
     /// encrypt (`.invalidArgument`). `fresh` replaces either.
     public var fresh = false
     /// Container: rewrite the pack at `output` whole (keeping its keys, so that installed copies
-    /// still reuse its chunks) even when the re-pack only adds, which otherwise appends the new
-    /// chunks in place and leaves the earlier index in the file (docs/INCREMENTAL.md). A re-pack
-    /// that removes or replaces content always rewrites, so nothing it removed stays readable,
-    /// and one also rewrites on its own once more than half of the file is earlier indexes.
+    /// still reuse its chunks), dropping the zeros appends leave: a re-pack otherwise appends the
+    /// new chunks in place and then zeroes what it removed or replaced and the earlier index, so
+    /// nothing it removed stays readable (docs/INCREMENTAL.md), and rewrites on its own once
+    /// those bytes would be half of the file.
     public var compact = false
     /// Zip-only settings.
     public var zip = ZipPackOptions()

@@ -155,29 +155,41 @@ struct PackDownload {
         guard let driver, let mirror = download.mirror, let installed = try? FileByteSource(path: path),
             let plan = try? driver.appendPlan(installed: installed, remote: mirror)
         else { return nil }
-        try download.fetch([plan.head, plan.tail], progress: progress)
-        // What the remote version no longer names, in the bytes kept: its publisher zeroed them
-        // (docs/FORMAT.md, "Version 6"), and so does the update once it is committed. The plan
-        // zeroes the installed version's index (its header says where); with the credential,
-        // the remote's index says what else (removed or replaced chunks). A pack appended by
-        // 0.3, whose earlier indexes were not zeroed and are signed as they are, verifies as
-        // it is instead.
-        var unzeroed = plan
-        unzeroed.zeroed = []
-        var plans = [plan, unzeroed]
-        if let credential,
-            let dead = try? driver.deadRanges(
-                unzeroed.result(installed: installed, remote: mirror, name: url), credential: credential,
-                limits: .default)
-        {
-            var zeroing = plan
-            zeroing.zeroed = dead.compactMap { range in
-                let r = range.clamped(to: plan.kept)
-                return r.isEmpty ? nil : r
+        // Whether the remote's publisher zeroes what a version no longer names (0.4 on): the
+        // installed version's index, dead in every later version, then reads as zeros on the
+        // server (0.3 left it: sealed bytes, never 32 zeros). 32 bytes more, in the same fetch.
+        let probe = plan.zeroed.first.map { $0.lowerBound..<min($0.upperBound, $0.lowerBound + 32) }
+        try download.fetch([plan.head] + (probe.map { [$0] } ?? []) + [plan.tail], progress: progress)
+        let zeroes =
+            try probe.map { try mirror.bytes(at: $0.lowerBound, count: $0.count).allSatisfy { $0 == 0 } } ?? false
+        // What the remote version no longer names, in the bytes kept: a publisher that zeroes
+        // (docs/FORMAT.md, "Version 6") zeroed them, and so does the update once it is committed.
+        // The plan zeroes the installed version's index (its header says where); with the
+        // credential, the remote's index says what else (removed or replaced chunks). A remote
+        // that does not zero is installed as it is, so that the installed file is the server's
+        // byte for byte either way.
+        var plans: [AppendPlan]
+        if zeroes {
+            plans = [plan]
+            var unzeroed = plan
+            unzeroed.zeroed = []
+            if let credential,
+                let dead = try? driver.deadRanges(
+                    unzeroed.result(installed: installed, remote: mirror, name: url), credential: credential,
+                    limits: .default)
+            {
+                var zeroing = plan
+                zeroing.zeroed = dead.compactMap { range in
+                    let r = range.clamped(to: plan.kept)
+                    return r.isEmpty ? nil : r
+                }
+                if zeroing != plan { plans.insert(zeroing, at: 0) }
             }
-            plans.insert(zeroing, at: 0)
+        } else {
+            var unzeroed = plan
+            unzeroed.zeroed = []
+            plans = [unzeroed]
         }
-        plans = plans.reduce(into: []) { if !$0.contains($1) { $0.append($1) } }
         for plan in plans {
             let pack = plan.result(installed: installed, remote: mirror, name: url)
             do {

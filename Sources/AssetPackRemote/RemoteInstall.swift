@@ -159,7 +159,8 @@ extension PrivateInstaller {
         // Then what the new version removed or replaced (the bytes its publisher zeroed), so the
         // installed copy no longer holds it. Best effort too: the next update zeroes what is
         // left, since it finds the dead bytes from the index.
-        if !plan.zeroed.isEmpty, (try? plan.zeroed.forEach { try fd.zero($0) }) != nil { try? sync() }
+        let zeroed = plan.zeroed.map { $0.clamped(to: plan.kept) }.filter { !$0.isEmpty }
+        if !zeroed.isEmpty, (try? zeroed.forEach { try fd.zero($0) }) != nil { try? sync() }
         return UInt64(plan.tail.count + plan.head.count)
     }
 }

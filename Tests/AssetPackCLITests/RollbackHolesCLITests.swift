@@ -115,6 +115,7 @@ import Testing
         #expect(removed.stderr.contains("rewritten whole"), "\(removed.stderr)")
         #expect(
             removed.stderr.contains("removed or replaced content and earlier versions dropped"), "\(removed.stderr)")
+        #expect(removed.stderr.contains("(they were half of the file)"), "\(removed.stderr)")
         // The first header slot only: no older slot leads anywhere.
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: out)))
         #expect(bytes[4096..<4224].allSatisfy { $0 == 0 })

@@ -262,6 +262,29 @@ import Testing
         try tree.reader().checkIndex()
     }
 
+    /// A chunk offset near 2^64 sealed under the key (as anyone with the password can): the
+    /// dead bytes an installer asks of the pack before verifying it are found without a trap
+    /// (the chunk reaches to the end), and reading the entry is refused.
+    @Test func aChunkOffsetThatOverflowsGivesDeadBytesWithoutATrap() throws {
+        let tree = try IncrementalTests.Tree(["a.txt": Array("abc".utf8), "b.bin": noise(5000, seed: 3)])
+        try tree.pack()
+        var bytes = tree.bytes
+        let (headerBytes, header) = try ContainerHeader.read(from: FileByteSource(path: tree.output))
+        let key = try tree.reader().keys.indexKey(version: header.version)
+        let at = Int(header.indexOffset)..<Int(header.indexOffset + header.indexLength)
+        var index = try ContainerIndex.unsealV8(Array(bytes[at]), key: key, headerBytes: headerBytes)
+        let entries = try tree.reader().records.count
+        Self.put(UInt64.max - 3, at: Self.chunkAt(1, entries: entries), in: &index.table)
+        bytes.replaceSubrange(
+            at,
+            with: ContainerIndex.sealV8(
+                table: index.table, digests: index.digests, nonce: index.nonce, key: key, headerBytes: headerBytes))
+        let reader = try ContainerPackReader(source: MemoryByteSource(bytes), credential: testKey)
+        let dead = ContainerPackWriter.deadRanges(reader)
+        #expect(dead.allSatisfy { $0.upperBound <= header.indexOffset }, "\(dead)")
+        #expect(throws: AssetPackError.self) { try reader.read("b.bin") }
+    }
+
     // MARK: - The sealed region
 
     static func sealed(records: [IndexRecordV4], damage: (inout [UInt8], Int) -> Void = { _, _ in }) -> (
