@@ -120,6 +120,38 @@ import Testing
         for (path, bytes) in files { #expect(try installed.read(path) == bytes, "\(path)") }
     }
 
+    /// A container appended on the server by 0.3, which left its earlier index as it was rather
+    /// than zeroing it: the installed copy is updated in place as the server has it, earlier
+    /// index included, so that it ends the server's file byte for byte (the installer reads 32
+    /// bytes where the installed index was to tell); one appended by a publisher that zeroes
+    /// ends with the zeros (and UpdateInPlaceCLITests zeroes what an edit replaced).
+    @Test(arguments: [false, true]) func anUpdateInPlaceEndsTheServersBytesWhetherItsPublisherZeroed(zeroed: Bool)
+        throws
+    {
+        var files = tree()
+        let local = try serve(files, .container)
+        let installer = PrivateInstaller(directory: dir.appending("home"))
+        let first = try installer.installRemote(server.url("p.pack"), credential: .password("pw"), options: options)
+        let v1 = [UInt8](try Data(contentsOf: local))
+        files["text/added.txt"] = textBytes(30_000, seed: 4)
+        _ = try dir.packForServing(files, .container, to: "p.pack")
+        var v2 = [UInt8](try Data(contentsOf: local))
+        let zeros = (8192..<v1.count).filter { v2[$0] == 0 && v1[$0] != 0 }
+        #expect(zeros.count > 100, "the re-pack zeroed the earlier index")
+        if !zeroed {
+            for p in zeros { v2[p] = v1[p] }  // as 0.3 left it
+            try Data(v2).write(to: local)
+        }
+        try server.put("p.pack", contentsOf: local)
+        let update = try installer.installRemote(server.url("p.pack"), credential: .password("pw"), options: options)
+        #expect(update.updatedInPlace, "\(update)")
+        #expect(update.installation.path == first.installation.path)
+        let installed = [UInt8](try Data(contentsOf: update.installation.path))
+        #expect(installed.count == v2.count && installed[8192...] == v2[8192...])
+        let reader = try AssetPacks.open(update.installation.path.path, credential: .password("pw"))
+        for (path, bytes) in files { #expect(try reader.read(path) == bytes, "\(path)") }
+    }
+
     /// A server that ignores `Range` answers the first request with the whole file: the install
     /// takes it in that one response, verified as any other.
     @Test(arguments: PackFormat.allCases)
