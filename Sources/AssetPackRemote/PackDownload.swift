@@ -157,8 +157,10 @@ struct PackDownload {
         else { return nil }
         // Whether the remote's publisher zeroes what a version no longer names (0.4 on): the
         // installed version's index, dead in every later version, then reads as zeros on the
-        // server (0.3 left it: sealed bytes, never 32 zeros). 32 bytes more, in the same fetch.
-        let probe = plan.zeroed.first.map { $0.lowerBound..<min($0.upperBound, $0.lowerBound + 32) }
+        // server (0.3 left it: sealed bytes, never 32 zeros). Its last 32 bytes, which end where
+        // the tail starts: one range with it, 32 bytes more (its first 32 bytes cost a request
+        // of their own, or the whole index where the fetch joins near ranges).
+        let probe = plan.zeroed.first.map { $0.upperBound - min(32, UInt64($0.count))..<$0.upperBound }
         try download.fetch([plan.head] + (probe.map { [$0] } ?? []) + [plan.tail], progress: progress)
         let zeroes =
             try probe.map { try mirror.bytes(at: $0.lowerBound, count: $0.count).allSatisfy { $0 == 0 } } ?? false
