@@ -150,9 +150,9 @@ package struct ContainerPackWriter: PackWriter {
         // Version 6: a re-pack appends what changed after the previous generation and switches
         // header slots, unless at least half of the data region would then be dead (earlier
         // versions' and removed entries' bytes) or `options.compact` (then it rewrites the pack
-        // whole, compacting it), the previous
-        // pack is older than version 6, or the file has another name or is not writable (an
-        // append would change the other name's pack too; a rewrite renames a new file).
+        // whole, compacting it), the previous pack is older than version 6, or the file has
+        // another name or is not writable (an append would change the other name's pack too; a
+        // rewrite renames a new file).
         // What the previous pack holds of earlier versions: zeros once an append zeroed them,
         // dropped by a rewrite.
         let previousEarlier = previous.map(Self.earlierBytes) ?? 0
@@ -172,7 +172,7 @@ package struct ContainerPackWriter: PackWriter {
         let removedBytes =
             try previous.map { try Self.storedBytes($0, notIn: sorted, removed: report.removed ?? 0) } ?? 0
         let soleWritable = FileSystem.isSoleWritableFile(output)
-        var appending =
+        let appending =
             options.compact || !soleWritable
             ? nil : previous.flatMap { Self.appendable($0, dead: previousEarlier + removedBytes) }
         // A rewrite by the writer's own choice: the dead bytes would have been half the file.
