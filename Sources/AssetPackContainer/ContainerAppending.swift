@@ -67,14 +67,8 @@ extension ContainerPackWriter {
             let data = pack.header.dataStart..<pack.header.indexOffset
             guard try SHA256Hasher.digest(of: zeroed, data) == block.dataDigest else { return 0 }
         }
-        let fd: FileDescriptor
-        do { fd = try .open(output, .readWrite) } catch { throw error.io("cannot open \(output)") }
-        defer { try? fd.close() }
-        do { try fd.lockExclusive() } catch { throw error.io("cannot lock \(output)") }
-        let now = try? ContainerHeader.read(
-            from: FileByteSource(borrowing: fd, name: output, size: (try? fd.status().size) ?? 0)
-        ).header
-        guard now == pack.header else { throw changedWhileRepacking(output) }
+        guard let fd = try lockUnchanged(output, previous: pack.header, mode: .readWrite) else { return 0 }
+        defer { try? fd.close() }  // and with it the lock
         try zeroDead(fd, dead, output)
         return DeadBytes.count(dead)
     }
@@ -258,8 +252,11 @@ extension ContainerPackWriter {
     /// (`previous`; not with `--fresh`), it must still hold that header, so that a rewrite never
     /// replaces a generation another re-pack appended meanwhile. `nil` (no lock) when there is
     /// no file.
-    static func lockUnchanged(_ output: String, previous: ContainerHeader?) throws -> FileDescriptor? {
-        guard let fd = try? FileDescriptor.open(output, .readOnly) else { return nil }
+    /// `mode`: `.readWrite` for a caller that then writes into the file (finishing a zeroing).
+    static func lockUnchanged(
+        _ output: String, previous: ContainerHeader?, mode: FileDescriptor.AccessMode = .readOnly
+    ) throws -> FileDescriptor? {
+        guard let fd = try? FileDescriptor.open(output, mode) else { return nil }
         do {
             do { try fd.lockExclusive() } catch { throw error.io("cannot lock \(output)") }
             guard let previous else { return fd }

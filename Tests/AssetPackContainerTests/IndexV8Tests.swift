@@ -238,16 +238,7 @@ import Testing
     @Test func aRecordDamagedUnderTheKeyIsRefusedWhereItIsUsed() throws {
         let tree = try IncrementalTests.Tree(["a.txt": Array("abc".utf8), "b.bin": noise(5000, seed: 3)])
         try tree.pack()
-        var bytes = tree.bytes
-        let (headerBytes, header) = try ContainerHeader.read(from: FileByteSource(path: tree.output))
-        let key = try tree.reader().keys.indexKey(version: header.version)
-        let at = Int(header.indexOffset)..<Int(header.indexOffset + header.indexLength)
-        var index = try ContainerIndex.unsealV8(Array(bytes[at]), key: key, headerBytes: headerBytes)
-        index.table[Self.entryAt(1) + 6] = 9  // b.bin's codec: none this build knows
-        bytes.replaceSubrange(
-            at,
-            with: ContainerIndex.sealV8(
-                table: index.table, digests: index.digests, nonce: index.nonce, key: key, headerBytes: headerBytes))
+        let bytes = try Self.resealed(tree) { $0[Self.entryAt(1) + 6] = 9 }  // b.bin's codec: none this build knows
         try Data(bytes).write(to: URL(fileURLWithPath: tree.output))
 
         let reader = try tree.reader()
@@ -268,21 +259,29 @@ import Testing
     @Test func aChunkOffsetThatOverflowsGivesDeadBytesWithoutATrap() throws {
         let tree = try IncrementalTests.Tree(["a.txt": Array("abc".utf8), "b.bin": noise(5000, seed: 3)])
         try tree.pack()
+        let header = try ContainerHeader.read(from: FileByteSource(path: tree.output)).header
+        let entries = try tree.reader().records.count
+        let bytes = try Self.resealed(tree) { Self.put(UInt64.max - 3, at: Self.chunkAt(1, entries: entries), in: &$0) }
+        let reader = try ContainerPackReader(source: MemoryByteSource(bytes), credential: testKey)
+        let dead = ContainerPackWriter.deadRanges(reader)
+        #expect(dead.allSatisfy { $0.upperBound <= header.indexOffset }, "\(dead)")
+        #expect(throws: AssetPackError.self) { try reader.read("b.bin") }
+    }
+
+    /// The bytes of `tree`'s pack with its index table changed by `change` and sealed again under
+    /// the pack's key, as only a key holder (anyone with the password) can.
+    static func resealed(_ tree: IncrementalTests.Tree, _ change: (inout [UInt8]) -> Void) throws -> [UInt8] {
         var bytes = tree.bytes
         let (headerBytes, header) = try ContainerHeader.read(from: FileByteSource(path: tree.output))
         let key = try tree.reader().keys.indexKey(version: header.version)
         let at = Int(header.indexOffset)..<Int(header.indexOffset + header.indexLength)
         var index = try ContainerIndex.unsealV8(Array(bytes[at]), key: key, headerBytes: headerBytes)
-        let entries = try tree.reader().records.count
-        Self.put(UInt64.max - 3, at: Self.chunkAt(1, entries: entries), in: &index.table)
+        change(&index.table)
         bytes.replaceSubrange(
             at,
             with: ContainerIndex.sealV8(
                 table: index.table, digests: index.digests, nonce: index.nonce, key: key, headerBytes: headerBytes))
-        let reader = try ContainerPackReader(source: MemoryByteSource(bytes), credential: testKey)
-        let dead = ContainerPackWriter.deadRanges(reader)
-        #expect(dead.allSatisfy { $0.upperBound <= header.indexOffset }, "\(dead)")
-        #expect(throws: AssetPackError.self) { try reader.read("b.bin") }
+        return bytes
     }
 
     // MARK: - The sealed region
