@@ -96,7 +96,7 @@ extension ContainerPackWriter {
         let digests = try previous.digests()
         for (i, new) in records.enumerated() {
             let old = try previous.records.record(i)
-            guard old.info.path == new.path, old.keyID == new.keyID, digests.entry(old) == new.sha256,
+            guard old.info.path == new.path, old.keyID == new.keyID, digests.entry(old, is: new.sha256),
                 old.codec == new.codec, old.chunkCount == new.chunks.count
             else { return false }
             for (c, chunk) in new.chunks.enumerated() {

@@ -73,7 +73,6 @@ extension ContainerPackWriter {
         do { status = try src.status() } catch { throw error.io("cannot stat \(file.diskPath)") }
         let size = status.size
         let signing = digests != nil
-        let hasher = SHA256Hasher()
         var out = WrittenEntry(
             record: IndexRecordV4(
                 path: file.path, size: size, crc: 0, codec: .none, keyID: keyID, sha256: [], chunks: []),
@@ -117,8 +116,7 @@ extension ContainerPackWriter {
             try sealBatch(
                 cuts, compress: compress == true ? codec : .none, codec: codec, key: key, policy: policy,
                 previous: previous, inPlace: inPlace && !checksKept, occurrences: &occurrences, buffers: buffers,
-                signing: signing,
-                hashing: (hasher, UnsafeRawBufferPointer(rebasing: buffers.plain[carry..<available])))
+                signing: signing)
             // In file order: compact the sealed chunks, record them, append them.
             var w = 0
             for (j, cut) in cuts.enumerated() {
@@ -164,7 +162,7 @@ extension ContainerPackWriter {
         }
         guard more == 0 else { throw AssetPackError(.io, "file grew while it was being packed", path: file.path) }
         out.record.crc = crc
-        out.record.sha256 = hasher.finalize()
+        out.record.sha256 = ContainerFormat.entryDigest(size: size, chunks: out.record.chunks)
         let anyCompressed = out.record.chunks.contains { $0.payload & ChunkTable.compressedBit != 0 }
         out.record.codec = anyCompressed ? codec : .none
         return out
@@ -178,29 +176,22 @@ extension ContainerPackWriter {
     ///
     /// A compressed chunk is copied only from an entry of the same `codec` (the one this entry
     /// records): a zstd frame in an entry that says deflate would not decode.
-    ///
-    /// `hashing`: the whole entry's hasher and the bytes of this batch it has not seen yet, fed to
-    /// it as one more concurrent task beside the digests (it was a serial pass of its own before
-    /// the chunks: 45 ms of a 64 MiB entry's ~0.4 s, on one core while the other waited).
     private func sealBatch(
         _ cuts: [(start: Int, length: Int)], compress: ChunkCodec, codec: ChunkCodec, key: [UInt8],
         policy: CompressionPolicy, previous: PreviousEntry?, inPlace: Bool, occurrences: inout [[UInt8]: Int],
-        buffers: ChunkBuffers, signing: Bool, hashing: (hasher: SHA256Hasher, bytes: UnsafeRawBufferPointer)
+        buffers: ChunkBuffers, signing: Bool
     ) throws {
         let total = cuts.reduce(0) { $0 + $1.length }
         let tasks = cuts.count >= 2 && total >= 256 << 10 ? min(cuts.count, ContainerPackReader.cores * 4) : 1
         let tagSize = ContainerFormat.tagSize
         let nonces = random(12 * cuts.count)
         func share(_ task: Int) -> Range<Int> { (cuts.count * task / tasks)..<(cuts.count * (task + 1) / tasks) }
-        // Pass 1, in parallel: iteration 0 hashes the entry (first, since it is the longest), the
-        // others take each chunk's digest and CRC.
-        let hashApart = tasks > 1
-        if !hashApart { hashing.hasher.update(hashing.bytes) }
+        // Pass 1, in parallel: each chunk's digest and CRC (the entry's digest is made of the
+        // chunks' digests: ContainerFormat.entryDigest).
         var digests = [[UInt8]](repeating: [], count: cuts.count)
         try digests.withUnsafeMutableBufferPointer { out in
-            try concurrently(hashApart ? tasks + 1 : 1) { iteration in
-                if hashApart, iteration == 0 { return hashing.hasher.update(hashing.bytes) }
-                for j in share(hashApart ? iteration - 1 : iteration) {
+            try concurrently(tasks) { task in
+                for j in share(task) {
                     let plain = UnsafeRawBufferPointer(
                         rebasing: buffers.plain[cuts[j].start..<cuts[j].start + cuts[j].length])
                     out[j] = SHA256Hasher.digest(plain)

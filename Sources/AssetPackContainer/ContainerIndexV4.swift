@@ -120,7 +120,8 @@ struct ChunkRecord {
     var plainLength: UInt32
     /// Payload length, bit 31 set when compressed.
     var payload: UInt32
-    /// The AES-GCM nonce (12 bytes) and the sealed chunk's SHA-256, inline.
+    /// The AES-GCM nonce (12 bytes) and the plaintext's SHA-256 (how a re-pack finds the chunk
+    /// again), inline.
     @Inline var nonce: [UInt8]
     @Inline var digest: [UInt8]
 }

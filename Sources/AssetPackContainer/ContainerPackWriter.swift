@@ -328,7 +328,7 @@ package struct ContainerPackWriter: PackWriter {
                     if isDictionary { continue }
                     i += 1
                     if written.reusedChunks == written.record.chunks.count, let old,
-                        old.entry.sha256 == written.record.sha256
+                        old.digests.entry(old.entry, is: written.record.sha256)
                     {
                         report.reused += 1
                         report.reusedBytes += written.record.size

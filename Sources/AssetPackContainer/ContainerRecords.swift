@@ -129,6 +129,15 @@ struct PackDigests {
     func entry(_ e: ContainerEntry) -> [UInt8]? { inPlace?.entry(Int(e.id)) ?? e.sha256 }
     /// The plaintext digest of chunk `k` (versions 4 and later).
     func chunk(_ k: Int) -> [UInt8] { inPlace?.chunk(k) ?? Array(chunks.digests[32 * k..<32 * k + 32]) }
+
+    /// Whether record `e` (versions 4 and later) holds the content whose entry digest a writer
+    /// made `digest`: the digest its record carries is it, or it was written by 0.4 or earlier (a
+    /// plaintext SHA-256) and its chunks' digests make it (``ContainerFormat/entryDigest``).
+    func entry(_ e: ContainerEntry, is digest: [UInt8]) -> Bool {
+        if entry(e) == digest { return true }
+        let own = (0..<e.chunkCount).map { chunk(e.firstChunk + $0) }
+        return ContainerFormat.entryDigest(size: e.info.size, chunkDigests: own) == digest
+    }
 }
 
 extension ContainerPackReader {

@@ -7,8 +7,9 @@ import Darwin
 #endif
 
 /// What a re-pack remembers of its sources from the last pack of the same output: for each source
-/// file, its status then (device, inode, size, modification and change times) and the SHA-256 of
-/// its content. A file whose status is the same now is taken to hold the same bytes, and is not
+/// file, its status then (device, inode, size, modification and change times) and the digest of
+/// its content that its entry records (the zip's manifest: the SHA-256; the container: its entry
+/// digest, docs/FORMAT.md "Entry digests"). A file whose status is the same now is taken to hold the same bytes, and is not
 /// read (docs/INCREMENTAL.md, "Skipping unchanged sources": why that is safe, and the racy case).
 ///
 /// Kept outside the pack, in a private cache folder of the machine that packs (`0700`, files
@@ -27,7 +28,7 @@ package final class SourceStatusCache: @unchecked Sendable {
         var size: UInt64
         var modificationTime: Int64
         var changeTime: Int64
-        /// The content's SHA-256, held inline (a million files' records are one allocation each
+        /// The content's digest, as the entry records it, held inline (a million files' records are one allocation each
         /// fewer than with an array).
         @Inline var sha256: [UInt8]
 

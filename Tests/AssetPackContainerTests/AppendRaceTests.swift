@@ -226,4 +226,28 @@ extension AppendTests {
         #expect(try tree.pack().appended)
         try tree.expectReadsBack()
     }
+
+    /// `v8-key-store-by-0.4.apack` is `v8-key-store.apack` as 0.4 wrote it: its entry digests are
+    /// the plaintexts' SHA-256, where this writer's are made of the chunks' digests. Re-packed from
+    /// the same files with no status cache, every entry is found unchanged (the pack is left as it
+    /// is, byte for byte) and reported reused; a new file then appends.
+    @Test func aPackWhoseEntryDigestsAreTheirPlaintextsSHA256IsFoundUnchanged() throws {
+        let vector = try #require(Bundle.module.url(forResource: "Vectors", withExtension: nil))
+            .appendingPathComponent("v8-key-store-by-0.4.apack")
+        let tree = try Tree([
+            "hello.txt": Array("Hello, AssetPack!\n\n".utf8), "empty": [], "dir/\u{FC}.bin": noise(5000, seed: 7),
+        ])
+        try FileManager.default.copyItem(atPath: vector.path, toPath: tree.output)
+        let before = tree.bytes
+        let old = try tree.reader()
+        let hello = try old.records.record(try #require(old.records.storedPosition(of: "hello.txt")))
+        #expect(try old.digests().entry(hello) == SHA256Hasher.digest(Array("Hello, AssetPack!\n\n".utf8)))
+        let first = try tree.pack(compression: .store)
+        #expect(!first.appended && first.bytesWritten == 0 && first.reused == 3, "\(first)")
+        #expect(tree.bytes == before)
+        try tree.set("more.txt", Array("more".utf8))
+        let second = try tree.pack(compression: .store)
+        #expect(second.appended && second.reused == 3 && second.packed == 1)
+        try tree.expectReadsBack()
+    }
 }

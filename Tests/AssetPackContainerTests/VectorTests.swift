@@ -424,6 +424,20 @@ import Testing
             #expect(try Self.intermediates(tiny)["prk"]?.count == 64)
         }
     }
+
+    /// docs/FORMAT.md, "Entry digests": `v8-tiny-key.apack`'s digest section holds, for `a.txt` =
+    /// `abc`, SHA-256("AssetPack entry digest v1" 00 ‖ u64le 3 ‖ SHA-256(`abc`)) (worked out by
+    /// Python's hashlib), then its one chunk's SHA-256(`abc`).
+    @Test func anEntryDigestIsMadeOfItsChunksDigests() throws {
+        let path = try #require(Bundle.module.url(forResource: "Vectors", withExtension: nil))
+            .appendingPathComponent("v8-tiny-key.apack").path
+        let reader = try ContainerPackReader(path: path, credential: .key(Array(0..<32)))
+        let digests = try reader.digests()
+        let e = try reader.records.record(0)
+        #expect(
+            hex(try #require(digests.entry(e))) == "9a017c968ce1c395c0aa50c04da9ecfc4015b0b4a57d512c0d387ff989acb9ab")
+        #expect(hex(digests.chunk(0)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    }
 }
 
 func hex(_ b: [UInt8]) -> String { b.map { String(format: "%02x", $0) }.joined() }
