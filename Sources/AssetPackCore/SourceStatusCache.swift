@@ -63,7 +63,7 @@ package final class SourceStatusCache: @unchecked Sendable {
     private let started: Int64
     private let lock = NSLock()
     /// What the last pack remembered, loaded when first asked for (a full pack never asks).
-    private lazy var remembered: Remembered = (try? Self.load(file, output: output)) ?? Remembered()
+    private(set) lazy var remembered: Remembered = (try? Self.load(file, output: output)) ?? Remembered()
     /// Which of `remembered`'s records were kept unread, and how many.
     private var keptMarks: [Bool] = []
     private var keptCount = 0
@@ -249,6 +249,8 @@ package final class SourceStatusCache: @unchecked Sendable {
     }
 
     private static let magic = "AssetPack source status 2\n"
+    /// A record's bytes after its path: device, inode, size, the two times, the digest.
+    private static let recordSize = 5 * 8 + 32
 
     private static func append(_ bytes: inout [UInt8], _ text: String) {
         let utf8 = Array(text.utf8)
@@ -272,10 +274,21 @@ package final class SourceStatusCache: @unchecked Sendable {
             return try reader.bytes(count)
         }
         guard try text().elementsEqual(output.utf8) else { return Remembered() }
+        // Counted first, so the arrays are the size they need: grown by doubling from an estimate,
+        // a million files' records took 152 MB where 80 MB were used.
+        var counting = reader
+        var count = 0, pathBytes = 0
+        while counting.remaining > 0 {
+            let length = Int(try counting.u32())
+            guard length <= counting.remaining else { throw AssetPackError(.integrityFailure, "short") }
+            try counting.skip(length + Self.recordSize)
+            count += 1
+            pathBytes += length
+        }
         var remembered = Remembered()
-        let estimate = data.count / 100  // a record is 76 bytes and its path
-        remembered.ends.reserveCapacity(estimate)
-        remembered.records.reserveCapacity(estimate)
+        remembered.paths.reserveCapacity(pathBytes)
+        remembered.ends.reserveCapacity(count)
+        remembered.records.reserveCapacity(count)
         var previous: [UInt8] = []
         while reader.remaining > 0 {
             let path = try text()
