@@ -250,6 +250,14 @@ public enum AssetPacks {
         let watch = Stopwatch()
         try AtomicFile.checkTarget(output.path)  // before the scan, for both writers
         try checkNotALink(output.path)  // before the scan too; pack(_:…) checks again for its other callers
+        // A re-pack's key derivation runs while the sources are scanned (the writer's open of the
+        // pack at the output takes its result; docs/INCREMENTAL.md, "Cost").
+        let prefetch = try options.credential.flatMap { credential in
+            options.fresh
+                ? nil
+                : try driver(for: options.format).prefetchKey(of: output.path, credential: credential, limits: .default)
+        }
+        defer { prefetch?.finish() }
         let (files, skipped) = try SourceTree.scanReporting(
             root: source, includeHidden: options.includeHidden, excluding: output)
         // A container re-pack counts "removed" itself from the pack it reuses (no second key

@@ -361,8 +361,15 @@ struct ContainerKeys: Sendable {
         HMACSHA256.authenticationCode(committed, key: commitmentKey)
     }
 
-    /// Derives the master key from a credential, with the KDF and parameters of `header`.
+    /// Derives the master key from a credential, with the KDF and parameters of `header`, or
+    /// takes it from a prefetch started for exactly these (``ContainerKeyPrefetch``).
     static func master(_ credential: PackCredential, header: ContainerHeader) throws -> [UInt8] {
+        if let key = ContainerKeyPrefetch.take(credential, header: header) { return key }
+        return try derive(credential, header: header)
+    }
+
+    /// Derives the master key from a credential, with the KDF and parameters of `header`.
+    static func derive(_ credential: PackCredential, header: ContainerHeader) throws -> [UInt8] {
         switch (credential, header.kdf) {
         case (.key(let key), .none):
             guard key.count == 32 else {

@@ -21,6 +21,12 @@ package struct ContainerFormatDriver: PackFormatDriver {
 
     package var countsRemovedEntries: Bool { true }
 
+    package func prefetchKey(of output: String, credential: PackCredential, limits: ReadLimits)
+        -> (any PackKeyPrefetch)?
+    {
+        ContainerKeyPrefetch.start(output: output, credential: credential, limits: limits)
+    }
+
     package func deflateLevel(_ level: CompressionLevel) -> Int32 { level.containerDeflateLevel }
 
     package func crossCheckReader(_ source: any ByteSource, credential: PackCredential?) throws

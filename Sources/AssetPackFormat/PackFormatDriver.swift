@@ -24,6 +24,9 @@ package protocol PackFormatDriver: Sendable {
     /// Whether this format's writer counts the entries a re-pack removed (`PackSummary.removed`)
     /// from the pack it reads at the output; `false`: a tool lists that pack itself.
     var countsRemovedEntries: Bool { get }
+    /// Starts deriving the key of the pack at `output` ahead of the re-pack that opens it
+    /// (extension below: none by default).
+    func prefetchKey(of output: String, credential: PackCredential, limits: ReadLimits) -> (any PackKeyPrefetch)?
     /// The deflate level this format's writer uses at `level`.
     func deflateLevel(_ level: CompressionLevel) -> Int32
     /// A second reader of `source` through another decoder, for a tool to compare against the
@@ -150,7 +153,22 @@ package struct StoredIdentities: Sendable {
     }
 }
 
+/// A key derivation a format started ahead of the open that needs it (``PackFormatDriver/prefetchKey(of:credential:limits:)``).
+package protocol PackKeyPrefetch: AnyObject, Sendable {
+    /// Withdraws it: no later open takes its key.
+    func finish()
+}
+
 extension PackFormatDriver {
+    /// Starts deriving, on another thread, the key of the pack of this format at `output` under
+    /// `credential`, for a re-pack to scan its sources meanwhile; `nil` (the default) when there
+    /// is nothing to derive ahead. The caller calls `finish()` once the re-pack is done.
+    package func prefetchKey(of output: String, credential: PackCredential, limits: ReadLimits) -> (
+        any PackKeyPrefetch
+    )? {
+        nil
+    }
+
     package func storedIdentities(_ source: any ByteSource, credential: PackCredential?, limits: ReadLimits) throws
         -> StoredIdentities?
     { nil }
