@@ -4,11 +4,29 @@ import Foundation
 public struct SourceFile: Sendable, Hashable {
     /// The entry path it will have: relative, NFC, `/`-separated.
     public var path: String
-    /// Where the file is on disk, as a path: what the packers open. (Kept as a string: a `URL`
-    /// per file cost a million-file pack ~300 MB.)
-    package var diskPath: String
     /// Its size in bytes when scanned.
     public var size: UInt64
+    /// Where the file is: a path of its own, or a folder every file of a scan shares and the
+    /// path below it (for most files the very string `path` is, so no string is held for the
+    /// disk path at all: a million files' disk paths were 96 MB of a pack's peak).
+    private var disk: Disk
+
+    private enum Disk: Sendable, Hashable {
+        case path(String)
+        case below(folder: String, relative: String)
+    }
+
+    /// Where the file is on disk, as a path: what the packers open. (Kept as a string: a `URL`
+    /// per file cost a million-file pack ~300 MB.)
+    package var diskPath: String {
+        get {
+            switch disk {
+            case .path(let path): path
+            case .below(let folder, let relative): folder + "/" + relative
+            }
+        }
+        set { disk = .path(newValue) }
+    }
 
     /// Where the file is on disk.
     public var url: URL {
@@ -24,8 +42,26 @@ public struct SourceFile: Sendable, Hashable {
     /// Creates a source file description from the file's path on disk.
     package init(path: String, diskPath: String, size: UInt64) {
         self.path = path
-        self.diskPath = diskPath
         self.size = size
+        disk = .path(diskPath)
+    }
+
+    /// A file at `relative` below `folder` (a scan's root, shared by its files), entry `path`.
+    package init(path: String, folder: String, relative: String, size: UInt64) {
+        self.path = path
+        self.size = size
+        // The entry path's own string when the two are the same bytes (a name already NFC).
+        disk = .below(folder: folder, relative: relative.utf8.elementsEqual(path.utf8) ? path : relative)
+    }
+
+    public static func == (a: SourceFile, b: SourceFile) -> Bool {
+        a.path == b.path && a.size == b.size && a.diskPath == b.diskPath
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(path)
+        hasher.combine(size)
+        hasher.combine(diskPath)
     }
 }
 
@@ -77,6 +113,9 @@ package enum SourceTree {
         var skipped: [SkippedFile] = []
 
         func walk(_ dir: String, relative: String) throws {
+            // Whether `dir` is the root's path and `relative`, with no link followed on the way:
+            // its files' disk paths are then kept as the root and their relative paths.
+            let direct = dir == (relative.isEmpty ? realRoot : realRoot + "/" + relative)
             let names: [String]
             do {
                 names = try FileManager.default.contentsOfDirectory(atPath: dir)
@@ -120,7 +159,10 @@ package enum SourceTree {
                             .invalidArgument, "\(other) and \(rel) have the same normalised name \(path)")
                     }
                     seen[path] = rel
-                    files.append(SourceFile(path: path, diskPath: target, size: status.size))
+                    files.append(
+                        direct && target == full
+                            ? SourceFile(path: path, folder: realRoot, relative: rel, size: status.size)
+                            : SourceFile(path: path, diskPath: target, size: status.size))
                 default:
                     // Sockets, FIFOs and devices are not assets: skipped, and reported.
                     let kind =

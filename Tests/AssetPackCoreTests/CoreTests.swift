@@ -146,6 +146,35 @@ import Testing
         #expect(files.map(\.path) == ["alias.txt", "real/a.txt"])
     }
 
+    /// A scanned file's disk path is kept as the root and its relative path where no link is on
+    /// the way (no string of its own); each is the file as it is on disk: an NFD name as written,
+    /// a file below a linked folder and a linked file at the link's target.
+    @Test func diskPathsAreTheFilesOnDisk() throws {
+        let dir = TemporaryDirectory()
+        // `.store` is hidden, so reached only through the link (a link to a folder scanned
+        // already is skipped as a cycle).
+        try dir.write(["real/a.txt": [1], "real/sub/b.txt": [2], "cafe\u{301}.txt": [3], ".store/c.txt": [4]])
+        try FileManager.default.createSymbolicLink(atPath: dir.appending("linked").path, withDestinationPath: ".store")
+        try FileManager.default.createSymbolicLink(
+            atPath: dir.appending("alias.txt").path, withDestinationPath: "real/a.txt")
+        let root = try FileSystem.realpath(dir.url.path)
+        let files = try SourceTree.scan(root: dir.url, includeHidden: false)
+        let disk = Dictionary(uniqueKeysWithValues: files.map { ($0.path, $0.diskPath) })
+        #expect(disk["real/a.txt"] == root + "/real/a.txt")
+        #expect(disk["real/sub/b.txt"] == root + "/real/sub/b.txt")
+        #expect(disk["caf\u{E9}.txt"].map { Array($0.utf8) } == Array((root + "/cafe\u{301}.txt").utf8))
+        #expect(disk["alias.txt"] == root + "/real/a.txt")
+        #expect(disk["linked/c.txt"] == root + "/.store/c.txt")
+        for f in files { #expect(try Data(contentsOf: f.url).count == 1, "\(f.path)") }
+        // One file, described either way, is one file.
+        let b = try #require(files.first { $0.path == "real/sub/b.txt" })
+        let same = SourceFile(path: b.path, diskPath: root + "/real/sub/b.txt", size: b.size)
+        #expect(b == same && Set([b, same]).count == 1)
+        var moved = b
+        moved.diskPath = root + "/real/a.txt"
+        #expect(moved != b && moved.diskPath == root + "/real/a.txt")
+    }
+
     @Test func refusesEmptyAndMissingSources() throws {
         let dir = TemporaryDirectory()
         try FileManager.default.createDirectory(at: dir.appending("sub"), withIntermediateDirectories: true)
