@@ -75,7 +75,7 @@ extension ContainerPackWriter {
 
     /// The bytes of `previous`'s live chunks whose plaintext is in none of `digests` (the new
     /// pack's chunks): content a re-pack removed or replaced.
-    static func liveBytes(_ previous: ContainerPackReader, notIn digests: Set<InlineBytes>) throws -> UInt64 {
+    static func liveBytes(_ previous: ContainerPackReader, notIn digests: SortedDigests) throws -> UInt64 {
         var bytes: UInt64 = 0
         let old = try previous.digests()
         for k in 0..<previous.chunks.count where !digests.contains(InlineBytes(old.chunk(k))) {
@@ -279,5 +279,34 @@ extension ContainerPackWriter {
 
     static func changedWhileRepacking(_ output: String) -> AssetPackError {
         AssetPackError(.io, "\(output) changed while it was being re-packed (another pack of it?); pack it again")
+    }
+}
+
+/// The plaintext digests of a pack's chunks, sorted and searched by bisection: what a rewrite
+/// counts the content it dropped against. A `Set` of a million was 84 MB, built from a 40 MB
+/// array, at the rewrite's peak; this is the 40 MB.
+struct SortedDigests {
+    private var digests: [InlineBytes] = []
+
+    init() {}
+
+    init(_ records: [IndexRecordV4]) {
+        digests.reserveCapacity(records.reduce(0) { $0 + $1.chunks.count })
+        for r in records { for c in r.chunks { digests.append(c.$digest) } }
+        digests.sort(by: Self.precedes)
+    }
+
+    func contains(_ digest: InlineBytes) -> Bool {
+        var lo = 0, hi = digests.count
+        while lo < hi {
+            let mid = (lo + hi) / 2
+            if digests[mid] == digest { return true }
+            if Self.precedes(digests[mid], digest) { lo = mid + 1 } else { hi = mid }
+        }
+        return false
+    }
+
+    private static func precedes(_ a: InlineBytes, _ b: InlineBytes) -> Bool {
+        a.withUnsafeBytes { x in b.withUnsafeBytes { y in x.lexicographicallyPrecedes(y) } }
     }
 }

@@ -112,6 +112,24 @@ extension AppendTests {
         #expect(h.generation == 5 && h.slot == 0)
     }
 
+    /// A re-pack that removes most of a pack rewrites it, and reports as dropped exactly the
+    /// removed entry's sealed chunks (a first pack has no earlier bytes): its chunks' digests are
+    /// in none of the new pack's (`SortedDigests`), the kept entry's all are.
+    @Test func aCompactionReportsTheSealedBytesOfWhatItRemoved() throws {
+        let tree = try IncrementalTests.Tree([
+            "keep.bin": noise(20_000, seed: 1), "gone.bin": noise(90_000, seed: 2), "also.bin": noise(5_000, seed: 3),
+        ])
+        try tree.pack()
+        let before = try tree.reader()
+        let gone = try before.records.record(try #require(before.records.storedPosition(of: "gone.bin")))
+        let sealed = (0..<gone.chunkCount).reduce(0) { $0 + before.storedChunk(gone, $1).length }
+        try tree.remove("gone.bin")
+        let report = try tree.pack()
+        #expect(!report.appended && report.compacted, "\(report)")
+        #expect(report.droppedBytes == UInt64(sealed) && sealed > 90_000, "\(report), \(sealed)")
+        try tree.expectReadsBack()
+    }
+
     @Test func aSignedPackAppendsAndVerifies() throws {
         let key = PublisherSigningKey.generate()
         let tree = try Self.tree()
