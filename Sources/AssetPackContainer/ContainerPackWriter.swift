@@ -301,13 +301,15 @@ package struct ContainerPackWriter: PackWriter {
                         }
                     }
                     // A source whose status is the one its entry was packed or checked from is
-                    // not read: the entry is kept whole.
+                    // not read: the entry is kept whole. (The cache may hold this writer's digest
+                    // of an entry a 0.4 pack kept with its plaintext's SHA-256: `entry(_:is:)`.)
                     var kept: WrittenEntry?
                     // Its chunks stay compressed as they were: only where this pack decodes them
                     // (stored, or this pack's codec: codec 3 only with the dictionary kept), as
                     // `sealBatch` copies a compressed chunk only into an entry of its codec.
                     if let old, !isDictionary, old.entry.codec == ChunkCodec.none || old.entry.codec == entryCodec,
-                        let cache, let known = cache.digest(of: file.path, at: file.diskPath), known == old.entry.sha256
+                        let cache, let known = cache.digest(of: file.path, at: file.diskPath),
+                        old.digests.entry(old.entry, is: known)
                     {
                         kept = try keepEntry(
                             old, path: file.path, inPlace: appending != nil, keys: keys, buffers: buffers, to: fd,

@@ -268,4 +268,24 @@ extension AppendTests {
         #expect(second.appended && second.reused == 3 && second.packed == 1)
         try tree.expectReadsBack()
     }
+
+    /// The same 0.4 pack with a status cache: the first re-pack reads the files (nothing is
+    /// remembered yet), finds them unchanged and leaves the pack as it is, its digests 0.4's; the
+    /// cache now holds this writer's digests, and the next re-pack still reads nothing.
+    @Test func aPackWhoseEntryDigestsAreTheirPlaintextsSHA256KeepsItsFilesUnreadWithACache() throws {
+        let vector = try #require(Bundle.module.url(forResource: "Vectors", withExtension: nil))
+            .appendingPathComponent("v8-key-store-by-0.4.apack")
+        let tree = try Tree([
+            "hello.txt": Array("Hello, AssetPack!\n\n".utf8), "empty": [], "dir/\u{FC}.bin": noise(5000, seed: 7),
+        ])
+        tree.statusCache = tree.scratch.url.appendingPathComponent("cache")
+        tree.racyMargin = 0
+        try FileManager.default.copyItem(atPath: vector.path, toPath: tree.output)
+        let before = tree.bytes
+        let first = try tree.pack(compression: .store)
+        #expect(first.bytesWritten == 0 && first.unreadSources == 0 && tree.bytes == before, "\(first)")
+        let second = try tree.pack(compression: .store)
+        #expect(second.bytesWritten == 0 && second.unreadSources == 3 && tree.bytes == before, "\(second)")
+        try tree.expectReadsBack()
+    }
 }
