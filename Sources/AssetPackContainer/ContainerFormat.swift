@@ -56,7 +56,7 @@ package enum ContainerFormat {
     /// The chunks' digests are taken anyway (a re-pack finds unchanged chunks by them), so the
     /// entry costs one short hash more instead of a second pass over its bytes: on a 64 MiB entry
     /// that pass was ~45 ms of CPU of a full pack and of a re-pack after a one-byte edit. Equal
-    /// contents give equal digests (the cuts depend on the content alone). Packs by 0.4 and
+    /// contents cut the same way (chunk bounds and scale) give equal digests. Packs by 0.4 and
     /// earlier hold the plaintext's SHA-256 instead: a re-pack compares digests only for equality,
     /// so the two kinds differ for the same content (the entry is read once more, then found
     /// unchanged chunk by chunk), and which chunks are reused is decided by the chunks' own

@@ -27,7 +27,10 @@ package final class ContainerKeyPrefetch: PackKeyPrefetch, @unchecked Sendable {
 
     /// Starts deriving the key of the container at `output` with `credential`; `nil` when there
     /// is nothing to derive ahead: no such container, a raw key, or KDF parameters `limits`
-    /// refuse (a crafted header is never run ahead of the checks an open makes).
+    /// refuse (a crafted header never costs more than an open with those limits would let it).
+    /// An open checks more before it derives (the index's size, the file's length): a damaged
+    /// pack at the output, or one the re-pack then does not open (a signed re-pack of a pack
+    /// this key did not sign), costs a derivation on another thread that nothing takes.
     package static func start(output: String, credential: PackCredential, limits: ReadLimits) -> ContainerKeyPrefetch? {
         guard case .password = credential, let source = try? FileByteSource(path: output) else { return nil }
         guard let header = try? ContainerHeader.read(from: source).header, header.kdf != .none,
@@ -59,6 +62,7 @@ package final class ContainerKeyPrefetch: PackKeyPrefetch, @unchecked Sendable {
         prefetch.done.signal()  // for a `finish` waiting after this
         return prefetch.lock.withLock {
             prefetch.taken = true
+            defer { prefetch.result = nil }  // handed over: no copy stays here
             return prefetch.result
         }
     }
@@ -70,6 +74,7 @@ package final class ContainerKeyPrefetch: PackKeyPrefetch, @unchecked Sendable {
     /// open takes it. Its thread, if still deriving, finishes on its own.
     package func finish() {
         Self.lock.withLock { Self.pending.removeAll { $0 === self } }
+        lock.withLock { result = nil }
     }
 
     private static func inputs(_ credential: PackCredential, header: ContainerHeader) -> [UInt8] {

@@ -118,7 +118,8 @@ package enum SourceTree {
         func walk(_ dir: String, relative: String) throws {
             // Whether `dir` is the root's path and `relative`, with no link followed on the way:
             // its files' disk paths are then kept as the root and their relative paths.
-            let direct = dir == (relative.isEmpty ? realRoot : realRoot + "/" + relative)
+            // (Compared as bytes: `==` on strings would take an NFD name for its NFC form.)
+            let direct = dir.utf8.elementsEqual((relative.isEmpty ? realRoot : realRoot + "/" + relative).utf8)
             let names: [String]
             do {
                 names = try FileManager.default.contentsOfDirectory(atPath: dir)
@@ -163,7 +164,7 @@ package enum SourceTree {
                     }
                     seen[path] = rel
                     files.append(
-                        direct && target == full
+                        direct && target.utf8.elementsEqual(full.utf8)
                             ? SourceFile(path: path, folder: realRoot, relative: rel, size: status.size)
                             : SourceFile(path: path, diskPath: target, size: status.size))
                 default:

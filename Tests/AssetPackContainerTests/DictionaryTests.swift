@@ -73,6 +73,24 @@ import Testing
             "\(with) + \(dictionary.count) against \(without)")
     }
 
+    /// The dictionary's entry (`.assetpack/…`) goes in among the sources where its path sorts:
+    /// after names that sort before `.` (`!`, `-`), and last when every name does.
+    @Test func theDictionaryEntrySortsInAmongTheSourcesWhereverItFalls() throws {
+        for prefix in ["", "-"] {
+            var files: [String: [UInt8]] = ["!first.txt": text(3000), "-second.txt": text(4000)]
+            for i in 0..<40 { files["\(prefix)units/unit\(i).cfg"] = configFile(i) }
+            let tree = try IncrementalTests.Tree(files)
+            try tree.pack()
+            let reader = try tree.reader()
+            let all = try reader.records.all().map(\.info.path)
+            #expect(all == all.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) } && all.count == 43)
+            let at = try #require(all.firstIndex(of: PackDictionary.entryName))
+            #expect(at == (prefix.isEmpty ? 2 : 42), "\(all)")
+            #expect(reader.zstdDictionary != nil)
+            try tree.expectReadsBack()
+        }
+    }
+
     @Test func noDictionaryForFewFilesRandomOnesTheFastLevelOrDeflate() throws {
         // Fewer than 16 samples.
         let few = try Self.game(PackDictionary.minimumSamples - 1)

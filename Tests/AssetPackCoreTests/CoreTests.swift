@@ -175,16 +175,19 @@ import Testing
         #expect(moved != b && moved.diskPath == root + "/real/a.txt")
     }
 
-    /// The pack being written, when it is inside the tree, is not a source: nor is a link to it.
+    /// The pack being written, when it is inside the tree, is not a source: nor is a symbolic
+    /// or hard link to it (the same file under another name).
     @Test func theExcludedFileIsLeftOutWhateverItIsCalled() throws {
         let dir = TemporaryDirectory()
         try dir.write(["a.txt": [1], "out/p.apack": [2], "b.txt": [3]])
         try FileManager.default.createSymbolicLink(
             atPath: dir.appending("alias.apack").path, withDestinationPath: "out/p.apack")
+        try FileManager.default.linkItem(
+            atPath: dir.appending("out/p.apack").path, toPath: dir.appending("hard.apack").path)
         let files = try SourceTree.scan(root: dir.url, includeHidden: false, excluding: dir.appending("out/p.apack"))
         #expect(files.map(\.path) == ["a.txt", "b.txt"])
         let missing = try SourceTree.scan(root: dir.url, includeHidden: false, excluding: dir.appending("none.apack"))
-        #expect(missing.map(\.path) == ["a.txt", "alias.apack", "b.txt", "out/p.apack"])
+        #expect(missing.map(\.path) == ["a.txt", "alias.apack", "b.txt", "hard.apack", "out/p.apack"])
     }
 
     @Test func refusesEmptyAndMissingSources() throws {
