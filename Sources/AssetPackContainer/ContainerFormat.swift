@@ -58,9 +58,8 @@ package enum ContainerFormat {
     /// that pass was ~45 ms of CPU of a full pack and of a re-pack after a one-byte edit. Equal
     /// contents cut the same way (chunk bounds and scale) give equal digests. Packs by 0.4 and
     /// earlier hold the plaintext's SHA-256 instead: a re-pack compares digests only for equality,
-    /// so the two kinds differ for the same content (the entry is read once more, then found
-    /// unchanged chunk by chunk), and which chunks are reused is decided by the chunks' own
-    /// digests either way.
+    /// and `PackDigests.entry(_:is:)` recognises such an entry by this formula over its chunks'
+    /// digests. Which chunks are reused is decided by the chunks' own digests either way.
     static func entryDigest(size: UInt64, chunks: [ChunkRecord]) -> [UInt8] {
         entryDigest(size: size, chunkDigests: chunks.lazy.map(\.digest))
     }
