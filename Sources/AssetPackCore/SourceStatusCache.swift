@@ -7,10 +7,10 @@ import Darwin
 #endif
 
 /// What a re-pack remembers of its sources from the last pack of the same output: for each source
-/// file, its status then (device, inode, size, modification and change times) and the digest of
-/// its content that its entry records (the zip's manifest: the SHA-256; the container: its entry
-/// digest, docs/FORMAT.md "Entry digests"). A file whose status is the same now is taken to hold the same bytes, and is not
-/// read (docs/INCREMENTAL.md, "Skipping unchanged sources": why that is safe, and the racy case).
+/// file, its status then (device, inode, size, modification and change times) and the digest its
+/// container entry records of its content (docs/FORMAT.md, "Entry digests"). A file whose status
+/// is the same now is taken to hold the same bytes, and is not read (docs/INCREMENTAL.md,
+/// "Skipping unchanged sources": why that is safe, and the racy case).
 ///
 /// Kept outside the pack, in a private cache folder of the machine that packs (`0700`, files
 /// `0600`), one file per output: the digests are of source files that lie readable on that machine,
@@ -28,8 +28,8 @@ package final class SourceStatusCache: @unchecked Sendable {
         var size: UInt64
         var modificationTime: Int64
         var changeTime: Int64
-        /// The content's digest, as the entry records it, held inline (a million files' records are one allocation each
-        /// fewer than with an array).
+        /// The content's digest, as its entry records it, held inline (a million files' records
+        /// are one allocation each fewer than with an array).
         @Inline var sha256: [UInt8]
 
         init(_ status: FileStatus, sha256: [UInt8]) {
