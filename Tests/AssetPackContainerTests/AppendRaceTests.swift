@@ -245,17 +245,23 @@ extension AppendTests {
         try tree.expectReadsBack()
     }
 
-    /// `v8-key-store-by-0.4.apack` is `v8-key-store.apack` as 0.4 wrote it: its entry digests are
-    /// the plaintexts' SHA-256, where this writer's are made of the chunks' digests. Re-packed from
-    /// the same files with no status cache, every entry is found unchanged (the pack is left as it
-    /// is, byte for byte) and reported reused; a new file then appends.
-    @Test func aPackWhoseEntryDigestsAreTheirPlaintextsSHA256IsFoundUnchanged() throws {
+    /// The files of `v8-key-store.apack`, and at the output that pack as 0.4 wrote it.
+    static func packBy04() throws -> Tree {
         let vector = try #require(Bundle.module.url(forResource: "Vectors", withExtension: nil))
             .appendingPathComponent("v8-key-store-by-0.4.apack")
         let tree = try Tree([
             "hello.txt": Array("Hello, AssetPack!\n\n".utf8), "empty": [], "dir/\u{FC}.bin": noise(5000, seed: 7),
         ])
         try FileManager.default.copyItem(atPath: vector.path, toPath: tree.output)
+        return tree
+    }
+
+    /// `v8-key-store-by-0.4.apack` is `v8-key-store.apack` as 0.4 wrote it: its entry digests are
+    /// the plaintexts' SHA-256, where this writer's are made of the chunks' digests. Re-packed from
+    /// the same files with no status cache, every entry is found unchanged (the pack is left as it
+    /// is, byte for byte) and reported reused; a new file then appends.
+    @Test func aPackWhoseEntryDigestsAreTheirPlaintextsSHA256IsFoundUnchanged() throws {
+        let tree = try Self.packBy04()
         let before = tree.bytes
         let old = try tree.reader()
         let hello = try old.records.record(try #require(old.records.storedPosition(of: "hello.txt")))
@@ -273,14 +279,9 @@ extension AppendTests {
     /// remembered yet), finds them unchanged and leaves the pack as it is, its digests 0.4's; the
     /// cache now holds this writer's digests, and the next re-pack still reads nothing.
     @Test func aPackWhoseEntryDigestsAreTheirPlaintextsSHA256KeepsItsFilesUnreadWithACache() throws {
-        let vector = try #require(Bundle.module.url(forResource: "Vectors", withExtension: nil))
-            .appendingPathComponent("v8-key-store-by-0.4.apack")
-        let tree = try Tree([
-            "hello.txt": Array("Hello, AssetPack!\n\n".utf8), "empty": [], "dir/\u{FC}.bin": noise(5000, seed: 7),
-        ])
+        let tree = try Self.packBy04()
         tree.statusCache = tree.scratch.url.appendingPathComponent("cache")
         tree.racyMargin = 0
-        try FileManager.default.copyItem(atPath: vector.path, toPath: tree.output)
         let before = tree.bytes
         let first = try tree.pack(compression: .store)
         #expect(first.bytesWritten == 0 && first.unreadSources == 0 && tree.bytes == before, "\(first)")
