@@ -58,8 +58,7 @@ package final class ContainerKeyPrefetch: PackKeyPrefetch, @unchecked Sendable {
             return pending.remove(at: i)
         }
         guard let prefetch else { return nil }
-        prefetch.done.wait()
-        prefetch.done.signal()  // for a `finish` waiting after this
+        prefetch.done.wait()  // taken out of `pending` above: no one else waits on it
         return prefetch.lock.withLock {
             prefetch.taken = true
             defer { prefetch.result = nil }  // handed over: no copy stays here

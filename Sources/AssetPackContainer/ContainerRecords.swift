@@ -135,7 +135,7 @@ struct PackDigests {
     /// plaintext SHA-256) and its chunks' digests make it (``ContainerFormat/entryDigest``).
     func entry(_ e: ContainerEntry, is digest: [UInt8]) -> Bool {
         if entry(e) == digest { return true }
-        let own = (0..<e.chunkCount).map { chunk(e.firstChunk + $0) }
+        let own = (0..<e.chunkCount).lazy.map { chunk(e.firstChunk + $0) }
         return ContainerFormat.entryDigest(size: e.info.size, chunkDigests: own) == digest
     }
 }
