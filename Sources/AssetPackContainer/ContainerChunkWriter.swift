@@ -50,6 +50,8 @@ struct WrittenEntry {
     var record: IndexRecordV4
     /// Chunks copied from the previous pack.
     var reusedChunks = 0
+    /// Chunks whose boundaries the previous entry's layout gave (``ChunkLayoutGuess``).
+    var uncutChunks = 0
     /// Bytes appended to the pack (sealed chunks, copied or new).
     var bytesWritten: UInt64 = 0
     /// The source file's status when it was opened, before it was read (`nil`: not read).
@@ -86,6 +88,7 @@ extension ContainerPackWriter {
         var kept = Set<UInt64>()
         // How often each plaintext digest occurred so far in this entry (ranks for reuse).
         var occurrences: [[UInt8]: Int] = [:]
+        var guess = ChunkLayoutGuess(previous)
         while true {
             let want = Int(min(UInt64(buffers.plain.count - carry), size - read))
             let got = try readSome(src, UnsafeMutableRawBufferPointer(rebasing: buffers.plain[carry..<carry + want]))
@@ -104,19 +107,28 @@ extension ContainerPackWriter {
             // a changed chunk still downloads as compressed bytes). Decided by the first batch.
             out.record.scale = compress == true ? ChunkingParameters.largeScale : 0
             let chunker = compress == true ? buffers.largeChunker : buffers.chunker
-            // Cut the batch, on every core. An empty file is one empty chunk.
-            var cuts: [(start: Int, length: Int)] = []
-            var at = 0
+            // The chunks where the previous entry's were, whose bytes are the same: hashed, not cut.
             let batch = UnsafeRawBufferPointer(rebasing: buffers.plain[0..<available])
-            for length in chunker.cuts(batch, final: final, parts: ContainerPackReader.cores) {
-                cuts.append((at, length))
-                at += length
+            let run =
+                try guess?.verified(batch, final: final, scale: out.record.scale, buffers: buffers)
+                ?? ChunkLayoutGuess.Run()
+            var cuts = run.cuts
+            out.uncutChunks += run.cuts.count
+            var at = run.end
+            // Cut the rest of the batch, on every core. An empty file is one empty chunk.
+            if !run.waits {
+                let rest = UnsafeRawBufferPointer(rebasing: batch[at...])
+                for length in chunker.cuts(rest, final: final, parts: ContainerPackReader.cores) {
+                    cuts.append((at, length))
+                    at += length
+                }
             }
             if size == 0 { cuts = [(0, 0)] }
-            try sealBatch(
-                cuts, compress: compress == true ? codec : .none, codec: codec, key: key, policy: policy,
-                previous: previous, inPlace: inPlace && !checksKept, occurrences: &occurrences, buffers: buffers,
-                signing: signing)
+            let lastReused = try sealBatch(
+                cuts, known: run.digests, compress: compress == true ? codec : .none, codec: codec, key: key,
+                policy: policy, previous: previous, inPlace: inPlace && !checksKept, occurrences: &occurrences,
+                buffers: buffers, signing: signing)
+            if !run.waits, cuts.count > run.cuts.count { guess?.resume(after: lastReused) }
             // In file order: compact the sealed chunks, record them, append them.
             var w = 0
             for (j, cut) in cuts.enumerated() {
@@ -176,11 +188,15 @@ extension ContainerPackWriter {
     ///
     /// A compressed chunk is copied only from an entry of the same `codec` (the one this entry
     /// records): a zstd frame in an entry that says deflate would not decode.
+    ///
+    /// `known`: the digests of the first chunks, already hashed (their CRC-32s are in
+    /// `buffers.crcs`).
+    /// - Returns: The previous chunk (index within its entry) the batch's last chunk reuses, if any.
     private func sealBatch(
-        _ cuts: [(start: Int, length: Int)], compress: ChunkCodec, codec: ChunkCodec, key: [UInt8],
-        policy: CompressionPolicy, previous: PreviousEntry?, inPlace: Bool, occurrences: inout [[UInt8]: Int],
-        buffers: ChunkBuffers, signing: Bool
-    ) throws {
+        _ cuts: [(start: Int, length: Int)], known: [[UInt8]], compress: ChunkCodec, codec: ChunkCodec,
+        key: [UInt8], policy: CompressionPolicy, previous: PreviousEntry?, inPlace: Bool,
+        occurrences: inout [[UInt8]: Int], buffers: ChunkBuffers, signing: Bool
+    ) throws -> Int? {
         let total = cuts.reduce(0) { $0 + $1.length }
         let tasks = cuts.count >= 2 && total >= 256 << 10 ? min(cuts.count, ContainerPackReader.cores * 4) : 1
         let tagSize = ContainerFormat.tagSize
@@ -188,10 +204,10 @@ extension ContainerPackWriter {
         func share(_ task: Int) -> Range<Int> { (cuts.count * task / tasks)..<(cuts.count * (task + 1) / tasks) }
         // Pass 1, in parallel: each chunk's digest and CRC (the entry's digest is made of the
         // chunks' digests: ContainerFormat.entryDigest).
-        var digests = [[UInt8]](repeating: [], count: cuts.count)
+        var digests = known + [[UInt8]](repeating: [], count: cuts.count - known.count)
         try digests.withUnsafeMutableBufferPointer { out in
             try concurrently(tasks) { task in
-                for j in share(task) {
+                for j in share(task) where j >= known.count {
                     let plain = UnsafeRawBufferPointer(
                         rebasing: buffers.plain[cuts[j].start..<cuts[j].start + cuts[j].length])
                     out[j] = SHA256Hasher.digest(plain)
@@ -270,6 +286,7 @@ extension ContainerPackWriter {
                 if signing { buffers.storeSealedDigest(j, UnsafeRawBufferPointer(start: dest, count: count + tagSize)) }
             }
         }
+        return reuse.last??.index
     }
 
     private func readSome(_ fd: FileDescriptor, _ buffer: UnsafeMutableRawBufferPointer) throws -> Int {
@@ -333,11 +350,14 @@ final class ChunkBuffers {
     private let dictionary: [UInt8]?
     private let lock = NSLock()
 
-    init(chunking: ChunkingParameters, level: CompressionLevel, dictionary: [UInt8]? = nil) {
+    /// The plaintext read and cut at a time: 8 MiB.
+    static let defaultBatch = 8 << 20
+
+    init(chunking: ChunkingParameters, level: CompressionLevel, dictionary: [UInt8]? = nil, batch: Int = defaultBatch) {
         chunker = ContentChunker(min: chunking.min, avg: chunking.avg, max: chunking.max)
         let large = chunking.scaled(ChunkingParameters.largeScale)
         largeChunker = ContentChunker(min: large.min, avg: large.avg, max: large.max)
-        let batch = max(8 << 20, 2 * chunking.max)
+        let batch = max(batch, 2 * chunking.max)
         plain = .allocate(byteCount: batch, alignment: 64)
         let most = batch / max(1, chunking.min) + 2
         sealed = .allocate(byteCount: batch + most * ContainerFormat.tagSize, alignment: 64)

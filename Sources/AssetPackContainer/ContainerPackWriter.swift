@@ -34,6 +34,9 @@ package struct ContainerPackWriter: PackWriter {
     /// header slot is kept. Packs written so are in the field: readers, installers and re-packs
     /// must handle them, and the tests of those make them this way.
     var legacyAppends = false
+    /// Test hook: the plaintext a version-4 entry is read and cut in at a time (at least twice
+    /// the largest chunk), lowered to put batch edges in small entries.
+    var batchBytes = ChunkBuffers.defaultBatch
 
     /// A writer; the KDF and chunk size come from `options.container`.
     package init() {}
@@ -274,7 +277,8 @@ package struct ContainerPackWriter: PackWriter {
                 return headerBytes
             }
             let fill = { (fd: FileDescriptor) throws -> [UInt8] in
-                let buffers = ChunkBuffers(chunking: chunking, level: options.level, dictionary: dictionary)
+                let buffers = ChunkBuffers(
+                    chunking: chunking, level: options.level, dictionary: dictionary, batch: batchBytes)
                 defer { buffers.free() }
                 var pos = appending?.end ?? header.dataStart
                 var records: [IndexRecordV4] = []
@@ -340,6 +344,7 @@ package struct ContainerPackWriter: PackWriter {
                         report.packed += 1
                     }
                     report.reusedChunks += written.reusedChunks
+                    report.uncutChunks += written.uncutChunks
                     report.chunks += written.record.chunks.count
                     bytesDone += file.size
                     options.progress?(

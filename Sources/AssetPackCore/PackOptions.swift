@@ -210,6 +210,9 @@ package struct PackWriteReport: Sendable, Equatable {
     /// Container: chunks written, and how many of them were copied from the previous pack.
     package var chunks = 0
     package var reusedChunks = 0
+    /// Container: chunks of files read again whose boundaries the previous pack's chunks gave,
+    /// checked by their digests instead of cut (`ChunkLayoutGuess`).
+    package var uncutChunks = 0
     /// Bytes written to the new pack (sealed chunks, copied or new, index, header, signature).
     package var bytesWritten: UInt64 = 0
     /// Container: the size of the pack's zstd dictionary (0 when it has none).

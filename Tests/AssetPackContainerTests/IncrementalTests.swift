@@ -19,6 +19,8 @@ import Testing
         /// ``PackOptions/sourceStatusCache`` and its racy margin (none: `PackOptions.forTests`).
         var statusCache: URL?
         var racyMargin = SourceStatusCache.defaultRacyMargin
+        /// ``ContainerPackWriter/batchBytes``.
+        var batchBytes = ChunkBuffers.defaultBatch
 
         init(_ files: [String: [UInt8]]) throws {
             for (path, bytes) in files { try set(path, bytes) }
@@ -55,6 +57,7 @@ import Testing
             let files = try SourceTree.scan(root: root, includeHidden: false)
             var writer = ContainerPackWriter()
             writer.legacyAppends = legacyAppends
+            writer.batchBytes = batchBytes
             return try writer.write(files + extra, to: output, options: options)
         }
 

@@ -1,0 +1,114 @@
+import AssetPackCore
+import AssetPackTestSupport
+import Foundation
+import Testing
+
+@testable import AssetPackContainer
+
+/// A re-pack takes a changed file's chunk boundaries from the previous entry's layout where the
+/// bytes are the same (``ChunkLayoutGuess``): whatever the edit, the entry must be cut exactly
+/// where a fresh pack cuts it, and read back.
+@Suite struct ChunkLayoutGuessTests {
+    /// An edit of a file's bytes, by name.
+    struct Edit: CustomTestStringConvertible, Sendable {
+        let name: String
+        let apply: @Sendable ([UInt8]) -> [UInt8]
+        var testDescription: String { name }
+    }
+
+    static let size = 300_000
+
+    static let edits: [Edit] = [
+        Edit(name: "one byte in the middle flipped") {
+            var d = $0; d[size / 2] ^= 0xFF; return d
+        },
+        Edit(name: "the first byte flipped") {
+            var d = $0; d[0] ^= 0xFF; return d
+        },
+        Edit(name: "the last byte flipped") {
+            var d = $0; d[d.count - 1] ^= 0xFF; return d
+        },
+        Edit(name: "3,000 bytes inserted") {
+            var d = $0; d.insert(contentsOf: noise(3000, seed: 5), at: 100_000); return d
+        },
+        Edit(name: "5,000 bytes deleted") {
+            var d = $0; d.removeSubrange(200_000..<205_000); return d
+        },
+        Edit(name: "one byte prepended") { [7] + $0 },
+        Edit(name: "20 KiB appended") { $0 + noise(20 << 10, seed: 6) },
+        Edit(name: "10 bytes appended") { $0 + noise(10, seed: 7) },
+        Edit(name: "100 bytes cut off the end") { Array($0.dropLast(100)) },
+        Edit(name: "nothing changed") { $0 },
+        Edit(name: "every byte changed") { _ in noise(size, seed: 9) },
+    ]
+
+    /// The plaintext lengths of `path`'s chunks.
+    static func layout(_ reader: ContainerPackReader, _ path: String) throws -> [Int] {
+        let e = try #require(try reader.records.all().first { $0.info.path == path })
+        return (0..<e.chunkCount).map { reader.plainLength(e, $0) }
+    }
+
+    /// The lengths a fresh cut with the test pack's bounds (4 KiB average) makes of `data`.
+    static func freshCut(_ data: [UInt8], scale: Int = 0) -> [Int] {
+        let chunker = ContentChunker(min: 1024 << scale, avg: 4096 << scale, max: 16384)
+        let ends = data.withUnsafeBytes { chunker.boundaries(of: $0) }
+        return zip(ends, [0] + ends).map { $0 - $1 }
+    }
+
+    /// Packs `before`, re-packs `edit`ed, in batches of 32 KiB (the smallest: twice the largest
+    /// chunk) so that guesses run over batch edges; returns the re-pack's report and its layout.
+    static func repack(_ before: [UInt8], to after: [UInt8], batch: Int = 32 << 10) throws -> (
+        report: PackWriteReport, layout: [Int], tree: IncrementalTests.Tree
+    ) {
+        let tree = try IncrementalTests.Tree(["big.bin": before, "small.txt": text(500)])
+        tree.batchBytes = batch
+        try tree.pack()
+        try tree.set("big.bin", after)
+        let report = try tree.pack()
+        try tree.expectReadsBack()
+        return (report, try layout(tree.reader(), "big.bin"), tree)
+    }
+
+    @Test(arguments: edits)
+    func aRepackCutsAnEditedFileWhereAFreshPackWould(edit: Edit) throws {
+        let before = noise(Self.size, seed: 42)
+        let after = edit.apply(before)
+        let (report, layout, _) = try Self.repack(before, to: after)
+        #expect(layout == Self.freshCut(after))
+        // The guess did the work it is for: all but the chunks near the edit came uncut.
+        let chunks = layout.count + 1  // and small.txt's
+        #expect(report.chunks == chunks)
+        switch edit.name {
+        case "every byte changed": #expect(report.uncutChunks == 1)  // small.txt, read again whole
+        case "nothing changed": #expect(report.uncutChunks == chunks)
+        default: #expect(report.uncutChunks >= chunks - 12, "\(report.uncutChunks) of \(chunks) uncut")
+        }
+    }
+
+    /// A compressible entry is cut with the larger bounds (chunk scale 1), its chunks compressed:
+    /// the guess is taken from an entry of the same scale, and cuts where a fresh pack would.
+    @Test func aCompressedEntryIsCutWhereAFreshPackWould() throws {
+        var before = [UInt8]()
+        for i in 0..<12_000 { before += Array("line \(i) of a text that compresses \(i * 7919 % 1000)\n".utf8) }
+        var after = before
+        after.insert(contentsOf: Array("an inserted line\n".utf8), at: after.count / 3)
+        let (report, layout, tree) = try Self.repack(before, to: after)
+        let e = try #require(try tree.reader().records.all().first { $0.info.path == "big.bin" })
+        #expect(e.scale == ChunkingParameters.largeScale)
+        #expect(layout == Self.freshCut(after, scale: 1))
+        #expect(report.uncutChunks >= layout.count - 6)
+    }
+
+    /// A file whose chunks moved (its bytes shifted by an edit at the start) is cut, then
+    /// guessed again from the first chunk found unchanged: one edit costs about one batch of
+    /// cutting, not the rest of the file.
+    @Test func theGuessResumesAfterTheBatchThatHeldTheEdit() throws {
+        let before = noise(1 << 20, seed: 3)
+        var after = before
+        after.insert(contentsOf: noise(777, seed: 4), at: 10)
+        let (report, layout, _) = try Self.repack(before, to: after)
+        #expect(layout == Self.freshCut(after))
+        // The 32 KiB batch with the edit (about 8 chunks) and the one after it are cut.
+        #expect(report.uncutChunks >= layout.count - 20, "\(report.uncutChunks) of \(layout.count) uncut")
+    }
+}
