@@ -317,6 +317,27 @@ extension ContainerPackReader {
     }
 }
 
+extension ContainerPackReader {
+    /// Whether chunk `c` of `e`, stored uncompressed, authenticates and decrypts to `plain`: its
+    /// sealed bytes are read into `scratch` (at least the sealed chunk) and opened there.
+    func chunk(
+        _ e: ContainerEntry, _ c: Int, is plain: UnsafeRawBufferPointer, gcm: AESGCM, key: [UInt8],
+        scratch: UnsafeMutableRawBufferPointer
+    ) throws -> Bool {
+        let (offset, length) = storedChunk(e, c)
+        let tagSize = ContainerFormat.tagSize
+        guard !isCompressed(e, c), length - tagSize == plain.count, length <= scratch.count else { return false }
+        let sealed = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<length])
+        try readExactly(source, sealed, at: offset)
+        let payload = UnsafeMutableRawBufferPointer(rebasing: sealed[0..<plain.count])
+        guard
+            gcm.open(
+                payload, tag: UnsafeRawBufferPointer(rebasing: sealed[plain.count...]), nonce: nonce(e, c), key: key)
+        else { return false }
+        return plain.count == 0 || memcmp(payload.baseAddress!, plain.baseAddress!, plain.count) == 0
+    }
+}
+
 /// Per-write buffers for version-4 entries: a batch of plaintext in, its sealed chunks out.
 final class ChunkBuffers {
     let chunker: ContentChunker
@@ -338,7 +359,7 @@ final class ChunkBuffers {
     /// The most chunks a batch holds (the per-chunk buffers' length).
     var chunkCapacity: Int { crcs.count }
     private let ciphers: [AESGCM]
-    /// One chunk's worth per task, allocated on the task's first reused chunk: where a reused
+    /// One sealed chunk's worth per task, allocated on the task's first reused chunk: where a reused
     /// chunk is decrypted to check its tag (a buffer allocated per chunk was mapped, faulted in
     /// and unmapped again for every chunk over 128 KiB).
     private var scratches: [UnsafeMutableRawBufferPointer?]
@@ -370,7 +391,7 @@ final class ChunkBuffers {
         reused.initialize(repeating: false)
         sealedDigests = .allocate(byteCount: 32 * most, alignment: 16)
         ciphers = (0..<max(1, ContainerPackReader.cores * 4)).map { _ in AESGCM() }
-        scratchSize = chunking.max
+        scratchSize = chunking.max + ContainerFormat.tagSize  // a sealed chunk (ChunkLayoutGuess)
         scratches = Array(repeating: nil, count: ciphers.count)
         deflaters = Array(repeating: nil, count: ciphers.count)
         zstds = Array(repeating: nil, count: ciphers.count)
