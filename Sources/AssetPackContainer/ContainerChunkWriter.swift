@@ -74,6 +74,7 @@ extension ContainerPackWriter {
         let status: FileStatus
         do { status = try src.status() } catch { throw error.io("cannot stat \(file.diskPath)") }
         let size = status.size
+        try sourceOpened(file)
         let signing = digests != nil
         var out = WrittenEntry(
             record: IndexRecordV4(
@@ -91,7 +92,8 @@ extension ContainerPackWriter {
         var guess = ChunkLayoutGuess(previous)
         while true {
             let want = Int(min(UInt64(buffers.plain.count - carry), size - read))
-            let got = try readSome(src, UnsafeMutableRawBufferPointer(rebasing: buffers.plain[carry..<carry + want]))
+            let got = try readBatch(
+                src, UnsafeMutableRawBufferPointer(rebasing: buffers.plain[carry..<carry + want]), at: read)
             guard got == want else {
                 throw AssetPackError(.io, "file shrank while it was being packed", path: file.path)
             }
@@ -169,7 +171,8 @@ extension ContainerPackWriter {
         try buffers.finishWrites()
         var extra: UInt8 = 0
         let more: Int
-        do { more = try withUnsafeMutableBytes(of: &extra) { try src.read(into: $0) } } catch let e as Errno {
+        do { more = try withUnsafeMutableBytes(of: &extra) { try src.pread(into: $0, at: size) } } catch let e as Errno
+        {
             throw e.io("cannot read \(file.diskPath)")
         }
         guard more == 0 else { throw AssetPackError(.io, "file grew while it was being packed", path: file.path) }
@@ -289,8 +292,27 @@ extension ContainerPackWriter {
         return reuse.last??.index
     }
 
-    private func readSome(_ fd: FileDescriptor, _ buffer: UnsafeMutableRawBufferPointer) throws -> Int {
-        do { return try fd.readFully(into: buffer) } catch { throw error.io("cannot read the source file") }
+    /// Reads `buffer.count` bytes of `fd` at `offset` into `buffer`, in parts on every core when
+    /// there are megabytes of them: a batch's read is a copy out of the page cache on one core
+    /// (~1.4 ms for 8 MiB here), which a re-pack that checks guessed chunks instead of cutting
+    /// them otherwise waits for at every batch.
+    /// - Returns: The bytes read before the first short part (the whole buffer: all were there).
+    private func readBatch(_ fd: FileDescriptor, _ buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws
+        -> Int
+    {
+        let parts = buffer.count >= 2 << 20 ? ContainerPackReader.cores : 1
+        var got = [Int](repeating: 0, count: parts)
+        let bounds = (0...parts).map { buffer.count * $0 / parts }
+        try got.withUnsafeMutableBufferPointer { got in
+            try concurrently(parts) { k in
+                let part = UnsafeMutableRawBufferPointer(rebasing: buffer[bounds[k]..<bounds[k + 1]])
+                do { got[k] = try fd.preadFully(into: part, at: offset + UInt64(bounds[k])) } catch let e as Errno {
+                    throw e.io("cannot read the source file")
+                }
+            }
+        }
+        for k in 0..<parts where got[k] < bounds[k + 1] - bounds[k] { return bounds[k] + got[k] }
+        return buffer.count
     }
 }
 

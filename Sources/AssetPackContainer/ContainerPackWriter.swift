@@ -37,6 +37,9 @@ package struct ContainerPackWriter: PackWriter {
     /// Test hook: the plaintext a version-4 entry is read and cut in at a time (at least twice
     /// the largest chunk), lowered to put batch edges in small entries.
     var batchBytes = ChunkBuffers.defaultBatch
+    /// Test hook: runs when a source file was opened and its size taken, before it is read
+    /// (where a file another process writes can change under the writer).
+    var sourceOpened: (SourceFile) throws -> Void = { _ in }
 
     /// A writer; the KDF and chunk size come from `options.container`.
     package init() {}

@@ -111,4 +111,39 @@ import Testing
         // The 32 KiB batch with the edit (about 8 chunks) and the one after it are cut.
         #expect(report.uncutChunks >= layout.count - 20, "\(report.uncutChunks) of \(layout.count) uncut")
     }
+
+    /// A file that changes size between its `stat` and its read is refused with an I/O error
+    /// that names it, whether the batch is read in one piece or in parts on every core (from
+    /// 2 MiB), and the pack at the output stays the one that was there.
+    @Test(arguments: [100_000, 3 << 20])
+    func aFileThatShrinksOrGrowsWhileItIsReadIsRefused(size: Int) throws {
+        let tree = try IncrementalTests.Tree(["big.bin": noise(size, seed: 1), "small.txt": text(500)])
+        try tree.pack()
+        let before = tree.bytes
+        let path = tree.root.appendingPathComponent("big.bin").path
+        try tree.set("big.bin", noise(size, seed: 2))
+        for (change, message) in [
+            (size / 3, "file shrank while it was being packed"), (size + 1, "file grew while it was being packed"),
+        ] {
+            tree.sourceOpened = { file in
+                guard file.path == "big.bin" else { return }
+                let handle = try #require(FileHandle(forUpdatingAtPath: path))
+                defer { try? handle.close() }
+                if change < size {
+                    try handle.truncate(atOffset: UInt64(change))
+                } else {
+                    try handle.seekToEnd()
+                    try handle.write(contentsOf: Data([1]))
+                }
+            }
+            let error = #expect(throws: AssetPackError.self) { try tree.pack() }
+            #expect(error?.code == .io)
+            #expect(error?.message == message)
+            #expect(error?.path == "big.bin")
+            let unchanged = tree.bytes == before  // not expanded: a diff of megabytes takes minutes
+            #expect(unchanged)
+            tree.sourceOpened = { _ in }
+            try tree.set("big.bin", noise(size, seed: 2))
+        }
+    }
 }

@@ -21,6 +21,8 @@ import Testing
         var racyMargin = SourceStatusCache.defaultRacyMargin
         /// ``ContainerPackWriter/batchBytes``.
         var batchBytes = ChunkBuffers.defaultBatch
+        /// ``ContainerPackWriter/sourceOpened``.
+        var sourceOpened: (SourceFile) throws -> Void = { _ in }
 
         init(_ files: [String: [UInt8]]) throws {
             for (path, bytes) in files { try set(path, bytes) }
@@ -58,6 +60,7 @@ import Testing
             var writer = ContainerPackWriter()
             writer.legacyAppends = legacyAppends
             writer.batchBytes = batchBytes
+            writer.sourceOpened = sourceOpened
             return try writer.write(files + extra, to: output, options: options)
         }
 
