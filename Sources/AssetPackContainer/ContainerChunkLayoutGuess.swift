@@ -2,33 +2,35 @@ import AssetPackCore
 import AssetPackCrypto
 
 /// The previous entry's chunk layout, as a guess at where a re-packed entry's chunks end, so that
-/// the unchanged stretches of a changed large file are hashed but not cut.
+/// the unchanged stretches of a changed large file are neither cut nor hashed.
 ///
 /// A boundary of ``ContentChunker`` depends only on the bytes of its chunk, counted from the
-/// chunk's start (its hash covers the 64 bytes before it, and no chunk is shorter than 64). So
-/// when a chunk starts at position `p` of the new file and the bytes `[p, p + L)` are those of a
-/// previous chunk of length `L` cut with the same bounds, cutting from `p` ends that chunk at
-/// `p + L` too: the guess, once its bytes are checked, is the cut. Two exceptions: the previous
-/// entry's last chunk ended where its file did, so it is taken only where the new file ends at
-/// the same place; and a chunk whose bytes differ is cut from its start, as every byte after it in
-/// the batch is (`ContainerPackWriter.writeEntryV4`).
+/// chunk's start (its hash covers the 64 bytes before it, and no candidate is nearer the start
+/// than the minimum length, at least 64). So when a chunk starts at position `p` of the new file
+/// and the bytes `[p, p + L)` are those of a previous chunk of length `L` cut with the same
+/// bounds, cutting from `p` ends that chunk at `p + L` too: the guess, once its bytes are checked,
+/// is the cut. Two exceptions: the previous entry's last chunk ended where its file did, so it is
+/// taken only where the new file ends at the same place; and a chunk whose bytes differ is cut
+/// from its start, as every byte after it in the batch is (`ContainerPackWriter.writeEntryV4`).
 ///
 /// The bytes are checked against the previous chunk's: a chunk stored uncompressed is read,
-/// authenticated and decrypted, and compared (AES-GCM here runs ~2.4 GB/s of a core with the
-/// read, SHA-256 ~1.4 GB/s); a compressed one by its SHA-256 against the previous pack's digest.
-/// Either way the new record takes the previous digest, which is the digest of these bytes: the
-/// index that lists it is authenticated, and so is the chunk's tag (an attacker who cannot seal
-/// under the pack's key cannot make other bytes open). Neither the cut's scan nor a hash of the
-/// chunk is spent (a 64 MiB entry's were 29 % and 34 % of a re-pack's CPU, `perf record`). A
-/// previous pack cut by some other writer with other boundaries gives a layout that is still
-/// valid (every chunk within the bounds the reader checks), only not the one a fresh pack would
-/// cut.
+/// opened (tag checked) and compared, which costs less than hashing it (docs/INCREMENTAL.md,
+/// "Guessed, not cut; compared, not hashed"); a compressed one by its SHA-256 against the
+/// previous pack's digest. Either way the new record takes the previous digest, as a re-pack does
+/// for every chunk and entry it keeps (docs/SECURITY.md, "What the build reuses"). A chunk whose
+/// tag fails is remembered in ``damaged`` and never kept. A previous pack cut by some other
+/// writer with other boundaries gives a layout that is still valid (every chunk within the
+/// bounds the reader checks), only not the one a fresh pack would cut.
 struct ChunkLayoutGuess {
     let previous: PreviousEntry
     /// The previous chunk (index within its entry) guessed to start where the batch starts.
     var next: Int?
     /// The previous entry's key.
     private let key: [UInt8]
+    /// Previous chunks (indexes within the entry) found damaged: their tags failed, or they could
+    /// not be read. A re-pack must not keep them, even where its hash of the source matches their
+    /// digest (``ContainerPackWriter/sealBatch``).
+    private(set) var damaged = Set<Int>()
 
     /// A guess for `previous`, or nil when it has no content-defined chunk table to guess from.
     init?(_ previous: PreviousEntry?) {
@@ -68,8 +70,11 @@ struct ChunkLayoutGuess {
         var p = 0
         while k < e.chunkCount, guessed.count < buffers.chunkCapacity {
             let length = reader.plainLength(e, k)
-            let last = k == e.chunkCount - 1
-            guard length > 0, p + length <= batch.count, !last || (final && p + length == batch.count) else { break }
+            guard length > 0, p + length <= batch.count else { break }  // a later batch may hold it
+            if k == e.chunkCount - 1, !(final && p + length == batch.count) {
+                k = e.chunkCount  // the previous last chunk, where this file does not end: no more guesses
+                break
+            }
             guessed.append((p, length, k))
             p += length
             k += 1
@@ -81,31 +86,30 @@ struct ChunkLayoutGuess {
         }
         let total = p
         let tasks = guessed.count >= 2 && total >= 256 << 10 ? min(guessed.count, ContainerPackReader.cores * 4) : 1
-        var held = [Bool](repeating: false, count: guessed.count)
+        var found = [ChunkComparison](repeating: .different, count: guessed.count)
         var digests = [[UInt8]](repeating: [], count: guessed.count)
-        try held.withUnsafeMutableBufferPointer { held in
+        try found.withUnsafeMutableBufferPointer { found in
             try digests.withUnsafeMutableBufferPointer { digests in
                 try concurrently(tasks) { task in
                     for j in (guessed.count * task / tasks)..<(guessed.count * (task + 1) / tasks) {
                         let g = guessed[j]
                         let plain = UnsafeRawBufferPointer(rebasing: batch[g.start..<g.start + g.length])
                         let digest = previous.digests.chunk(e.firstChunk + g.chunk)
-                        if reader.isCompressed(e, g.chunk) {
-                            guard SHA256Hasher.digest(plain) == digest else { continue }
-                        } else {
-                            guard
-                                try reader.chunk(
-                                    e, g.chunk, is: plain, gcm: buffers.gcm(task), key: key,
-                                    scratch: buffers.scratch(task))
-                            else { continue }
-                        }
-                        held[j] = true
+                        found[j] =
+                            reader.isCompressed(e, g.chunk)
+                            ? (SHA256Hasher.digest(plain) == digest ? .same : .different)
+                            : reader.compare(
+                                e, g.chunk, with: plain, gcm: buffers.gcm(task), key: key,
+                                scratch: buffers.scratch(task))
+                        guard found[j] == .same else { continue }
                         digests[j] = digest
                         buffers.crcs[j] = CRC32.checksum(plain)
                     }
                 }
             }
         }
+        for (j, g) in guessed.enumerated() where found[j] == .damaged { damaged.insert(g.chunk) }
+        let held = found.map { $0 == .same }
         let good = held.firstIndex(of: false) ?? guessed.count
         run.cuts = guessed[..<good].map { ($0.start, $0.length) }
         run.digests = Array(digests[..<good])

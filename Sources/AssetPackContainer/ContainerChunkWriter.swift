@@ -93,7 +93,7 @@ extension ContainerPackWriter {
         while true {
             let want = Int(min(UInt64(buffers.plain.count - carry), size - read))
             let got = try readBatch(
-                src, UnsafeMutableRawBufferPointer(rebasing: buffers.plain[carry..<carry + want]), at: read)
+                src, UnsafeMutableRawBufferPointer(rebasing: buffers.plain[carry..<carry + want]), at: read, of: file)
             guard got == want else {
                 throw AssetPackError(.io, "file shrank while it was being packed", path: file.path)
             }
@@ -127,7 +127,8 @@ extension ContainerPackWriter {
             }
             if size == 0 { cuts = [(0, 0)] }
             let lastReused = try sealBatch(
-                cuts, known: run.digests, compress: compress == true ? codec : .none, codec: codec, key: key,
+                cuts, known: run.digests, damaged: guess?.damaged ?? [], compress: compress == true ? codec : .none,
+                codec: codec, key: key,
                 policy: policy, previous: previous, inPlace: inPlace && !checksKept, occurrences: &occurrences,
                 buffers: buffers, signing: signing)
             if !run.waits, cuts.count > run.cuts.count { guess?.resume(after: lastReused) }
@@ -193,10 +194,11 @@ extension ContainerPackWriter {
     /// records): a zstd frame in an entry that says deflate would not decode.
     ///
     /// `known`: the digests of the first chunks, already hashed (their CRC-32s are in
-    /// `buffers.crcs`).
+    /// `buffers.crcs`). `damaged`: previous chunks found damaged, never reused.
     /// - Returns: The previous chunk (index within its entry) the batch's last chunk reuses, if any.
     private func sealBatch(
-        _ cuts: [(start: Int, length: Int)], known: [[UInt8]], compress: ChunkCodec, codec: ChunkCodec,
+        _ cuts: [(start: Int, length: Int)], known: [[UInt8]], damaged: Set<Int>, compress: ChunkCodec,
+        codec: ChunkCodec,
         key: [UInt8], policy: CompressionPolicy, previous: PreviousEntry?, inPlace: Bool,
         occurrences: inout [[UInt8]: Int], buffers: ChunkBuffers, signing: Bool
     ) throws -> Int? {
@@ -225,6 +227,7 @@ extension ContainerPackWriter {
                 let rank = occurrences[digests[j], default: 0]
                 occurrences[digests[j]] = rank + 1
                 reuse[j] = previous.chunk(for: digests[j], rank: rank)
+                if let old = reuse[j], damaged.contains(old.index) { reuse[j] = nil }
             }
         }
         // Pass 2, in parallel: copy or seal.
@@ -297,9 +300,9 @@ extension ContainerPackWriter {
     /// (~1.4 ms for 8 MiB here), which a re-pack that checks guessed chunks instead of cutting
     /// them otherwise waits for at every batch.
     /// - Returns: The bytes read before the first short part (the whole buffer: all were there).
-    private func readBatch(_ fd: FileDescriptor, _ buffer: UnsafeMutableRawBufferPointer, at offset: UInt64) throws
-        -> Int
-    {
+    private func readBatch(
+        _ fd: FileDescriptor, _ buffer: UnsafeMutableRawBufferPointer, at offset: UInt64, of file: SourceFile
+    ) throws -> Int {
         let parts = buffer.count >= 2 << 20 ? ContainerPackReader.cores : 1
         var got = [Int](repeating: 0, count: parts)
         let bounds = (0...parts).map { buffer.count * $0 / parts }
@@ -307,7 +310,7 @@ extension ContainerPackWriter {
             try concurrently(parts) { k in
                 let part = UnsafeMutableRawBufferPointer(rebasing: buffer[bounds[k]..<bounds[k + 1]])
                 do { got[k] = try fd.preadFully(into: part, at: offset + UInt64(bounds[k])) } catch let e as Errno {
-                    throw e.io("cannot read the source file")
+                    throw e.io("cannot read \(file.diskPath)")
                 }
             }
         }
@@ -339,24 +342,33 @@ extension ContainerPackReader {
     }
 }
 
+/// What a previous chunk is to the bytes it is compared with.
+enum ChunkComparison {
+    /// It opens, to these bytes.
+    case same
+    /// It opens to other bytes, or has another length.
+    case different
+    /// Its tag fails, or it could not be read.
+    case damaged
+}
+
 extension ContainerPackReader {
-    /// Whether chunk `c` of `e`, stored uncompressed, authenticates and decrypts to `plain`: its
-    /// sealed bytes are read into `scratch` (at least the sealed chunk) and opened there.
-    func chunk(
-        _ e: ContainerEntry, _ c: Int, is plain: UnsafeRawBufferPointer, gcm: AESGCM, key: [UInt8],
+    /// Chunk `c` of `e`, stored uncompressed, against `plain`: its sealed bytes are read into
+    /// `scratch` (at least the sealed chunk), opened there (tag checked) and compared.
+    func compare(
+        _ e: ContainerEntry, _ c: Int, with plain: UnsafeRawBufferPointer, gcm: AESGCM, key: [UInt8],
         scratch: UnsafeMutableRawBufferPointer
-    ) throws -> Bool {
+    ) -> ChunkComparison {
         let (offset, length) = storedChunk(e, c)
         let tagSize = ContainerFormat.tagSize
-        guard !isCompressed(e, c), length - tagSize == plain.count, length <= scratch.count else { return false }
+        guard !isCompressed(e, c), length - tagSize == plain.count, length <= scratch.count else { return .different }
         let sealed = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<length])
-        try readExactly(source, sealed, at: offset)
+        guard (try? readExactly(source, sealed, at: offset)) != nil else { return .damaged }
         let payload = UnsafeMutableRawBufferPointer(rebasing: sealed[0..<plain.count])
-        guard
-            gcm.open(
-                payload, tag: UnsafeRawBufferPointer(rebasing: sealed[plain.count...]), nonce: nonce(e, c), key: key)
-        else { return false }
-        return plain.count == 0 || memcmp(payload.baseAddress!, plain.baseAddress!, plain.count) == 0
+        let tag = UnsafeRawBufferPointer(rebasing: sealed[plain.count...])
+        guard gcm.open(payload, tag: tag, nonce: nonce(e, c), key: key) else { return .damaged }
+        let same = plain.count == 0 || memcmp(payload.baseAddress!, plain.baseAddress!, plain.count) == 0
+        return same ? .same : .different
     }
 }
 

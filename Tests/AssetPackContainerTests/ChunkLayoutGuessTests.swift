@@ -57,11 +57,17 @@ import Testing
 
     /// Packs `before`, re-packs `edit`ed, in batches of 32 KiB (the smallest: twice the largest
     /// chunk) so that guesses run over batch edges; returns the re-pack's report and its layout.
-    static func repack(_ before: [UInt8], to after: [UInt8], batch: Int = 32 << 10) throws -> (
+    /// `cache`: with a status cache (racy margin 0), as the command packs: the re-pack appends in
+    /// place without reading the chunks it keeps.
+    static func repack(_ before: [UInt8], to after: [UInt8], batch: Int = 32 << 10, cache: Bool = false) throws -> (
         report: PackWriteReport, layout: [Int], tree: IncrementalTests.Tree
     ) {
         let tree = try IncrementalTests.Tree(["big.bin": before, "small.txt": text(500)])
         tree.batchBytes = batch
+        if cache {
+            tree.statusCache = tree.scratch.url.appendingPathComponent("status-cache")
+            tree.racyMargin = 0
+        }
         try tree.pack()
         try tree.set("big.bin", after)
         let report = try tree.pack()
@@ -69,18 +75,20 @@ import Testing
         return (report, try layout(tree.reader(), "big.bin"), tree)
     }
 
-    @Test(arguments: edits)
-    func aRepackCutsAnEditedFileWhereAFreshPackWould(edit: Edit) throws {
+    @Test(arguments: edits, [false, true])
+    func aRepackCutsAnEditedFileWhereAFreshPackWould(edit: Edit, cache: Bool) throws {
         let before = noise(Self.size, seed: 42)
         let after = edit.apply(before)
-        let (report, layout, _) = try Self.repack(before, to: after)
+        let (report, layout, _) = try Self.repack(before, to: after, cache: cache)
         #expect(layout == Self.freshCut(after))
         // The guess did the work it is for: all but the chunks near the edit came uncut.
         let chunks = layout.count + 1  // and small.txt's
         #expect(report.chunks == chunks)
+        // With the cache small.txt is not read at all; big.bin is (it was written again).
+        let small = cache ? 0 : 1
         switch edit.name {
-        case "every byte changed": #expect(report.uncutChunks == 1)  // small.txt, read again whole
-        case "nothing changed": #expect(report.uncutChunks == chunks)
+        case "every byte changed": #expect(report.uncutChunks == small)  // small.txt, read again whole
+        case "nothing changed": #expect(report.uncutChunks == chunks - 1 + small)
         default: #expect(report.uncutChunks >= chunks - 12, "\(report.uncutChunks) of \(chunks) uncut")
         }
     }
@@ -122,8 +130,10 @@ import Testing
         let before = tree.bytes
         let path = tree.root.appendingPathComponent("big.bin").path
         try tree.set("big.bin", noise(size, seed: 2))
+        // Cut early (the first part short) and late (the first full, a later one short).
+        let shrank = "file shrank while it was being packed"
         for (change, message) in [
-            (size / 3, "file shrank while it was being packed"), (size + 1, "file grew while it was being packed"),
+            (size / 3, shrank), (size - 1000, shrank), (size + 1, "file grew while it was being packed"),
         ] {
             tree.sourceOpened = { file in
                 guard file.path == "big.bin" else { return }
@@ -144,6 +154,68 @@ import Testing
             #expect(unchanged)
             tree.sourceOpened = { _ in }
             try tree.set("big.bin", noise(size, seed: 2))
+        }
+    }
+
+    /// Files whose chunks repeat: zeros (every chunk cut at the largest size, as no boundary
+    /// passes) and a 20 KiB block of noise over and over (equal chunks, which reuse the previous chunks by
+    /// rank). Edited in the middle and at the start, and grown, they are cut where a fresh pack
+    /// cuts them, with the cache (in place) and without.
+    @Test(arguments: [false, true])
+    func aFileOfRepeatedContentIsCutWhereAFreshPackWould(cache: Bool) throws {
+        let block = noise(20 << 10, seed: 8)
+        let files: [[UInt8]] = [[UInt8](repeating: 0, count: 400_000), Array((0..<20).map { _ in block }.joined())]
+        for before in files {
+            var flipped = before
+            flipped[before.count / 2] ^= 0x55
+            var inserted = before
+            inserted.insert(contentsOf: noise(777, seed: 9), at: 5)
+            for after in [flipped, inserted, before + block] {
+                let (report, layout, tree) = try Self.repack(before, to: after, cache: cache)
+                // Both compress: cut at chunk scale 1.
+                let e = try #require(try tree.reader().records.all().first { $0.info.path == "big.bin" })
+                #expect(e.scale == ChunkingParameters.largeScale)
+                #expect(layout == Self.freshCut(after, scale: Int(e.scale)))
+                #expect(report.uncutChunks > 0)
+            }
+        }
+    }
+
+    /// A previous chunk whose tag fails (the pack damaged on disk) is not kept where the source
+    /// still holds its bytes: its file is read again for another change, the guess finds the
+    /// chunk damaged, and the re-pack seals it afresh, in place with the cache too (where kept
+    /// chunks are otherwise not read), and signed (the signature lists the new chunk). Every
+    /// entry reads back.
+    @Test(arguments: [(false, false), (true, false), (true, true)])
+    func aDamagedPreviousChunkIsNotKeptInAFileReadAgain(cache: Bool, signed: Bool) throws {
+        let key = signed ? PublisherSigningKey.generate() : nil
+        var data = noise(Self.size, seed: 12)
+        let tree = try IncrementalTests.Tree(["big.bin": data])
+        if cache {
+            tree.statusCache = tree.scratch.url.appendingPathComponent("status-cache")
+            tree.racyMargin = 0
+        }
+        try tree.pack(signingKey: key)
+        // Damage the payload of the entry's sixth chunk, in the file.
+        let reader = try tree.reader()
+        let e = try #require(try reader.records.all().first)
+        let (offset, _) = reader.storedChunk(e, 5)
+        let handle = try #require(FileHandle(forUpdatingAtPath: tree.output))
+        try handle.seek(toOffset: offset + 10)
+        let byte = try #require(try handle.read(upToCount: 1))
+        try handle.seek(toOffset: offset + 10)
+        try handle.write(contentsOf: Data([byte[0] ^ 0xFF]))
+        try handle.close()
+        #expect(throws: AssetPackError.self) { try tree.reader().read("big.bin") }
+        // Another change, far from it.
+        data[data.count - 100] ^= 1
+        try tree.set("big.bin", data)
+        try tree.pack(signingKey: key)
+        try tree.expectReadsBack()
+        if let key {
+            let trusted = try ContainerPackReader(
+                path: tree.output, credential: testKey, trustedKeys: [key.publicKey])
+            #expect(try trusted.read("big.bin") == data)
         }
     }
 }
