@@ -48,6 +48,9 @@ struct ChunkLayoutGuess {
         var digests: [[UInt8]] = []
         /// Where they end in the batch.
         var end = 0
+        /// The bytes at the front of the batch read from the file: those read before, and every
+        /// guessed chunk's (each read by the task that compares it).
+        var read = 0
         /// Whether the rest of the batch is left uncut for the next one: every guess held and the
         /// next previous chunk does not fit in what is left (`next` names it).
         var waits = false
@@ -57,10 +60,16 @@ struct ChunkLayoutGuess {
     /// returns those whose bytes are the previous ones', hashing them and their CRC-32s on
     /// `tasks` threads. `final`: the batch ends where the file does. `scale`: the entry's chunk
     /// scale (a guess is taken only from an entry cut with the same bounds).
+    ///
+    /// Only the first `from` bytes of `batch` are read yet: each task reads the rest of its guessed
+    /// chunks' bytes with `read` (the batch's range to read; it reads all of it or throws) just
+    /// before it compares them, so that they are still in its core's cache.
     mutating func verified(
-        _ batch: UnsafeRawBufferPointer, final: Bool, scale: UInt8, buffers: ChunkBuffers
+        _ batch: UnsafeMutableRawBufferPointer, from: Int, read: (Range<Int>) throws -> Void, final: Bool,
+        scale: UInt8, buffers: ChunkBuffers
     ) throws -> Run {
         var run = Run()
+        run.read = from
         guard var k = next, scale == previous.entry.scale else {
             next = nil
             return run
@@ -93,6 +102,7 @@ struct ChunkLayoutGuess {
                 try concurrently(tasks) { task in
                     for j in (guessed.count * task / tasks)..<(guessed.count * (task + 1) / tasks) {
                         let g = guessed[j]
+                        if g.start + g.length > from { try read(max(g.start, from)..<g.start + g.length) }
                         let plain = UnsafeRawBufferPointer(rebasing: batch[g.start..<g.start + g.length])
                         let digest = previous.digests.chunk(e.firstChunk + g.chunk)
                         found[j] =
@@ -110,6 +120,7 @@ struct ChunkLayoutGuess {
         }
         for (j, g) in guessed.enumerated() where found[j] == .damaged { damaged.insert(g.chunk) }
         let held = found.map { $0 == .same }
+        run.read = max(from, p)
         let good = held.firstIndex(of: false) ?? guessed.count
         run.cuts = guessed[..<good].map { ($0.start, $0.length) }
         run.digests = Array(digests[..<good])

@@ -92,15 +92,22 @@ extension ContainerPackWriter {
         var guess = ChunkLayoutGuess(previous)
         while true {
             let want = Int(min(UInt64(buffers.plain.count - carry), size - read))
-            let got = try readBatch(
-                src, UnsafeMutableRawBufferPointer(rebasing: buffers.plain[carry..<carry + want]), at: read, of: file)
-            guard got == want else {
-                throw AssetPackError(.io, "file shrank while it was being packed", path: file.path)
+            let available = carry + want
+            let final = read + UInt64(want) == size
+            // The batch's bytes `filled..<end`, from the file (the batch starts `carry` bytes before
+            // `read`): all of them, or "file shrank".
+            let front = read - UInt64(carry)
+            var filled = carry
+            func fill(_ range: Range<Int>) throws {
+                guard !range.isEmpty else { return }
+                let buffer = UnsafeMutableRawBufferPointer(rebasing: buffers.plain[range])
+                guard try readBatch(src, buffer, at: front + UInt64(range.lowerBound), of: file) == range.count else {
+                    throw AssetPackError(.io, "file shrank while it was being packed", path: file.path)
+                }
             }
-            read += UInt64(got)
-            let available = carry + got
-            let final = read == size
             if compress == nil {
+                try fill(filled..<min(available, CompressionPolicy.sampleSize))
+                filled = max(filled, min(available, CompressionPolicy.sampleSize))
                 let sample = UnsafeRawBufferPointer(
                     rebasing: buffers.plain[0..<min(available, CompressionPolicy.sampleSize)])
                 compress = buffers.samplePays(sample, policy: policy)
@@ -109,11 +116,17 @@ extension ContainerPackWriter {
             // a changed chunk still downloads as compressed bytes). Decided by the first batch.
             out.record.scale = compress == true ? ChunkingParameters.largeScale : 0
             let chunker = compress == true ? buffers.largeChunker : buffers.chunker
-            // The chunks where the previous entry's were, whose bytes are the same: hashed, not cut.
+            // The chunks where the previous entry's were, whose bytes are the same: not cut, and
+            // each compared as it is read (while its bytes are in the core's cache).
             let batch = UnsafeRawBufferPointer(rebasing: buffers.plain[0..<available])
             let run =
-                try guess?.verified(batch, final: final, scale: out.record.scale, buffers: buffers)
+                try guess?.verified(
+                    UnsafeMutableRawBufferPointer(rebasing: buffers.plain[0..<available]), from: filled, read: fill,
+                    final: final, scale: out.record.scale, buffers: buffers)
                 ?? ChunkLayoutGuess.Run()
+            // The rest of the batch.
+            try fill(max(filled, run.read)..<available)
+            read += UInt64(want)
             var cuts = run.cuts
             out.uncutChunks += run.cuts.count
             var at = run.end
