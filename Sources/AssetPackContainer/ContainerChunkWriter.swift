@@ -98,15 +98,17 @@ extension ContainerPackWriter {
             // `read`): all of them, or "file shrank".
             let front = read - UInt64(carry)
             var filled = carry
-            func fill(_ range: Range<Int>) throws {
+            // `inParts`: on every core (not from a task that already is on one).
+            func fill(_ range: Range<Int>, inParts: Bool) throws {
                 guard !range.isEmpty else { return }
                 let buffer = UnsafeMutableRawBufferPointer(rebasing: buffers.plain[range])
-                guard try readBatch(src, buffer, at: front + UInt64(range.lowerBound), of: file) == range.count else {
+                let at = front + UInt64(range.lowerBound)
+                guard try readBatch(src, buffer, at: at, of: file, inParts: inParts) == range.count else {
                     throw AssetPackError(.io, "file shrank while it was being packed", path: file.path)
                 }
             }
             if compress == nil {
-                try fill(filled..<min(available, CompressionPolicy.sampleSize))
+                try fill(filled..<min(available, CompressionPolicy.sampleSize), inParts: true)
                 filled = max(filled, min(available, CompressionPolicy.sampleSize))
                 let sample = UnsafeRawBufferPointer(
                     rebasing: buffers.plain[0..<min(available, CompressionPolicy.sampleSize)])
@@ -121,11 +123,12 @@ extension ContainerPackWriter {
             let batch = UnsafeRawBufferPointer(rebasing: buffers.plain[0..<available])
             let run =
                 try guess?.verified(
-                    UnsafeMutableRawBufferPointer(rebasing: buffers.plain[0..<available]), from: filled, read: fill,
+                    UnsafeMutableRawBufferPointer(rebasing: buffers.plain[0..<available]), from: filled,
+                    read: { try fill($0, inParts: false) },
                     final: final, scale: out.record.scale, buffers: buffers)
                 ?? ChunkLayoutGuess.Run()
             // The rest of the batch.
-            try fill(max(filled, run.read)..<available)
+            try fill(max(filled, run.read)..<available, inParts: true)
             read += UInt64(want)
             var cuts = run.cuts
             out.uncutChunks += run.cuts.count
@@ -309,14 +312,20 @@ extension ContainerPackWriter {
     }
 
     /// Reads `buffer.count` bytes of `fd` at `offset` into `buffer`, in parts on every core when
-    /// there are megabytes of them: a batch's read is a copy out of the page cache on one core
+    /// `inParts` and there are megabytes of them: a batch's read is a copy out of the page cache on one core
     /// (~1.4 ms for 8 MiB here), which a re-pack that checks guessed chunks instead of cutting
     /// them otherwise waits for at every batch.
     /// - Returns: The bytes read before the first short part (the whole buffer: all were there).
     private func readBatch(
-        _ fd: FileDescriptor, _ buffer: UnsafeMutableRawBufferPointer, at offset: UInt64, of file: SourceFile
+        _ fd: FileDescriptor, _ buffer: UnsafeMutableRawBufferPointer, at offset: UInt64, of file: SourceFile,
+        inParts: Bool
     ) throws -> Int {
-        let parts = buffer.count >= 2 << 20 ? ContainerPackReader.cores : 1
+        let parts = inParts && buffer.count >= 2 << 20 ? ContainerPackReader.cores : 1
+        if parts == 1 {
+            do { return try fd.preadFully(into: buffer, at: offset) } catch let e as Errno {
+                throw e.io("cannot read \(file.diskPath)")
+            }
+        }
         var got = [Int](repeating: 0, count: parts)
         let bounds = (0...parts).map { buffer.count * $0 / parts }
         try got.withUnsafeMutableBufferPointer { got in

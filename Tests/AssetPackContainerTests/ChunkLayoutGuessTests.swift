@@ -121,11 +121,17 @@ import Testing
     }
 
     /// A file that changes size between its `stat` and its read is refused with an I/O error
-    /// that names it, whether the batch is read in one piece or in parts on every core (from
-    /// 2 MiB), and the pack at the output stays the one that was there.
-    @Test(arguments: [100_000, 3 << 20])
-    func aFileThatShrinksOrGrowsWhileItIsReadIsRefused(size: Int) throws {
+    /// that names it, and the pack at the output stays the one that was there: with the previous
+    /// entry's chunks guessed (each read by the task that compares it) or without them (`fresh`:
+    /// the batch read in one piece under 2 MiB, in parts on every core from there), in one batch
+    /// or in several (`batch`: the short read then comes after a batch with a carried tail).
+    @Test(arguments: [
+        (100_000, false, ChunkBuffers.defaultBatch), (3 << 20, false, ChunkBuffers.defaultBatch),
+        (3 << 20, true, ChunkBuffers.defaultBatch), (3 << 20, false, 512 << 10), (3 << 20, true, 512 << 10),
+    ])
+    func aFileThatShrinksOrGrowsWhileItIsReadIsRefused(size: Int, fresh: Bool, batch: Int) throws {
         let tree = try IncrementalTests.Tree(["big.bin": noise(size, seed: 1), "small.txt": text(500)])
+        tree.batchBytes = batch
         try tree.pack()
         let before = tree.bytes
         let path = tree.root.appendingPathComponent("big.bin").path
@@ -146,7 +152,7 @@ import Testing
                     try handle.write(contentsOf: Data([1]))
                 }
             }
-            let error = #expect(throws: AssetPackError.self) { try tree.pack() }
+            let error = #expect(throws: AssetPackError.self) { try tree.pack(fresh: fresh) }
             #expect(error?.code == .io)
             #expect(error?.message == message)
             #expect(error?.path == "big.bin")
@@ -154,6 +160,23 @@ import Testing
             #expect(unchanged)
             tree.sourceOpened = { _ in }
             try tree.set("big.bin", noise(size, seed: 2))
+        }
+    }
+
+    /// Batches large enough for each to be compared on every core (512 KiB of 4 KiB chunks),
+    /// several per file, so that tasks read chunks that start in the tail carried from the batch
+    /// before: the layout is a fresh cut's and the file reads back, edited and not.
+    @Test(arguments: [false, true])
+    func chunksComparedOnEveryCoreAcrossBatchesAreCutWhereAFreshPackWould(cache: Bool) throws {
+        let before = noise(3 << 20, seed: 21)
+        var flipped = before
+        flipped[2_000_000] ^= 0x10
+        var inserted = before
+        inserted.insert(contentsOf: noise(5000, seed: 22), at: 1_500_000)
+        for after in [before, flipped, inserted] {
+            let (report, layout, _) = try Self.repack(before, to: after, batch: 512 << 10, cache: cache)
+            #expect(layout == Self.freshCut(after))
+            #expect(report.uncutChunks >= layout.count - 150, "\(report.uncutChunks) of \(layout.count) uncut")
         }
     }
 
