@@ -57,8 +57,8 @@ struct ChunkLayoutGuess {
     }
 
     /// Checks the guessed chunks at the front of `batch` (a chunk starts at its first byte) and
-    /// returns those whose bytes are the previous ones', hashing them and their CRC-32s on
-    /// `tasks` threads. `final`: the batch ends where the file does. `scale`: the entry's chunk
+    /// returns those whose bytes are the previous ones', comparing them (and taking the CRC-32s of
+    /// those that match) on every core. `final`: the batch ends where the file does. `scale`: the entry's chunk
     /// scale (a guess is taken only from an entry cut with the same bounds).
     ///
     /// Only the first `from` bytes of `batch` are read yet: each task reads the rest of its guessed
