@@ -47,7 +47,7 @@ struct ChunkLayoutGuess {
         /// Their plaintext digests (CRC-32s are in `buffers.crcs`, by position).
         var digests: [[UInt8]] = []
         /// Where they end in the batch.
-        var end = 0
+        var end: Int { cuts.last.map { $0.start + $0.length } ?? 0 }
         /// The bytes at the front of the batch read from the file: those read before, and every
         /// guessed chunk's (each read by the task that compares it).
         var read = 0
@@ -65,7 +65,7 @@ struct ChunkLayoutGuess {
     /// chunks' bytes with `read` (the batch's range to read; it reads all of it or throws) just
     /// before it compares them, so that they are still in its core's cache.
     mutating func verified(
-        _ batch: UnsafeMutableRawBufferPointer, from: Int, read: (Range<Int>) throws -> Void, final: Bool,
+        _ batch: UnsafeRawBufferPointer, from: Int, read: (Range<Int>) throws -> Void, final: Bool,
         scale: UInt8, buffers: ChunkBuffers
     ) throws -> Run {
         var run = Run()
@@ -93,14 +93,13 @@ struct ChunkLayoutGuess {
             next = nil
             return run
         }
-        let total = p
-        let tasks = guessed.count >= 2 && total >= 256 << 10 ? min(guessed.count, ContainerPackReader.cores * 4) : 1
+        let tasks = ChunkBuffers.tasks(chunks: guessed.count, bytes: p)
         var found = [ChunkComparison](repeating: .different, count: guessed.count)
         var digests = [[UInt8]](repeating: [], count: guessed.count)
         try found.withUnsafeMutableBufferPointer { found in
             try digests.withUnsafeMutableBufferPointer { digests in
                 try concurrently(tasks) { task in
-                    for j in (guessed.count * task / tasks)..<(guessed.count * (task + 1) / tasks) {
+                    for j in ChunkBuffers.share(task, of: tasks, chunks: guessed.count) {
                         let g = guessed[j]
                         if g.start + g.length > from { try read(max(g.start, from)..<g.start + g.length) }
                         let plain = UnsafeRawBufferPointer(rebasing: batch[g.start..<g.start + g.length])
@@ -119,12 +118,10 @@ struct ChunkLayoutGuess {
             }
         }
         for (j, g) in guessed.enumerated() where found[j] == .damaged { damaged.insert(g.chunk) }
-        let held = found.map { $0 == .same }
         run.read = max(from, p)
-        let good = held.firstIndex(of: false) ?? guessed.count
+        let good = found.firstIndex { $0 != .same } ?? guessed.count
         run.cuts = guessed[..<good].map { ($0.start, $0.length) }
         run.digests = Array(digests[..<good])
-        run.end = good == 0 ? 0 : guessed[good - 1].start + guessed[good - 1].length
         if good == guessed.count, k < e.chunkCount, !final {
             run.waits = true
             next = k

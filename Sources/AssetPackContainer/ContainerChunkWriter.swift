@@ -123,9 +123,8 @@ extension ContainerPackWriter {
             let batch = UnsafeRawBufferPointer(rebasing: buffers.plain[0..<available])
             let run =
                 try guess?.verified(
-                    UnsafeMutableRawBufferPointer(rebasing: buffers.plain[0..<available]), from: filled,
-                    read: { try fill($0, inParts: false) },
-                    final: final, scale: out.record.scale, buffers: buffers)
+                    batch, from: filled, read: { try fill($0, inParts: false) }, final: final,
+                    scale: out.record.scale, buffers: buffers)
                 ?? ChunkLayoutGuess.Run()
             // The rest of the batch.
             try fill(max(filled, run.read)..<available, inParts: true)
@@ -143,10 +142,10 @@ extension ContainerPackWriter {
             }
             if size == 0 { cuts = [(0, 0)] }
             let lastReused = try sealBatch(
-                cuts, known: run.digests, damaged: guess?.damaged ?? [], compress: compress == true ? codec : .none,
-                codec: codec, key: key,
-                policy: policy, previous: previous, inPlace: inPlace && !checksKept, occurrences: &occurrences,
-                buffers: buffers, signing: signing)
+                cuts, known: run.digests, damaged: guess?.damaged ?? [],
+                compress: compress == true ? codec : .none, codec: codec, key: key, policy: policy,
+                previous: previous, inPlace: inPlace && !checksKept, occurrences: &occurrences, buffers: buffers,
+                signing: signing)
             if !run.waits, cuts.count > run.cuts.count { guess?.resume(after: lastReused) }
             // In file order: compact the sealed chunks, record them, append them.
             var w = 0
@@ -214,15 +213,14 @@ extension ContainerPackWriter {
     /// - Returns: The previous chunk (index within its entry) the batch's last chunk reuses, if any.
     private func sealBatch(
         _ cuts: [(start: Int, length: Int)], known: [[UInt8]], damaged: Set<Int>, compress: ChunkCodec,
-        codec: ChunkCodec,
-        key: [UInt8], policy: CompressionPolicy, previous: PreviousEntry?, inPlace: Bool,
+        codec: ChunkCodec, key: [UInt8], policy: CompressionPolicy, previous: PreviousEntry?, inPlace: Bool,
         occurrences: inout [[UInt8]: Int], buffers: ChunkBuffers, signing: Bool
     ) throws -> Int? {
         let total = cuts.reduce(0) { $0 + $1.length }
-        let tasks = cuts.count >= 2 && total >= 256 << 10 ? min(cuts.count, ContainerPackReader.cores * 4) : 1
+        let tasks = ChunkBuffers.tasks(chunks: cuts.count, bytes: total)
         let tagSize = ContainerFormat.tagSize
         let nonces = random(12 * cuts.count)
-        func share(_ task: Int) -> Range<Int> { (cuts.count * task / tasks)..<(cuts.count * (task + 1) / tasks) }
+        func share(_ task: Int) -> Range<Int> { ChunkBuffers.share(task, of: tasks, chunks: cuts.count) }
         // Pass 1, in parallel: each chunk's digest and CRC (the entry's digest is made of the
         // chunks' digests: ContainerFormat.entryDigest).
         var digests = known + [[UInt8]](repeating: [], count: cuts.count - known.count)
@@ -312,9 +310,8 @@ extension ContainerPackWriter {
     }
 
     /// Reads `buffer.count` bytes of `fd` at `offset` into `buffer`, in parts on every core when
-    /// `inParts` and there are megabytes of them: a batch's read is a copy out of the page cache on one core
-    /// (~1.4 ms for 8 MiB here), which a re-pack that checks guessed chunks instead of cutting
-    /// them otherwise waits for at every batch.
+    /// `inParts` and there are megabytes of them: a batch's read is a copy out of the page cache
+    /// on one core (~1.4 ms for 8 MiB here), which the other core would otherwise wait for.
     /// - Returns: The bytes read before the first short part (the whole buffer: all were there).
     private func readBatch(
         _ fd: FileDescriptor, _ buffer: UnsafeMutableRawBufferPointer, at offset: UInt64, of file: SourceFile,
@@ -322,8 +319,8 @@ extension ContainerPackWriter {
     ) throws -> Int {
         let parts = inParts && buffer.count >= 2 << 20 ? ContainerPackReader.cores : 1
         if parts == 1 {
-            do { return try fd.preadFully(into: buffer, at: offset) } catch let e as Errno {
-                throw e.io("cannot read \(file.diskPath)")
+            do { return try fd.preadFully(into: buffer, at: offset) } catch {
+                throw error.io("cannot read \(file.diskPath)")
             }
         }
         var got = [Int](repeating: 0, count: parts)
@@ -339,6 +336,16 @@ extension ContainerPackWriter {
         for k in 0..<parts where got[k] < bounds[k + 1] - bounds[k] { return bounds[k] + got[k] }
         return buffer.count
     }
+}
+
+/// What a previous chunk is to the bytes it is compared with.
+enum ChunkComparison {
+    /// It opens, to these bytes.
+    case same
+    /// It opens to other bytes, or has another length.
+    case different
+    /// Its tag fails, or it could not be read.
+    case damaged
 }
 
 extension ContainerPackReader {
@@ -362,19 +369,7 @@ extension ContainerPackReader {
         else { return nil }
         return length
     }
-}
 
-/// What a previous chunk is to the bytes it is compared with.
-enum ChunkComparison {
-    /// It opens, to these bytes.
-    case same
-    /// It opens to other bytes, or has another length.
-    case different
-    /// Its tag fails, or it could not be read.
-    case damaged
-}
-
-extension ContainerPackReader {
     /// Chunk `c` of `e`, stored uncompressed, against `plain`: its sealed bytes are read into
     /// `scratch` (at least the sealed chunk), opened there (tag checked) and compared.
     func compare(
@@ -453,6 +448,17 @@ final class ChunkBuffers {
         zstds = Array(repeating: nil, count: ciphers.count)
         self.level = level
         self.dictionary = dictionary
+    }
+
+    /// How many concurrent tasks share `chunks` chunks of `bytes` plaintext: one for a single
+    /// chunk or under 256 KiB, else up to four per core.
+    static func tasks(chunks: Int, bytes: Int) -> Int {
+        chunks >= 2 && bytes >= 256 << 10 ? min(chunks, ContainerPackReader.cores * 4) : 1
+    }
+
+    /// The chunks (indexes) task `task` of `tasks` takes of `chunks`.
+    static func share(_ task: Int, of tasks: Int, chunks: Int) -> Range<Int> {
+        (chunks * task / tasks)..<(chunks * (task + 1) / tasks)
     }
 
     /// Where chunk `j`, starting at plaintext offset `start` of the batch, is sealed.

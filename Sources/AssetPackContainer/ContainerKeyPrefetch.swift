@@ -7,8 +7,9 @@ import Foundation
 // A re-pack with a password derives the previous pack's key (scrypt, ~90 ms) before it can read
 // that pack's index, and scans its sources (a few ms for the 1,013-file benchmark tree, seconds
 // for a million files) before it writes: two pieces of work that need nothing of each other,
-// done one after the other on a machine with a second core idle. A prefetch starts the derivation first, on another thread;
-// the re-pack's open of the previous pack takes its result instead of deriving again.
+// done one after the other on a machine with a second core idle. A prefetch starts the
+// derivation first, on another thread; the re-pack's open of the previous pack takes its result
+// instead of deriving again.
 
 /// The master key of a password-protected container, being derived on another thread for the
 /// first open of that pack with that password (``ContainerKeys/master(_:header:)``): one-shot,

@@ -211,7 +211,7 @@ package struct PackWriteReport: Sendable, Equatable {
     package var chunks = 0
     package var reusedChunks = 0
     /// Container: chunks of files read again whose boundaries the previous pack's chunks gave,
-    /// checked by their digests instead of cut (`ChunkLayoutGuess`).
+    /// compared with those chunks instead of cut (`ChunkLayoutGuess`).
     package var uncutChunks = 0
     /// Bytes written to the new pack (sealed chunks, copied or new, index, header, signature).
     package var bytesWritten: UInt64 = 0
