@@ -65,6 +65,10 @@ package final class RemoteMirror: @unchecked Sendable {
     let folder: String?
     /// Whether the private temporary directory is gone (guarded by `lock`).
     var folderRemoved = false
+    /// The sweep of what killed processes left in the temporary folder, run beside the open and
+    /// the read (a `$TMPDIR` of thousands of names costs milliseconds to list) and waited for by
+    /// ``removeTemporaryFiles()``, so it is over when the mirror is.
+    private let sweep = DispatchGroup()
     /// Guards the state below; signalled whenever bytes arrive or a fetch gives up.
     let lock = NSCondition()
     var present = RangeSet()
@@ -104,7 +108,6 @@ package final class RemoteMirror: @unchecked Sendable {
         // Named as every temporary of ours (host, process, UUID), so that what a killed process
         // left (SIGKILL, a crash) is told from a mirror in use, and removed here.
         let temporaries = NSTemporaryDirectory()
-        AtomicFile.removeStaleTemporaries(in: temporaries)
         let folder = AtomicFile.temporaryName(in: temporaries)
         do { try FileSystem.mkdir(folder, permissions: 0o700) } catch {
             throw error.io("cannot create a temporary directory")
@@ -117,6 +120,10 @@ package final class RemoteMirror: @unchecked Sendable {
             try? FileSystem.rmdir(folder)
             TemporaryFiles.forget(folder)
             throw error
+        }
+        // This mirror's own folder is named for a live process: the sweep passes it by.
+        DispatchQueue.global(qos: .utility).async(group: sweep) {
+            AtomicFile.removeStaleTemporaries(in: temporaries)
         }
         try store(probe, at: 0)
         lock.withLock { _ = present.insert(0..<UInt64(probe.count)) }
@@ -169,6 +176,7 @@ package final class RemoteMirror: @unchecked Sendable {
         try? FileSystem.unlink(path)
         try? FileSystem.rmdir(folder)
         TemporaryFiles.forget(folder)
+        sweep.wait()
     }
 
     /// The ranges held so far (in the file).
