@@ -59,9 +59,10 @@ let package = Package(
         .systemLibrary(
             name: "CZstd", pkgConfig: "libzstd",
             providers: [.apt(["libzstd-dev"]), .brew(["zstd"])]),
-        .systemLibrary(
-            name: "CLibcurl", pkgConfig: "libcurl",
-            providers: [.apt(["libcurl4-openssl-dev"]), .brew(["curl"])]),
+        // libcurl is loaded when a URL is first opened (dlopen), not linked: linking it loaded it and
+        // the ~33 libraries it needs at every command's start (docs/PERFORMANCE.md, "Process start").
+        // curl.h (Debian: libcurl4-openssl-dev) gives the types; the shim resolves the calls.
+        .target(name: "CLibcurl", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
 
         // Backend-neutral vocabulary: reader protocol, errors, timing, CRC, paths, limits, the codecs.
         .target(

@@ -16,8 +16,8 @@ extension HTTPRangeClient {
         // The error buffer is the transfer's, freed with it: no pooled handle may keep pointing at it.
         defer { _ = assetpack_curl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, nil) }
         var list: UnsafeMutablePointer<curl_slist>?
-        for header in headers { list = curl_slist_append(list, header) }
-        defer { curl_slist_free_all(list) }
+        for header in headers { list = assetpack_curl_slist_append(list, header) }
+        defer { assetpack_curl_slist_free_all(list) }
         let box = Unmanaged.passRetained(transfer)
         defer { box.release() }
         let connectMilliseconds = max(1, Int((limits.connectTimeout * 1000).rounded(.up)))
@@ -48,7 +48,7 @@ extension HTTPRangeClient {
         _ = assetpack_curl_setopt_pointer(handle, CURLOPT_HEADERDATA, box.toOpaque())
         _ = assetpack_curl_setopt_callback(handle, CURLOPT_WRITEFUNCTION, Transfer.onBody)
         _ = assetpack_curl_setopt_pointer(handle, CURLOPT_WRITEDATA, box.toOpaque())
-        return curl_easy_perform(handle)
+        return assetpack_curl_easy_perform(handle)
     }
 }
 
@@ -57,8 +57,22 @@ enum Curl {
     /// libcurl's receive buffer: large pieces mean few callbacks (its default is 16 KiB).
     static let bufferSize = 512 << 10
 
-    private static let initialized: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
-    static func initializeOnce() { _ = initialized }
+    /// Why libcurl could not be loaded (`nil` once it is: loaded and initialised, once per process).
+    private static let unavailable: String? = {
+        var error = [CChar](repeating: 0, count: 1024)
+        guard assetpack_curl_load(&error, error.count) == 0 else { return nil }
+        return String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }()
+
+    /// Loads libcurl the first time a client is made (not at process start; the shim's header says why).
+    /// - Throws: `.remote` when it cannot be loaded, naming the library and what to install.
+    static func load() throws {
+        guard let unavailable else { return }
+        throw AssetPackError(
+            .remote,
+            "remote packs need libcurl, which could not be loaded: \(unavailable) "
+                + "(Debian: apt-get install libcurl4; another build of it: name it with ASSETPACK_LIBCURL)")
+    }
 
     /// Failures that another attempt cannot fix: a URL or protocol libcurl refuses, a TLS
     /// certificate that does not verify. Everything else (connecting, timeouts, cut
@@ -79,16 +93,16 @@ final class HandlePool: @unchecked Sendable {
 
     func take() -> UnsafeMutableRawPointer {
         if let handle = lock.withLock({ idle.popLast() }) {
-            curl_easy_reset(handle)  // options go; connections and caches stay
+            assetpack_curl_easy_reset(handle)  // options go; connections and caches stay
             return handle
         }
-        guard let handle = curl_easy_init() else { fatalError("curl_easy_init failed: out of memory") }
+        guard let handle = assetpack_curl_easy_init() else { fatalError("curl_easy_init failed: out of memory") }
         return handle
     }
 
     func give(_ handle: UnsafeMutableRawPointer) { lock.withLock { idle.append(handle) } }
 
-    deinit { for handle in idle { curl_easy_cleanup(handle) } }
+    deinit { for handle in idle { assetpack_curl_easy_cleanup(handle) } }
 }
 
 /// What libcurl's callbacks write to during one request: the final response's head, then the

@@ -102,7 +102,7 @@ package final class HTTPRangeClient: @unchecked Sendable {
         self.limits = limits
         self.inMemory = inMemory
         trust = TLSTrust.resolve(limits.caCertificates)
-        Curl.initializeOnce()
+        try Curl.load()
     }
 
     /// The version every response so far had (`nil` before the first).

@@ -12,8 +12,8 @@ extension HTTPRangeClient {
     static func ifRangeValidator(for version: Version, date: String?) -> String? {
         if let etag = version.etag { return version.hasWeakETag ? nil : etag }
         guard let modified = version.lastModified, let date else { return nil }
-        let lastModified = curl_getdate(modified, nil)
-        let sent = curl_getdate(date, nil)
+        let lastModified = assetpack_curl_getdate(modified, nil)
+        let sent = assetpack_curl_getdate(date, nil)
         guard lastModified > 0, sent > 0, sent - lastModified >= 60 else { return nil }
         return modified
     }

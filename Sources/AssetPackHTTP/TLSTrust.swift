@@ -63,7 +63,7 @@ package struct TLSTrust: Equatable, Sendable {
     /// certificate was refused and why, in words an app can show.
     /// - Parameter detail: libcurl's error buffer for the transfer (may be empty).
     func describe(_ code: CURLcode, detail: String) -> String {
-        let generic = String(cString: curl_easy_strerror(code))
+        let generic = String(cString: assetpack_curl_easy_strerror(code))
         let said = detail.isEmpty ? generic : detail
         switch code {
         case CURLE_PEER_FAILED_VERIFICATION:

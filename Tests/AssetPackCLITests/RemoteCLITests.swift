@@ -189,6 +189,33 @@ import Testing
         #expect(try run(["install", url, "--into", home]).status == 0)
     }
 
+    /// libcurl is loaded when a URL is first opened, not at process start (docs/PERFORMANCE.md,
+    /// "Process start"): a local read loads none of it, a remote one does (the dynamic loader's own
+    /// record, `LD_DEBUG=files`); and a libcurl that cannot be loaded is a remote failure, exit 6,
+    /// whose message names the library and what to install.
+    @Test func libcurlIsLoadedForURLsOnly() throws {
+        let (local, _) = try setUp("container")
+        let nginx = try NginxServer(root: dir.appending("www"))
+        let url = nginx.url("p.container").absoluteString
+        let trace = ["LD_DEBUG": "files"]
+        let here = try CLI.run(["cat", local, "a.txt"], password: "pw", environment: trace)
+        #expect(here.status == 0 && here.stdout == tree["a.txt"], "\(here.stderr)")
+        #expect(here.stderr.contains("file=libc.so"), "LD_DEBUG gave no record: \(here.stderr.prefix(300))")
+        #expect(!here.stderr.contains("libcurl"), "a local read loaded libcurl")
+        let there = try CLI.run(["cat", url, "a.txt"], password: "pw", environment: trace)
+        #expect(there.status == 0 && there.stdout == tree["a.txt"], "\(there.stderr.suffix(300))")
+        #expect(there.stderr.contains("file=libcurl.so"), "a remote read did not load libcurl")
+        let requests = try nginx.accessLog().count
+
+        let missing = dir.appending("no-such-libcurl.so").path
+        let without = try CLI.run(["cat", url, "a.txt"], password: "pw", environment: ["ASSETPACK_LIBCURL": missing])
+        #expect(without.status == 6 && without.stdout.isEmpty, "\(without.status) \(without.stderr)")
+        #expect(
+            without.stderr.contains("remote packs need libcurl") && without.stderr.contains(missing)
+                && without.stderr.contains("apt-get install libcurl4"), "\(without.stderr)")
+        #expect(try nginx.accessLog().count == requests, "a read without libcurl reached the server")
+    }
+
     @Test func installTakesAURL() throws {
         let (local, pub) = try setUp("zip")
         let nginx = try NginxServer(root: dir.appending("www"))
