@@ -38,6 +38,8 @@ build: deps
 ## release: the assetpack binary only (what demo runs; not the fuzz stubs or test helpers).
 release: deps
 	$(SWIFT) build $(RELEASE) --product assetpack
+	@if ldd "$(RELEASE_BIN)" | grep -E 'libswift|libFoundation'; then \
+	  echo "release: $(RELEASE_BIN) loads the above: the Swift runtime was to be linked in"; exit 1; fi
 
 ## test: the fast tier: every module's unit tests and an end-to-end slice of the CLI (each command
 ## run as the built binary), without the suites and tests marked `.slow` (a condition trait,
