@@ -1,3 +1,4 @@
+#define _GNU_SOURCE  // secure_getenv
 #include "assetpack_curl.h"
 
 #include <dlfcn.h>
@@ -5,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 // libcurl's functions, resolved once by load().
 static struct {
@@ -14,7 +16,6 @@ static struct {
     void (*easy_reset)(CURL *);
     CURLcode (*easy_perform)(CURL *);
     CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
-    CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
     const char *(*easy_strerror)(CURLcode);
     struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
     void (*slist_free_all)(struct curl_slist *);
@@ -33,7 +34,13 @@ static const char *const defaultName = "libcurl.so.4";
 #endif
 
 static void load(void) {
-    const char *chosen = getenv("ASSETPACK_LIBCURL");
+    // Not from the environment of a set-user-ID or set-group-ID program: it would choose code
+    // to run with privileges its user lacks.
+#if defined(__GLIBC__)
+    const char *chosen = secure_getenv("ASSETPACK_LIBCURL");
+#else
+    const char *chosen = issetugid() ? NULL : getenv("ASSETPACK_LIBCURL");
+#endif
     const char *name = chosen != NULL && chosen[0] != '\0' ? chosen : defaultName;
     void *library = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (library == NULL) {
@@ -42,25 +49,27 @@ static void load(void) {
         return;
     }
     struct {
-        void **slot;
+        void *slot;
         const char *symbol;
     } symbols[] = {
-        {(void **)&curl.global_init, "curl_global_init"},
-        {(void **)&curl.easy_init, "curl_easy_init"},
-        {(void **)&curl.easy_cleanup, "curl_easy_cleanup"},
-        {(void **)&curl.easy_reset, "curl_easy_reset"},
-        {(void **)&curl.easy_perform, "curl_easy_perform"},
-        {(void **)&curl.easy_setopt, "curl_easy_setopt"},
-        {(void **)&curl.easy_getinfo, "curl_easy_getinfo"},
-        {(void **)&curl.easy_strerror, "curl_easy_strerror"},
-        {(void **)&curl.slist_append, "curl_slist_append"},
-        {(void **)&curl.slist_free_all, "curl_slist_free_all"},
-        {(void **)&curl.getdate, "curl_getdate"},
-        {(void **)&curl.version_info, "curl_version_info"},
+        {&curl.global_init, "curl_global_init"},
+        {&curl.easy_init, "curl_easy_init"},
+        {&curl.easy_cleanup, "curl_easy_cleanup"},
+        {&curl.easy_reset, "curl_easy_reset"},
+        {&curl.easy_perform, "curl_easy_perform"},
+        {&curl.easy_setopt, "curl_easy_setopt"},
+        {&curl.easy_strerror, "curl_easy_strerror"},
+        {&curl.slist_append, "curl_slist_append"},
+        {&curl.slist_free_all, "curl_slist_free_all"},
+        {&curl.getdate, "curl_getdate"},
+        {&curl.version_info, "curl_version_info"},
     };
     for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; i++) {
-        *symbols[i].slot = dlsym(library, symbols[i].symbol);
-        if (*symbols[i].slot == NULL) {
+        // dlsym answers an object pointer; POSIX guarantees it converts to the function's. Copied
+        // as bytes, not stored through a `void **` that aliases a function pointer.
+        void *found = dlsym(library, symbols[i].symbol);
+        memcpy(symbols[i].slot, &found, sizeof found);
+        if (found == NULL) {
             snprintf(failure, sizeof failure, "%s is not libcurl: it lacks %s", name, symbols[i].symbol);
             return;
         }
@@ -86,11 +95,12 @@ int assetpack_curl_load(char *error, size_t capacity) {
     return ready;
 }
 
-// Every caller loaded libcurl first (HTTPRangeClient's initialiser does, and throws without it).
+// Loads libcurl if no call did yet. Callers checked that it loads (HTTPRangeClient's initialiser
+// calls assetpack_curl_load and throws without it), so failing here is a bug in the caller.
 static void loaded(void) {
     pthread_once(&once, load);
     if (!ready) {
-        fprintf(stderr, "assetpack: libcurl called before it was loaded: %s\n", failure);
+        fprintf(stderr, "assetpack: a libcurl function was called though libcurl did not load: %s\n", failure);
         abort();
     }
 }
@@ -126,8 +136,4 @@ CURLcode assetpack_curl_setopt_callback(CURL *handle, CURLoption option, assetpa
 CURLcode assetpack_curl_setopt_xferinfo(CURL *handle, assetpack_curl_xferinfo_callback value) {
     loaded();
     return curl.easy_setopt(handle, CURLOPT_XFERINFOFUNCTION, value);
-}
-CURLcode assetpack_curl_getinfo_long(CURL *handle, CURLINFO info, long *value) {
-    loaded();
-    return curl.easy_getinfo(handle, info, value);
 }

@@ -1,4 +1,5 @@
 #pragma once
+// curl.h not found? It is in Debian's libcurl4-openssl-dev (`make deps` installs it; Homebrew: curl).
 #include <curl/curl.h>
 #include <stddef.h>
 #include <time.h>
@@ -14,8 +15,9 @@
 /// - Returns: 1 when libcurl is ready; 0 when not, with why in `error` (NUL-terminated).
 int assetpack_curl_load(char *error, size_t capacity);
 
-// libcurl's functions of the same names without the prefix. Call only after assetpack_curl_load
-// returned 1 (each aborts with a message otherwise: a bug, not a missing library).
+// libcurl's functions of the same names without the prefix. Each loads libcurl if nothing did
+// yet; call them only once assetpack_curl_load returned 1 (one called when libcurl cannot be
+// loaded aborts with a message: a bug in its caller, not a missing library).
 CURL *assetpack_curl_easy_init(void);
 void assetpack_curl_easy_cleanup(CURL *handle);
 void assetpack_curl_easy_reset(CURL *handle);
@@ -25,8 +27,8 @@ struct curl_slist *assetpack_curl_slist_append(struct curl_slist *list, const ch
 void assetpack_curl_slist_free_all(struct curl_slist *list);
 time_t assetpack_curl_getdate(const char *date, const time_t *unused);
 
-// curl_easy_setopt and curl_easy_getinfo are variadic, which Swift cannot call: one typed
-// wrapper per argument type AssetPackHTTP passes.
+// curl_easy_setopt is variadic, which Swift cannot call: one typed wrapper per argument type
+// AssetPackHTTP passes.
 typedef size_t (*assetpack_curl_data_callback)(char *, size_t, size_t, void *);
 // CURLOPT_XFERINFOFUNCTION: bytes to download and downloaded, to upload and uploaded; non-zero aborts.
 typedef int (*assetpack_curl_xferinfo_callback)(void *, curl_off_t, curl_off_t, curl_off_t, curl_off_t);
@@ -36,4 +38,3 @@ CURLcode assetpack_curl_setopt_string(CURL *handle, CURLoption option, const cha
 CURLcode assetpack_curl_setopt_pointer(CURL *handle, CURLoption option, void *value);
 CURLcode assetpack_curl_setopt_callback(CURL *handle, CURLoption option, assetpack_curl_data_callback value);
 CURLcode assetpack_curl_setopt_xferinfo(CURL *handle, assetpack_curl_xferinfo_callback value);
-CURLcode assetpack_curl_getinfo_long(CURL *handle, CURLINFO info, long *value);
