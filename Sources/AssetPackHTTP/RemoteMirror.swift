@@ -68,7 +68,7 @@ package final class RemoteMirror: @unchecked Sendable {
     /// The sweep of what killed processes left in the temporary folder, run beside the open and
     /// the read (a `$TMPDIR` of thousands of names costs milliseconds to list) and waited for by
     /// ``removeTemporaryFiles()``, so it is over when the mirror is.
-    private let sweep = DispatchGroup()
+    private var sweep: DispatchGroup?
     /// Guards the state below; signalled whenever bytes arrive or a fetch gives up.
     let lock = NSCondition()
     var present = RangeSet()
@@ -122,9 +122,7 @@ package final class RemoteMirror: @unchecked Sendable {
             throw error
         }
         // This mirror's own folder is named for a live process: the sweep passes it by.
-        DispatchQueue.global(qos: .utility).async(group: sweep) {
-            AtomicFile.removeStaleTemporaries(in: temporaries)
-        }
+        sweep = Self.sweep(temporaries)
         try store(probe, at: 0)
         lock.withLock { _ = present.insert(0..<UInt64(probe.count)) }
         pin(0..<UInt64(probe.count))
@@ -176,8 +174,22 @@ package final class RemoteMirror: @unchecked Sendable {
         try? FileSystem.unlink(path)
         try? FileSystem.rmdir(folder)
         TemporaryFiles.forget(folder)
-        sweep.wait()
+        sweep?.wait()
     }
+
+    /// Sweeps `folder` of dead processes' temporaries in the background, unless a sweep of it is
+    /// under way already (mirrors opened at once share it). - Returns: The sweep's group.
+    private static func sweep(_ folder: String) -> DispatchGroup {
+        sweepsLock.withLock {
+            if let running = sweeps[folder], running.wait(timeout: .now()) == .timedOut { return running }
+            let group = DispatchGroup()
+            DispatchQueue.global(qos: .utility).async(group: group) { AtomicFile.removeStaleTemporaries(in: folder) }
+            sweeps[folder] = group
+            return group
+        }
+    }
+    private static let sweepsLock = NSLock()
+    nonisolated(unsafe) private static var sweeps: [String: DispatchGroup] = [:]
 
     /// The ranges held so far (in the file).
     package var held: RangeSet { lock.withLock { present } }
