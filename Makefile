@@ -38,8 +38,8 @@ build: deps
 ## release: the assetpack binary only (what demo runs; not the fuzz stubs or test helpers).
 release: deps
 	$(SWIFT) build $(RELEASE) --product assetpack
-	@if ldd "$(RELEASE_BIN)" | grep -E 'libswift|libFoundation'; then \
-	  echo "release: $(RELEASE_BIN) loads the above: the Swift runtime was to be linked in"; exit 1; fi
+	@if ldd "$(RELEASE_BIN)" | grep -E '/lib/swift/|libswift|libFoundation|libdispatch|libBlocksRuntime|_FoundationICU'; then \
+	  echo "release: $(RELEASE_BIN) loads the above from the toolchain: the Swift runtime was to be linked in"; exit 1; fi
 
 ## test: the fast tier: every module's unit tests and an end-to-end slice of the CLI (each command
 ## run as the built binary), without the suites and tests marked `.slow` (a condition trait,
@@ -97,9 +97,11 @@ install: release
 ## (the release build optimises the whole library module by module, one after another, on 2 cores).
 ## DEMO_CONFIG=release for an optimised build's timings (make perf measures both formats properly).
 DEMO_CONFIG ?= debug
-DEMO_BIN = $(shell $(SWIFT) build -c $(DEMO_CONFIG) --show-bin-path)/assetpack
+# A release demo links as every release build does (RELEASE), so the two do not relink each other.
+DEMO_FLAGS = -c $(DEMO_CONFIG) $(if $(filter release,$(DEMO_CONFIG)),--static-swift-stdlib)
+DEMO_BIN = $(shell $(SWIFT) build $(DEMO_FLAGS) --show-bin-path)/assetpack
 demo: deps
-	$(SWIFT) build -c $(DEMO_CONFIG) --product assetpack
+	$(SWIFT) build $(DEMO_FLAGS) --product assetpack
 	@rm -rf "$(DEMO_DIR)"; mkdir -p "$(DEMO_DIR)"
 	@export ASSETPACK_PASSWORD=$(SAMPLE_PASSWORD) XDG_DATA_HOME="$(DEMO_DIR)/xdg"; set -e; \
 	for fmt in zip container; do \
@@ -323,7 +325,7 @@ docs: deps
 	@set -e; bin="$$($(SWIFT) build $(DOCS_BUILD_FLAGS) --show-bin-path)"; graphs="$$bin/docs-symbolgraph"; \
 	rm -rf "$$graphs" && mkdir -p "$$graphs"; \
 	swift-symbolgraph-extract -module-name AssetPack -target "$$($(SWIFT) -print-target-info | python3 -c 'import json,sys; print(json.load(sys.stdin)["target"]["triple"])')" \
-	  -I "$$bin/Modules" $(foreach c,CLibzip CZlib CLibcrypto CNettle CLibdeflate CZstd CLibcurl,-I Sources/$(c)) \
+	  -I "$$bin/Modules" $(foreach c,CLibzip CZlib CLibcrypto CLibdeflate CZstd,-I Sources/$(c)) \
 	  -minimum-access-level public -experimental-allowed-reexported-modules=AssetPackCore,AssetPackZip,AssetPackContainer \
 	  -output-dir "$$graphs"; \
 	rm -rf "$(DOCS_DIR)"; \

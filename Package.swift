@@ -170,8 +170,8 @@ let package = Package(
             name: "AssetPackCoreTests",
             dependencies: ["AssetPackCore", "AssetPackTestSupport", .target(name: "CZstd", condition: system)],
             swiftSettings: testSettings),
-        // The remote, perf and CLI suites need the default configuration (AssetPackHTTP links libcurl,
-        // the CLI links both): in the portable build (`make portable`) their sources compile to nothing.
+        // The remote, perf and CLI suites need the default configuration (AssetPackHTTP needs libcurl,
+        // the CLI both): in the portable build (`make portable`) their sources compile to nothing.
         // The test helpers' own tests (the fault-injecting HTTP server does what the remote tests rely on).
         .testTarget(
             name: "AssetPackTestSupportTests", dependencies: ["AssetPackTestSupport"], swiftSettings: testSettings),

@@ -17,8 +17,8 @@ if [ ! -d "$work/game" ]; then
   (cd "$work" && rm -f ./*.deb && apt-get download "$deb" >/dev/null && dpkg -x ./*.deb game-tmp && mv game-tmp game && rm -f ./*.deb)
 fi
 cd "$here"
-swift build -c release --product ZstdBench >/dev/null
-bench=$(swift build -c release --show-bin-path)/ZstdBench
+swift build -c release --static-swift-stdlib --product ZstdBench >/dev/null  # as the Makefile's RELEASE
+bench=$(swift build -c release --static-swift-stdlib --show-bin-path)/ZstdBench
 [ -d "$work/perf-tree" ] || { "$bench" --write-perf-corpus "$work/perf-tree.tmp" && mv "$work/perf-tree.tmp" "$work/perf-tree"; }
 
 # 7zz on one thread (-mmt1) over exactly the files ZstdBench reads: bytes, and MB of input per CPU
