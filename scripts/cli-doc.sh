@@ -27,7 +27,7 @@ plugin reads it.
 | 3 | entry not found |
 | 4 | integrity failure: CRC, MAC or tag, a corrupt or truncated pack |
 | 5 | untrusted: `--trust` given and the pack is not signed by one of those keys, or differs from what was signed; a release's pack that is not the one its manifest names, or an older release |
-| 6 | remote: a URL's server failed, ignores `Range`, changed the file, or broke a deadline or the minimum rate |
+| 6 | remote: a URL's server failed, ignores `Range`, changed the file, or broke a deadline or the minimum rate; or libcurl could not be loaded (`ASSETPACK_LIBCURL` names another build of it; docs/REMOTE.md, "Transport") |
 | 64 | usage: an unknown option, a missing or malformed value |
 
 ## `assetpack`

@@ -20,7 +20,8 @@ struct AssetPackCommand: ParsableCommand {
             4 integrity failure (CRC, MAC, corrupt or truncated pack), 5 untrusted (--trust given and the pack \
             is not signed by one of those keys, or differs from what was signed; a release's pack that is not the one \
             its manifest names, or an older release), 6 remote (a URL's server \
-            failed, ignores Range, changed the file, or broke a deadline or the minimum rate), 64 usage.
+            failed, ignores Range, changed the file, or broke a deadline or the minimum rate; or libcurl \
+            could not be loaded), 64 usage.
             """,
         version: assetpackVersion,
         subcommands: [
