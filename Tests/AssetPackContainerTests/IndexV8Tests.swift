@@ -305,41 +305,47 @@ import Testing
 
     static func open(
         _ s: (source: MemoryByteSource, header: ContainerHeader, headerBytes: [UInt8], key: [UInt8]),
-        headerBytes: [UInt8]? = nil
+        headerBytes: [UInt8]? = nil, parallelFrom: Int = ContainerIndex.parallelSegments
     ) throws -> IndexTable {
         try ContainerIndex.openV8(
             s.source, region: s.header.indexOffset..<UInt64(s.source.bytes.count), header: s.header,
-            headerBytes: headerBytes ?? s.headerBytes, key: s.key, limits: .default)
+            headerBytes: headerBytes ?? s.headerBytes, key: s.key, limits: .default, parallelFrom: parallelFrom)
     }
 
     /// 12,000 records make a table of more than one 1 MiB segment: each segment is opened alone,
-    /// a changed byte in any fails it, and the digests are opened only when asked for.
-    @Test func theRegionIsSealedInSegmentsAndTheDigestsApart() throws {
+    /// a changed byte in any fails it, and the digests are opened only when asked for; on one
+    /// core, and on every core (a table of 32 segments or more is opened so; 1 makes this one).
+    @Test(arguments: [ContainerIndex.parallelSegments, 1])
+    func theRegionIsSealedInSegmentsAndTheDigestsApart(parallelFrom: Int) throws {
+        func open(
+            _ s: (source: MemoryByteSource, header: ContainerHeader, headerBytes: [UInt8], key: [UInt8]),
+            headerBytes: [UInt8]? = nil
+        ) throws -> IndexTable { try Self.open(s, headerBytes: headerBytes, parallelFrom: parallelFrom) }
         let records = V4.placed(
             (0..<12_000).map { V4.record(String(format: "assets/texture%06d.ktx2", $0), size: 1, [V4.chunk(1)]) })
         let sizes = ContainerIndex.encodeV8(records, chunking: V4.chunking)
         #expect(ContainerIndex.segments(sizes.table.count) == 2)
-        let table = try Self.open(Self.sealed(records: records))
+        let table = try open(Self.sealed(records: records))
         #expect(table.count == 12_000 && table.position(of: "assets/texture011999.ktx2") == 11_999)
         #expect(try table.digests().chunk(11_999) == records[11_999].chunks[0].digest)
         // A byte of the second table segment changed, or the header bound into every segment.
         for damaged in [{ (r: inout [UInt8], t: Int) in r[20 + (1 << 20) + 16 + 5] ^= 1 }, { r, _ in r[25] ^= 1 }] {
             let error = #expect(throws: AssetPackError.self) {
-                try Self.open(Self.sealed(records: records, damage: damaged))
+                try open(Self.sealed(records: records, damage: damaged))
             }
             #expect(error?.message == "container index failed authentication")
         }
         let otherHeader = #expect(throws: AssetPackError.self) {
-            try Self.open(Self.sealed(records: records), headerBytes: Array(repeating: 0x18, count: 128))
+            try open(Self.sealed(records: records), headerBytes: Array(repeating: 0x18, count: 128))
         }
         #expect(otherHeader?.code == .integrityFailure)
         // The digest section damaged: the table opens and reads; only the digests are refused.
-        let lateDamage = try Self.open(Self.sealed(records: records) { r, _ in r[r.count - 20] ^= 1 })
+        let lateDamage = try open(Self.sealed(records: records) { r, _ in r[r.count - 20] ^= 1 })
         #expect(try lateDamage.entry(5).info.size == 1)
         #expect(throws: AssetPackError.self) { try lateDamage.digests() }
         // Lengths that do not fill the region.
         let lengths = #expect(throws: AssetPackError.self) {
-            try Self.open(Self.sealed(records: records) { r, _ in r[0] &+= 1 })
+            try open(Self.sealed(records: records) { r, _ in r[0] &+= 1 })
         }
         #expect(lengths?.message.contains("do not fill the region") == true)
     }
