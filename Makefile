@@ -202,7 +202,8 @@ portable:
 ## links the CLI's module since its usage errors are tested in-process, so ArgumentParser is built
 ## under each sanitizer too.)
 tsan: SANITIZE = --sanitize=thread --scratch-path .build-tsan
-## tsan: the stress suite, the concurrent-read tests, and the remote tests whose reads cross threads
+## tsan: the stress suite, the concurrent-read tests, a set's packs opened at once, an index's segments
+## opened on every core, and the remote tests whose reads cross threads
 ## (every entry over HTTP, the mirror's streaming window, cancelled opens, reads and installs); the
 ## rest of the remote suites (faulty servers, attacks) added a minute under ThreadSanitizer and
 ## cross no thread these do not.
@@ -212,7 +213,7 @@ tsan: test-deps
 	$(SWIFT) build $(SANITIZE) --product AssetPackPackageTests
 	@rm -rf .build-tsan/reports && mkdir -p .build-tsan/reports
 	ASSETPACK_TESTS=all TSAN_OPTIONS=log_path=$(CURDIR)/.build-tsan/reports/race $(SWIFT_TEST) $(SANITIZE) --skip-build \
-	  --filter 'StressTests|concurrentRead|readsFromManyThreads|\.RemoteTests/(largeReadsStream|chunksAsLargeAsTheWindow|everyEntryReadsOverHTTP)|\.UpdateSafetyTests/cancelling' \
+	  --filter 'StressTests|concurrentRead|readsFromManyThreads|\.RemoteTests/(largeReadsStream|chunksAsLargeAsTheWindow|everyEntryReadsOverHTTP)|\.UpdateSafetyTests/cancelling|whenSeveralPacksFailTheLowestOnesErrorIsThrown|theRegionIsSealedInSegmentsAndTheDigestsApart' \
 	  || { cat .build-tsan/reports/race.* 2>/dev/null; exit 1; }
 	@if ls .build-tsan/reports/race.* >/dev/null 2>&1; then cat .build-tsan/reports/race.*; exit 1; fi
 

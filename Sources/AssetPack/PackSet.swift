@@ -65,7 +65,10 @@ public final class PackSet: PackReader {
         self.openSeconds = members.reduce(watch.elapsed) { $0 + $1.reader.openSeconds }
     }
 
-    /// Opens the packs at `paths` (bottom first), each named by its path.
+    /// Opens the packs at `paths` (bottom first), each named by its path, on every core (each
+    /// open reads and decrypts its index, and derives its key when given a password: a set of
+    /// packs sealed with passwords pays one scrypt per pack). When several fail, the error is the
+    /// lowest pack's, as if they were opened one after another.
     /// - Parameters:
     ///   - paths: The packs' files, bottom first.
     ///   - credentials: One credential for every pack, or one per pack.
@@ -80,15 +83,21 @@ public final class PackSet: PackReader {
             throw AssetPackError(
                 .invalidArgument, "give one credential for every pack or one per pack (\(paths.count) packs)")
         }
-        var members: [Member] = []
-        for (i, path) in paths.enumerated() {
+        let opened = Mutex([Result<any PackReader, any Error>?](repeating: nil, count: paths.count))
+        let cancellation = Cancellation.current
+        DispatchQueue.concurrentPerform(iterations: paths.count) { i in
             let credential = credentials.count == 1 ? credentials[0] : credentials[i]
+            let result = Result {
+                try Cancellation.$current.withValue(cancellation) {
+                    try AssetPacks.open(paths[i], credential: credential, limits: limits, trustedKeys: trustedKeys)
+                }
+            }
+            opened.withLock { $0[i] = result }
+        }
+        var members: [Member] = []
+        for (path, result) in zip(paths, opened.withLock { $0 }) {
             do {
-                members.append(
-                    Member(
-                        name: path,
-                        reader: try AssetPacks.open(
-                            path, credential: credential, limits: limits, trustedKeys: trustedKeys)))
+                members.append(Member(name: path, reader: try result!.get()))
             } catch let error as AssetPackError {
                 throw error.naming(pack: path)
             }

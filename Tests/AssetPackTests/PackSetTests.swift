@@ -53,6 +53,32 @@ import Testing
         #expect(set.format == .container)
     }
 
+    /// `PackSet(opening:)` opens its packs on every core. When several fail, the error is the
+    /// lowest pack's, named, as when they were opened one after another (a missing file fails at
+    /// once, a wrong key only after its index is read: the first failure to arrive is the
+    /// higher pack's).
+    @Test func whenSeveralPacksFailTheLowestOnesErrorIsThrown() throws {
+        let dir = TemporaryDirectory()
+        let packs = try (0..<6).map {
+            try Self.pack(["f\($0).txt": "\($0)"], as: "p\($0).apack", format: .container, in: dir)
+        }
+        let paths = packs.map(\.path)
+        var credentials = packs.map(\.credential)
+        credentials[2] = .key(testBytes(32, seed: 99))
+        try FileManager.default.removeItem(atPath: paths[4])
+        for _ in 0..<5 {
+            let error = #expect(throws: AssetPackError.self) { try PackSet(opening: paths, credentials: credentials) }
+            #expect(error?.code == .wrongPassword && error?.pack == paths[2], "\(String(describing: error))")
+        }
+        credentials[2] = packs[2].credential
+        let gone = #expect(throws: AssetPackError.self) { try PackSet(opening: paths, credentials: credentials) }
+        #expect(gone?.pack == paths[4], "\(String(describing: gone))")
+        _ = try Self.pack(["f4.txt": "4"], as: "p4.apack", format: .container, in: dir)
+        let set = try PackSet(opening: paths, credentials: credentials)
+        #expect(set.members.map(\.name) == paths)
+        #expect(try (0..<6).allSatisfy { String(decoding: try set.read("f\($0).txt"), as: UTF8.self) == "\($0)" })
+    }
+
     @Test func aPatchDeletesAndALaterPackAddsBack() throws {
         let dir = TemporaryDirectory()
         let base = try Self.pack(["a.txt": "base a", "b.txt": "base b"], as: "base.apack", format: .container, in: dir)
