@@ -65,10 +65,11 @@ public final class PackSet: PackReader {
         self.openSeconds = members.reduce(watch.elapsed) { $0 + $1.reader.openSeconds }
     }
 
-    /// Opens the packs at `paths` (bottom first), each named by its path, on every core (each
-    /// open reads and decrypts its index, and derives its key when given a password: a set of
-    /// packs sealed with passwords pays one scrypt per pack). When several fail, the error is the
-    /// lowest pack's, as if they were opened one after another.
+    /// Opens the packs at `paths` (bottom first), each named by its path: on every core when no
+    /// credential is a password (each open reads and decrypts its index), one after another when
+    /// one is (a container's key derivation may take up to `limits.maxKDFMemory`, and several at
+    /// once would multiply it). When several fail, the error is the lowest pack's, as if they were
+    /// opened in order (opened at once, every other pack's open is finished first).
     /// - Parameters:
     ///   - paths: The packs' files, bottom first.
     ///   - credentials: One credential for every pack, or one per pack.
@@ -85,7 +86,7 @@ public final class PackSet: PackReader {
         }
         let opened = Mutex([Result<any PackReader, any Error>?](repeating: nil, count: paths.count))
         let cancellation = Cancellation.current
-        DispatchQueue.concurrentPerform(iterations: paths.count) { i in
+        let open = { @Sendable (i: Int) in
             let credential = credentials.count == 1 ? credentials[0] : credentials[i]
             let result = Result {
                 try Cancellation.$current.withValue(cancellation) {
@@ -94,10 +95,20 @@ public final class PackSet: PackReader {
             }
             opened.withLock { $0[i] = result }
         }
+        if credentials.contains(where: { if case .password = $0 { true } else { false } }) {
+            for i in paths.indices {
+                open(i)
+                if case .failure = opened.withLock({ $0[i]! }) { break }  // the lowest failure is known
+            }
+        } else {
+            DispatchQueue.concurrentPerform(iterations: paths.count, execute: open)
+        }
         var members: [Member] = []
         for (path, result) in zip(paths, opened.withLock { $0 }) {
             do {
-                members.append(Member(name: path, reader: try result!.get()))
+                // Opened in order, the packs after a failure are not: the loop throws before them.
+                guard let result else { preconditionFailure("pack \(path) was not opened") }
+                members.append(Member(name: path, reader: try result.get()))
             } catch let error as AssetPackError {
                 throw error.naming(pack: path)
             }

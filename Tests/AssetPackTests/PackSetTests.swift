@@ -77,6 +77,22 @@ import Testing
         let set = try PackSet(opening: paths, credentials: credentials)
         #expect(set.members.map(\.name) == paths)
         #expect(try (0..<6).allSatisfy { String(decoding: try set.read("f\($0).txt"), as: UTF8.self) == "\($0)" })
+
+        // With passwords the packs are opened in order (each key derivation may take up to
+        // ReadLimits.maxKDFMemory): the same answers.
+        let zips = try (0..<4).map {
+            try Self.pack(["z\($0).txt": "\($0)"], as: "z\($0).zip", format: .zip, in: dir)
+        }
+        let zipPaths = zips.map(\.path)
+        let zipSet = try PackSet(opening: zipPaths, credentials: zips.map(\.credential))
+        #expect(zipSet.members.map(\.name) == zipPaths)
+        #expect(String(decoding: try zipSet.read("z3.txt"), as: UTF8.self) == "3")
+        try Data("not a pack".utf8).write(to: URL(fileURLWithPath: zipPaths[1]))
+        try FileManager.default.removeItem(atPath: zipPaths[3])
+        let first = #expect(throws: AssetPackError.self) {
+            try PackSet(opening: zipPaths, credentials: zips.map(\.credential))
+        }
+        #expect(first?.pack == zipPaths[1], "\(String(describing: first))")
     }
 
     @Test func aPatchDeletesAndALaterPackAddsBack() throws {
