@@ -98,7 +98,7 @@ install: release
 ## DEMO_CONFIG=release for an optimised build's timings (make perf measures both formats properly).
 DEMO_CONFIG ?= debug
 # A release demo links as every release build does (RELEASE), so the two do not relink each other.
-DEMO_FLAGS = -c $(DEMO_CONFIG) $(if $(filter release,$(DEMO_CONFIG)),--static-swift-stdlib)
+DEMO_FLAGS = $(if $(filter release,$(DEMO_CONFIG)),$(RELEASE),-c $(DEMO_CONFIG))
 DEMO_BIN = $(shell $(SWIFT) build $(DEMO_FLAGS) --show-bin-path)/assetpack
 demo: deps
 	$(SWIFT) build $(DEMO_FLAGS) --product assetpack

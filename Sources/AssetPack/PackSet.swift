@@ -84,27 +84,26 @@ public final class PackSet: PackReader {
             throw AssetPackError(
                 .invalidArgument, "give one credential for every pack or one per pack (\(paths.count) packs)")
         }
-        let opened = Mutex([Result<any PackReader, any Error>?](repeating: nil, count: paths.count))
-        let cancellation = Cancellation.current
-        let open = { @Sendable (i: Int) in
+        func open(_ i: Int) -> Result<any PackReader, any Error> {
             let credential = credentials.count == 1 ? credentials[0] : credentials[i]
-            let result = Result {
-                try Cancellation.$current.withValue(cancellation) {
-                    try AssetPacks.open(paths[i], credential: credential, limits: limits, trustedKeys: trustedKeys)
-                }
+            return Result {
+                try AssetPacks.open(paths[i], credential: credential, limits: limits, trustedKeys: trustedKeys)
             }
-            opened.withLock { $0[i] = result }
         }
+        var opened = [Result<any PackReader, any Error>?](repeating: nil, count: paths.count)
         if credentials.contains(where: { if case .password = $0 { true } else { false } }) {
             for i in paths.indices {
-                open(i)
-                if case .failure = opened.withLock({ $0[i]! }) { break }  // the lowest failure is known
+                opened[i] = open(i)
+                if case .failure = opened[i] { break }  // the lowest failure is known
             }
         } else {
-            DispatchQueue.concurrentPerform(iterations: paths.count, execute: open)
+            // Each task fills its own slots; none throws (failures are results, sorted out below).
+            try opened.withUnsafeMutableBufferPointer { opened in
+                try concurrently(paths.count) { i in opened[i] = open(i) }
+            }
         }
         var members: [Member] = []
-        for (path, result) in zip(paths, opened.withLock { $0 }) {
+        for (path, result) in zip(paths, opened) {
             do {
                 // Opened in order, the packs after a failure are not: the loop throws before them.
                 guard let result else { preconditionFailure("pack \(path) was not opened") }

@@ -99,7 +99,7 @@ struct ChunkLayoutGuess {
         try found.withUnsafeMutableBufferPointer { found in
             try digests.withUnsafeMutableBufferPointer { digests in
                 try concurrently(tasks) { task in
-                    for j in ChunkBuffers.share(task, of: tasks, chunks: guessed.count) {
+                    for j in share(task, of: tasks, count: guessed.count) {
                         let g = guessed[j]
                         if g.start + g.length > from { try read(max(g.start, from)..<g.start + g.length) }
                         let plain = UnsafeRawBufferPointer(rebasing: batch[g.start..<g.start + g.length])

@@ -220,7 +220,7 @@ extension ContainerPackWriter {
         let tasks = ChunkBuffers.tasks(chunks: cuts.count, bytes: total)
         let tagSize = ContainerFormat.tagSize
         let nonces = random(12 * cuts.count)
-        func share(_ task: Int) -> Range<Int> { ChunkBuffers.share(task, of: tasks, chunks: cuts.count) }
+        func share(_ task: Int) -> Range<Int> { AssetPackCore.share(task, of: tasks, count: cuts.count) }
         // Pass 1, in parallel: each chunk's digest and CRC (the entry's digest is made of the
         // chunks' digests: ContainerFormat.entryDigest).
         var digests = known + [[UInt8]](repeating: [], count: cuts.count - known.count)
@@ -454,11 +454,6 @@ final class ChunkBuffers {
     /// chunk or under 256 KiB, else up to four per core.
     static func tasks(chunks: Int, bytes: Int) -> Int {
         chunks >= 2 && bytes >= 256 << 10 ? min(chunks, ContainerPackReader.cores * 4) : 1
-    }
-
-    /// The chunks (indexes) task `task` of `tasks` takes of `chunks`.
-    static func share(_ task: Int, of tasks: Int, chunks: Int) -> Range<Int> {
-        (chunks * task / tasks)..<(chunks * (task + 1) / tasks)
     }
 
     /// Where chunk `j`, starting at plaintext offset `start` of the batch, is sealed.

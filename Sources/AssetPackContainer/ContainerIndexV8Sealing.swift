@@ -254,7 +254,7 @@ extension ContainerIndex {
         try concurrently(tasks) { task in
             let gcm = AESGCM()
             var tag = [UInt8](repeating: 0, count: ContainerFormat.tagSize)
-            for k in count * task / tasks..<count * (task + 1) / tasks {
+            for k in share(task, of: tasks, count: count) {
                 let done = k * size
                 let n = min(size, out.count - done)
                 let from = at + UInt64(k * (size + ContainerFormat.tagSize))
