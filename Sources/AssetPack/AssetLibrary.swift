@@ -170,8 +170,16 @@ public final class AssetLibrary: Sendable {
 
     /// Looks up an entry by path (normalised first: NFC, `/`).
     /// - Parameter path: The entry path.
-    /// - Returns: The entry, or `nil` when there is none.
+    /// - Returns: The entry, or `nil` when there is none (or the index part the lookup reads
+    ///   cannot be read: ``lookup(_:)`` says why).
     public func entry(_ path: String) -> EntryInfo? { reader.entry(path) }
+
+    /// Looks up an entry by path as ``entry(_:)`` does, and throws when what the lookup reads
+    /// cannot be read (a container's index is opened a segment at a time, as lookups reach it).
+    /// - Parameter path: The entry path.
+    /// - Returns: The entry, or `nil` when there is none.
+    /// - Throws: `AssetPackError` (`.integrityFailure`, `.io`).
+    public func lookup(_ path: String) throws -> EntryInfo? { try reader.lookup(path) }
 
     /// Whether the pack has an entry at `path` (normalised first).
     /// - Parameter path: The entry path.

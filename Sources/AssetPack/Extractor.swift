@@ -94,7 +94,7 @@ public struct Extractor: Sendable {
             try paths.isEmpty
             ? Array(reader.entries)
             : paths.map { p in
-                guard let e = reader.entry(p) else { throw reader.noSuchEntry(p) }
+                guard let e = try reader.lookup(p) else { throw reader.noSuchEntry(p) }
                 return e
             }
         var planned: [(entry: EntryInfo, parts: [String])] = []

@@ -156,29 +156,33 @@ public final class PackSet: PackReader {
     /// "Holds" is `String` equality (canonical equivalence) with the path as that pack stores it,
     /// as one dictionary of the whole set would decide: a pack that finds `a/b` only by tidying
     /// it into its stored `a\b` does not hold `a/b`.
-    private func resolve(_ path: String) -> (member: Int, entry: EntryInfo)? {
+    /// - Throws: What a pack's ``PackReader/lookup(_:)`` throws (naming the pack): a pack that
+    ///   cannot say whether it holds the path stops the walk, never passes it down.
+    private func resolve(_ path: String) throws -> (member: Int, entry: EntryInfo)? {
         enum Walk {
             case served(Int, EntryInfo)
             case deleted
         }
-        func walk(_ path: String) -> Walk? {
+        func walk(_ path: String) throws -> Walk? {
             for m in members.indices.reversed() {
-                if let entry = members[m].reader.entry(path), entry.path == path { return .served(m, entry) }
+                if let entry = try named(members[m].name, { try members[m].reader.lookup(path) }), entry.path == path {
+                    return .served(m, entry)
+                }
                 if deletions[m].contains(path) { return .deleted }
             }
             return nil
         }
-        var outcome = walk(path)
+        var outcome = try walk(path)
         if outcome == nil {
             let normalized = EntryPath.normalize(path)
-            if !normalized.utf8.elementsEqual(path.utf8) { outcome = walk(normalized) }
+            if !normalized.utf8.elementsEqual(path.utf8) { outcome = try walk(normalized) }
         }
         if case .served(let m, let entry) = outcome { return (m, entry) }
         return nil
     }
 
     private func resolved(_ path: String) throws -> (reader: any PackReader, path: String, pack: String) {
-        guard let (m, entry) = resolve(path) else { throw notFound(path) }
+        guard let (m, entry) = try resolve(path) else { throw notFound(path) }
         return (members[m].reader, entry.path, members[m].name)
     }
 
@@ -191,17 +195,23 @@ public final class PackSet: PackReader {
             .entryNotFound, "no such entry" + (by.map { ": deleted by \($0.name)" } ?? ""), path: path)
     }
 
+    /// The entry `path` resolves to, naming its pack (`nil` also when a pack cannot be read:
+    /// ``lookup(_:)`` says why).
+    public func entry(_ path: String) -> EntryInfo? { try? lookup(path) }
+
     /// The entry `path` resolves to, naming its pack.
-    public func entry(_ path: String) -> EntryInfo? {
-        resolve(path).map { m, entry in
+    /// - Throws: What a pack's lookup throws, naming the pack.
+    public func lookup(_ path: String) throws -> EntryInfo? {
+        try resolve(path).map { m, entry in
             var named = entry
             named.pack = members[m].name
             return named
         }
     }
 
-    /// The pack that serves `path`, or `nil` when the set has no such entry.
-    public func member(serving path: String) -> Member? { resolve(path).map { members[$0.member] } }
+    /// The pack that serves `path`, or `nil` when the set has no such entry (or a pack cannot
+    /// be read).
+    public func member(serving path: String) -> Member? { (try? resolve(path)).map { members[$0.member] } }
 
     public func readTimed(_ path: String) throws -> (bytes: [UInt8], timing: EntryTiming) {
         let (reader, stored, pack) = try resolved(path)
@@ -228,7 +238,7 @@ public final class PackSet: PackReader {
 
     /// The serving pack's answer: a set's entries come from packs of any format.
     public func authenticatesEachPiece(_ path: String) -> Bool {
-        resolve(path).map { members[$0.member].reader.authenticatesEachPiece($0.entry.path) } ?? false
+        (try? resolve(path)).map { members[$0.member].reader.authenticatesEachPiece($0.entry.path) } ?? false
     }
 
     public func readRange(_ path: String, offset: UInt64, into buffer: UnsafeMutableRawBufferPointer) throws {

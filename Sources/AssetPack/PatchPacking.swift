@@ -50,7 +50,7 @@ extension AssetPacks {
         var changed: [String] = []
         var packed: [SourceFile] = []
         for file in files {
-            guard let entry = base.entry(file.path) else {
+            guard let entry = try base.lookup(file.path) else {
                 added.append(file.path)
                 packed.append(file)
                 continue

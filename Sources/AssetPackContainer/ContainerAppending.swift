@@ -25,8 +25,10 @@ extension ContainerPackWriter {
     /// read as it is (version 8 checks a chunk's offset when its entry is read, and an installer
     /// asks this of a pack it has not verified yet): an offset whose end overflows reaches to the
     /// end, and the verification that follows refuses such a pack.
-    static func deadRanges(_ pack: ContainerPackReader) -> [Range<UInt64>] {
+    /// - Throws: `.integrityFailure` for an index segment that fails authentication, `.io`.
+    static func deadRanges(_ pack: ContainerPackReader) throws -> [Range<UInt64>] {
         guard pack.header.isAppendable else { return [] }
+        try pack.loadWholeIndex()
         let live = (0..<pack.chunks.count).map { k in
             let at = pack.chunks.offset(k)
             let (end, overflow) = at.addingReportingOverflow(
@@ -59,7 +61,7 @@ extension ContainerPackWriter {
     /// A file with another name, or one this process may not write, is left as it is, as an
     /// append would leave it.
     static func finishZeroing(_ pack: ContainerPackReader, output: String) throws -> UInt64 {
-        let dead = deadRanges(pack)
+        let dead = try deadRanges(pack)
         guard !dead.isEmpty, FileSystem.isSoleWritableFile(output), try !DeadBytes.areZero(dead, in: pack.source)
         else { return 0 }
         if let block = try ContainerPackReader.signature(pack.source) {

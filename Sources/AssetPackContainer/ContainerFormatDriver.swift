@@ -71,7 +71,8 @@ package struct ContainerFormatDriver: PackFormatDriver {
     package func deadRanges(_ source: any ByteSource, credential: PackCredential, limits: ReadLimits) throws
         -> [Range<UInt64>]
     {
-        ContainerPackWriter.deadRanges(try ContainerPackReader(source: source, credential: credential, limits: limits))
+        try ContainerPackWriter.deadRanges(
+            try ContainerPackReader(source: source, credential: credential, limits: limits))
     }
 
     /// A version-6 or -7 `remote` of a later generation than `installed`, with the same keys

@@ -14,6 +14,14 @@ import Synchronization
 /// u32 stringsLength`), then `entryCount` 44-byte entry records, `chunkCount` 36-byte chunk
 /// records, `hashSlots` `u32` slots and the strings. The digests a re-pack compares (each entry's
 /// and each chunk's plaintext SHA-256) are sealed apart and decrypted only when asked for.
+///
+/// The table is opened a segment at a time, when something first reads it (docs/FORMAT.md,
+/// "Version 8", and docs/PERFORMANCE.md, "Segments opened when first read"): opening the pack
+/// decrypts the segment holding the head, a lookup the ones holding its slot, record, path and
+/// chunk records, and each segment is authenticated by its own tag before any byte of it is
+/// used. Whatever reads the whole table (a listing, `verify`, a re-pack) opens every segment
+/// first (``loadAll()``). The one place an unread segment's failure can surface is therefore a
+/// throwing call: a lookup, a read, a check.
 package final class IndexTable: @unchecked Sendable {
     static let headSize = 36
     static let entrySize = 44
@@ -21,8 +29,21 @@ package final class IndexTable: @unchecked Sendable {
     /// Plaintext bytes per sealed segment of the index region (the last may be shorter).
     static let segmentSize = 1 << 20
 
-    /// The decrypted table, owned (immutable after init: safe to read from many threads).
+    /// Opens table segment `j` into the buffer it is given (its plaintext, authenticated), or throws.
+    typealias SegmentOpener = @Sendable (_ segment: Int, _ into: UnsafeMutableRawBufferPointer) throws -> Void
+
+    /// The table, owned: each segment is written once, when it is opened (under ``opening``),
+    /// and only read after its flag in ``ready`` says so (safe to read from many threads).
     private let base: UnsafeMutableRawBufferPointer
+    /// One flag per segment: set (release) once the segment is decrypted and authenticated.
+    private let ready: UnsafeMutablePointer<Atomic<Bool>>
+    private let segmentCount: Int
+    /// Opens the segments not read yet; `nil` for a table given whole.
+    private let opener: SegmentOpener?
+    /// Held while segments are opened (one opener at a time; reads of ready segments never wait).
+    private let opening = NSLock()
+    /// From how many missing segments ``loadAll()`` opens them on every core.
+    private let parallelFrom: Int
     /// Entries (the pack's own records included) and chunks.
     let count: Int
     let chunkCount: Int
@@ -73,11 +94,45 @@ package final class IndexTable: @unchecked Sendable {
     }
 
     /// Takes `table` (allocated by the caller, freed with this object, or here when it is
-    /// refused) after checking its head: the chunking bounds, the counts against `limits`, and
-    /// the sections filling it exactly. Nothing per entry.
-    init(
+    /// refused), whole and decrypted, after checking its head: the chunking bounds, the counts
+    /// against `limits`, and the sections filling it exactly. Nothing per entry.
+    convenience init(
         taking table: UnsafeMutableRawBufferPointer, chunkShift: UInt8, data: Range<UInt64>, limits: ReadLimits,
         digests: @escaping @Sendable () throws -> [UInt8]
+    ) throws {
+        try self.init(
+            buffer: table, opener: nil, parallelFrom: .max, chunkShift: chunkShift, data: data, limits: limits,
+            digests: digests)
+    }
+
+    /// A table of `length` bytes whose segments `opener` opens when they are first read: the
+    /// first (the head's) now, and the head checked as ``init(taking:chunkShift:data:limits:digests:)``
+    /// checks it.
+    /// - Parameter parallelFrom: ``loadAll()`` opens this many missing segments or more on every core.
+    /// - Throws: What `opener` throws for the first segment; the head's errors.
+    convenience init(
+        length: Int, opener: @escaping SegmentOpener, parallelFrom: Int, chunkShift: UInt8, data: Range<UInt64>,
+        limits: ReadLimits, digests: @escaping @Sendable () throws -> [UInt8]
+    ) throws {
+        guard length >= Self.headSize else {
+            throw AssetPackError(.integrityFailure, "container index is corrupt (shorter than its head)")
+        }
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: length, alignment: 16)
+        do {
+            try opener(0, UnsafeMutableRawBufferPointer(rebasing: buffer[0..<min(length, Self.segmentSize)]))
+        } catch {
+            buffer.deallocate()
+            throw error
+        }
+        try self.init(
+            buffer: buffer, opener: opener, parallelFrom: parallelFrom, chunkShift: chunkShift, data: data,
+            limits: limits, digests: digests)
+    }
+
+    /// `buffer`, its first segment (every segment when `opener` is `nil`) opened.
+    private init(
+        buffer table: UnsafeMutableRawBufferPointer, opener: SegmentOpener?, parallelFrom: Int, chunkShift: UInt8,
+        data: Range<UInt64>, limits: ReadLimits, digests: @escaping @Sendable () throws -> [UInt8]
     ) throws {
         let head: Head
         do { head = try Self.head(table, chunkShift: chunkShift, limits: limits) } catch {
@@ -85,6 +140,11 @@ package final class IndexTable: @unchecked Sendable {
             throw error
         }
         base = table
+        segmentCount = max(1, (table.count + Self.segmentSize - 1) / Self.segmentSize)
+        ready = .allocate(capacity: segmentCount)
+        for j in 0..<segmentCount { (ready + j).initialize(to: Atomic(opener == nil || j == 0)) }
+        self.opener = opener
+        self.parallelFrom = parallelFrom
         self.data = data
         loadDigests = digests
         chunking = head.chunking
@@ -98,28 +158,92 @@ package final class IndexTable: @unchecked Sendable {
         stringsAt = hashAt + 4 * slots
     }
 
-    deinit { base.deallocate() }
+    deinit {
+        base.deallocate()
+        ready.deinitialize(count: segmentCount)
+        ready.deallocate()
+    }
+
+    // MARK: - Segments
+
+    /// Whether every segment `range` (bytes of the table) touches is open.
+    private func isReady(_ range: Range<Int>) -> Bool {
+        guard !range.isEmpty else { return true }
+        for j in (range.lowerBound / Self.segmentSize)...((range.upperBound - 1) / Self.segmentSize)
+        where !ready[j].load(ordering: .acquiring) {
+            return false
+        }
+        return true
+    }
+
+    /// Opens the segments `range` (bytes inside the table) touches that are not open yet.
+    /// - Throws: `.integrityFailure` for a segment that fails authentication, `.io`.
+    @inline(__always) func ensure(_ range: Range<Int>) throws {
+        if isReady(range) { return }
+        try open((range.lowerBound / Self.segmentSize)...((range.upperBound - 1) / Self.segmentSize))
+    }
+
+    /// Every segment, opened (on every core from ``parallelFrom`` missing ones): for whatever
+    /// reads the whole table.
+    /// - Throws: As ``ensure(_:)``.
+    func loadAll() throws {
+        if ready[segmentCount - 1].load(ordering: .acquiring), isReady(0..<base.count) { return }
+        try open(0...(segmentCount - 1))
+    }
+
+    private func open(_ segments: ClosedRange<Int>) throws {
+        guard let opener else { preconditionFailure("a table given whole has every segment open") }
+        try opening.withLock {
+            let missing = segments.filter { !ready[$0].load(ordering: .acquiring) }
+            let tasks = missing.count >= parallelFrom ? max(1, min(missing.count, ContainerPackReader.cores)) : 1
+            try concurrently(tasks) { task in
+                for m in share(task, of: tasks, count: missing.count) {
+                    let j = missing[m]
+                    let start = j * Self.segmentSize
+                    try opener(
+                        j,
+                        UnsafeMutableRawBufferPointer(rebasing: base[start..<min(base.count, start + Self.segmentSize)])
+                    )
+                    ready[j].store(true, ordering: .releasing)
+                }
+            }
+        }
+    }
 
     // MARK: - Raw fields
 
+    // Every raw read is of an open segment: the callers open them first (``ensure(_:)``), which
+    // the debug builds the tests run check on every read.
+    @inline(__always) private func u8(_ at: Int) -> UInt8 {
+        assert(isReady(at..<at + 1), "segment of byte \(at) not open")
+        return base[at]
+    }
     @inline(__always) private func u16(_ at: Int) -> Int {
-        Int(base.loadUnaligned(fromByteOffset: at, as: UInt16.self).littleEndian)
+        assert(isReady(at..<at + 2), "segment of byte \(at) not open")
+        return Int(base.loadUnaligned(fromByteOffset: at, as: UInt16.self).littleEndian)
     }
     @inline(__always) private func u32(_ at: Int) -> UInt32 {
-        base.loadUnaligned(fromByteOffset: at, as: UInt32.self).littleEndian
+        assert(isReady(at..<at + 4), "segment of byte \(at) not open")
+        return base.loadUnaligned(fromByteOffset: at, as: UInt32.self).littleEndian
     }
     @inline(__always) private func u64(_ at: Int) -> UInt64 {
-        base.loadUnaligned(fromByteOffset: at, as: UInt64.self).littleEndian
+        assert(isReady(at..<at + 8), "segment of byte \(at) not open")
+        return base.loadUnaligned(fromByteOffset: at, as: UInt64.self).littleEndian
     }
     private func entryAt(_ i: Int) -> Int { Self.headSize + i * Self.entrySize }
     private func chunkAt(_ k: Int) -> Int { chunksAt + k * Self.chunkSize }
 
-    /// Entry `i`'s path bytes, or `nil` when its record points outside the strings or is empty.
-    func pathBytes(_ i: Int) -> UnsafeRawBufferPointer? {
+    /// Entry `i`'s path bytes (their segments opened), or `nil` when its record points outside
+    /// the strings or is empty.
+    /// - Throws: As ``ensure(_:)``.
+    func pathBytes(_ i: Int) throws -> UnsafeRawBufferPointer? {
         let at = entryAt(i)
+        try ensure(at..<at + 6)
         let offset = Int(u32(at)), length = u16(at + 4)
         guard length > 0, offset <= stringsLength, length <= stringsLength - offset else { return nil }
-        return UnsafeRawBufferPointer(rebasing: base[stringsAt + offset..<stringsAt + offset + length])
+        let bytes = stringsAt + offset..<stringsAt + offset + length
+        try ensure(bytes)
+        return UnsafeRawBufferPointer(rebasing: base[bytes])
     }
 
     func offset(_ k: Int) -> UInt64 { u64(chunkAt(k)) }
@@ -128,6 +252,7 @@ package final class IndexTable: @unchecked Sendable {
     func payload(_ k: Int) -> UInt32 { u32(chunkAt(k) + 20) }
     func nonce(_ k: Int) -> [UInt8] {
         let at = chunkAt(k) + 24
+        assert(isReady(at..<at + 12), "segment of byte \(at) not open")
         return Array(UnsafeRawBufferPointer(rebasing: base[at..<at + 12]))
     }
 
@@ -138,35 +263,72 @@ package final class IndexTable: @unchecked Sendable {
 
     /// The position of the entry whose path is exactly `path`'s bytes: at most `maxProbe`
     /// slots from the path's hash, each naming an entry whose path is compared.
-    func position(of path: String) -> Int? {
+    /// - Throws: As ``ensure(_:)``, for a segment the lookup reads.
+    func position(of path: String) throws -> Int? {
         var path = path
-        return path.withUTF8 { position(ofBytes: UnsafeRawBufferPointer($0)) }
+        return try path.withUTF8 { try position(ofBytes: UnsafeRawBufferPointer($0)) }
     }
 
-    func position(ofBytes wanted: UnsafeRawBufferPointer) -> Int? {
-        PathSlots.find(wanted, slotCount: slots, maxProbe: maxProbe, slot: { u32(hashAt + 4 * $0) }) { i in
-            i < count && pathBytes(i)?.elementsEqual(wanted) == true
+    func position(ofBytes wanted: UnsafeRawBufferPointer) throws -> Int? {
+        var failure: (any Error)?
+        let found = PathSlots.find(
+            wanted, slotCount: slots, maxProbe: maxProbe,
+            slot: { s in
+                let at = hashAt + 4 * s
+                guard failure == nil else { return 0 }  // an empty slot: the probe ends
+                do { try ensure(at..<at + 4) } catch {
+                    failure = error
+                    return 0
+                }
+                return u32(at)
+            }
+        ) { i in
+            guard i < count else { return false }
+            do {
+                // The length first: a slot's other entries are told apart without their strings.
+                let at = entryAt(i)
+                try ensure(at + 4..<at + 6)
+                return try u16(at + 4) == wanted.count && pathBytes(i)?.elementsEqual(wanted) == true
+            } catch {
+                failure = error
+                return false
+            }
         }
+        if let failure { throw failure }
+        return found
+    }
+
+    /// Whether the table, sorted as its writer sorts it, cannot hold a path starting with
+    /// `prefix`: its first path sorts after every such path. Reads one record and one path, where
+    /// a lookup of an absent path probes a run of slots and the records they name (an unsorted
+    /// table, which only a holder of the key could seal and `verify` refuses, may hide such a
+    /// path from this answer, as its writer could have left it out).
+    /// - Throws: As ``ensure(_:)``.
+    func holdsNothing(withPrefix prefix: [UInt8]) throws -> Bool {
+        guard count > 0 else { return true }
+        guard let first = try pathBytes(0) else { return false }
+        return !first.starts(with: prefix) && !first.lexicographicallyPrecedes(prefix)
     }
 
     /// The run of positions whose paths start with `prefix` (the table is sorted by path bytes):
     /// two binary searches. A table not sorted (only a holder of the key could seal one) gives
     /// a wrong run, never a crash.
-    func run(withPrefix prefix: [UInt8]) -> Range<Int> {
-        func firstNotBefore(_ key: [UInt8]) -> Int {
+    /// - Throws: As ``ensure(_:)``, for a segment the searches read.
+    func run(withPrefix prefix: [UInt8]) throws -> Range<Int> {
+        func firstNotBefore(_ key: [UInt8]) throws -> Int {
             var lo = 0, hi = count
             while lo < hi {
                 let mid = (lo + hi) / 2
-                let bytes = pathBytes(mid) ?? UnsafeRawBufferPointer(start: nil, count: 0)
+                let bytes = try pathBytes(mid) ?? UnsafeRawBufferPointer(start: nil, count: 0)
                 if bytes.lexicographicallyPrecedes(key) { lo = mid + 1 } else { hi = mid }
             }
             return lo
         }
-        let low = firstNotBefore(prefix)
+        let low = try firstNotBefore(prefix)
         var upper = prefix
         // The first key after every path starting with `prefix` (prefix ends in '/': 0x2F + 1).
         upper[upper.count - 1] += 1
-        return low..<max(low, firstNotBefore(upper))
+        return low..<max(low, try firstNotBefore(upper))
     }
 
     // MARK: - Entries
@@ -179,16 +341,17 @@ package final class IndexTable: @unchecked Sendable {
     func entry(_ i: Int) throws -> ContainerEntry {
         precondition(i >= 0 && i < count)
         let at = entryAt(i)
-        guard let bytes = pathBytes(i), let path = String(validating: bytes, as: UTF8.self) else {
+        try ensure((i == 0 ? at : at - Self.entrySize)..<at + Self.entrySize)  // the previous record's too
+        guard let bytes = try pathBytes(i), let path = String(validating: bytes, as: UTF8.self) else {
             throw AssetPackError(.integrityFailure, "container index is corrupt (entry \(i)'s path)")
         }
         func corrupt(_ why: String) -> AssetPackError {
             AssetPackError(.integrityFailure, "container index is corrupt (\(why))", path: path)
         }
-        guard let codec = ChunkCodec(rawValue: base[at + 6]) else {
-            throw AssetPackError(.unsupportedFormat, "chunk codec \(base[at + 6]) is not supported", path: path)
+        guard let codec = ChunkCodec(rawValue: u8(at + 6)) else {
+            throw AssetPackError(.unsupportedFormat, "chunk codec \(u8(at + 6)) is not supported", path: path)
         }
-        let scale = base[at + 7]
+        let scale = u8(at + 7)
         guard scale <= ChunkingParameters.largeScale else { throw corrupt("chunk scale") }
         let bounds = chunking.scaled(scale)
         let size = u64(at + 8), crc = u32(at + 16)
@@ -198,6 +361,7 @@ package final class IndexTable: @unchecked Sendable {
         guard chunks >= 1, size > 0 || chunks == 1, first == previousEnd, first <= chunkCount - chunks,
             i < count - 1 || first + chunks == chunkCount
         else { throw corrupt("chunk table") }
+        try ensure(chunkAt(first)..<chunkAt(first + chunks))
         let tag = UInt64(ContainerFormat.tagSize)
         var plain: UInt64 = 0, stored: UInt64 = 0, largest = 0
         var anyCompressed = false
@@ -242,10 +406,15 @@ package final class IndexTable: @unchecked Sendable {
 
     /// Entry `i` as a listing shows it, without failing: a damaged record (which a read of it
     /// refuses) lists with what can be decoded of it.
+    /// A record in a segment that fails to open lists as an empty path of no bytes (a read of it,
+    /// and the `verify` or `list` that checks the index first, say why).
     func info(_ i: Int) -> EntryInfo {
         if let e = try? entry(i) { return e.info }
         let at = entryAt(i)
-        let path = pathBytes(i).map { String(decoding: $0, as: UTF8.self) } ?? ""
+        guard (try? ensure(at..<at + Self.entrySize)) != nil else {
+            return EntryInfo(path: "", size: 0, storedSize: 0, compression: .store, encryption: .aes256GCM, crc32: nil)
+        }
+        let path = (try? pathBytes(i))?.map { String(decoding: $0, as: UTF8.self) } ?? ""
         return EntryInfo(
             path: path, size: u64(at + 8), storedSize: 0, compression: .store, encryption: .aes256GCM,
             crc32: u32(at + 16))
@@ -269,18 +438,19 @@ package final class IndexTable: @unchecked Sendable {
     /// paths strictly sorted (so none repeats), every slot naming an entry found from its
     /// path within `maxProbe`, and no two chunks sharing a byte. What `verify` runs.
     func checkAll() throws {
+        try loadAll()
         var previous: UnsafeRawBufferPointer?
         for i in 0..<count {
             _ = try entry(i)
-            let bytes = pathBytes(i)!
+            let bytes = try pathBytes(i)!
             if let previous, !previous.lexicographicallyPrecedes(bytes) {
                 throw AssetPackError(.integrityFailure, "container index is corrupt (paths unsorted or repeated)")
             }
             previous = bytes
         }
         for i in 0..<count {
-            let bytes = pathBytes(i)!
-            guard position(ofBytes: bytes) == i else {
+            let bytes = try pathBytes(i)!
+            guard try position(ofBytes: bytes) == i else {
                 throw AssetPackError(
                     .integrityFailure, "container index is corrupt (the hash table does not find an entry)",
                     path: String(decoding: bytes, as: UTF8.self))

@@ -146,12 +146,13 @@ extension ContainerIndex {
         }
     }
 
-    /// Opens the version-8 index region at `region` of `source`: decrypts the table segment by
-    /// segment into one buffer (at most a segment more than the table in memory at once) and
-    /// leaves the digest section sealed until ``IndexTable/digests()`` asks for it.
-    /// - Parameter parallelFrom: Tables of at least this many segments are opened on every core
-    ///   (``parallelSegments``; tests pass 1 to open small ones that way).
-    /// - Throws: `.integrityFailure` for a region of the wrong size or a segment that fails
+    /// Opens the version-8 index region at `region` of `source`: checks its sizes, opens the
+    /// table's first segment (its head) and leaves every other segment sealed until a read
+    /// reaches it (``IndexTable``), and the digest section until ``IndexTable/digests()`` asks
+    /// for it. The ciphertext stays in `source` (a remote one keeps the index region).
+    /// - Parameter parallelFrom: ``IndexTable/loadAll()`` opens at least this many missing
+    ///   segments on every core (``parallelSegments``; tests pass 1 to open small tables so).
+    /// - Throws: `.integrityFailure` for a region of the wrong size or a first segment that fails
     ///   authentication, `.limitExceeded`, `.io`.
     static func openV8(
         _ source: any ByteSource, region: Range<UInt64>, header: ContainerHeader, headerBytes: [UInt8], key: [UInt8],
@@ -173,16 +174,11 @@ extension ContainerIndex {
         let tableAt = region.lowerBound + UInt64(fixed)
         let digestsAt = tableAt + UInt64(tableLength + ContainerFormat.tagSize * segments(tableLength))
         let tableSegments = segments(tableLength)
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: tableLength, alignment: 16)
         let lengths = (table: tableLength, digests: digestsLength)
-        do {
-            try openSegments(
-                source, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<tableLength]), at: tableAt,
-                firstSegment: 0, nonce: nonce, key: key, headerBytes: headerBytes, lengths: lengths,
-                parallelFrom: parallelFrom)
-        } catch {
-            buffer.deallocate()
-            throw error
+        let opener: IndexTable.SegmentOpener = { j, piece in
+            try openSegment(
+                source, j, into: piece, at: tableAt + UInt64(j * (IndexTable.segmentSize + ContainerFormat.tagSize)),
+                nonce: nonce, key: key, headerBytes: headerBytes, lengths: lengths, gcm: AESGCM())
         }
         let loadDigests: @Sendable () throws -> [UInt8] = {
             try [UInt8](unsafeUninitializedCapacity: digestsLength) { out, n in
@@ -193,7 +189,7 @@ extension ContainerIndex {
             }
         }
         return try IndexTable(
-            taking: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<tableLength]), chunkShift: header.chunkShift,
+            length: tableLength, opener: opener, parallelFrom: parallelFrom, chunkShift: header.chunkShift,
             data: header.dataStart..<header.indexOffset, limits: limits, digests: loadDigests)
     }
 
@@ -253,21 +249,31 @@ extension ContainerIndex {
         let tasks = count >= parallelFrom ? max(1, min(count, ContainerPackReader.cores)) : 1
         try concurrently(tasks) { task in
             let gcm = AESGCM()
-            var tag = [UInt8](repeating: 0, count: ContainerFormat.tagSize)
             for k in share(task, of: tasks, count: count) {
                 let done = k * size
-                let n = min(size, out.count - done)
-                let from = at + UInt64(k * (size + ContainerFormat.tagSize))
-                let j = firstSegment + k
-                let piece = UnsafeMutableRawBufferPointer(rebasing: out[done..<done + n])
-                try readExactly(source, piece, at: from)
-                try tag.withUnsafeMutableBytes { try readExactly(source, $0, at: from + UInt64(n)) }
-                let aad = segmentAAD(headerBytes, table: lengths.table, digests: lengths.digests, j)
-                let ok = tag.withUnsafeBytes {
-                    gcm.open(piece, tag: $0, nonce: segmentNonce(nonce, j), key: key, authenticating: aad)
-                }
-                guard ok else { throw AssetPackError(.integrityFailure, "container index failed authentication") }
+                try openSegment(
+                    source, firstSegment + k,
+                    into: UnsafeMutableRawBufferPointer(rebasing: out[done..<min(out.count, done + size)]),
+                    at: at + UInt64(k * (size + ContainerFormat.tagSize)), nonce: nonce, key: key,
+                    headerBytes: headerBytes, lengths: lengths, gcm: gcm)
             }
         }
+    }
+
+    /// Reads sealed segment `j` (numbered across the table and the digests) from `at` and opens
+    /// it into `piece` (its plaintext length).
+    /// - Throws: `.integrityFailure` when it fails authentication, `.io`.
+    private static func openSegment(
+        _ source: any ByteSource, _ j: Int, into piece: UnsafeMutableRawBufferPointer, at: UInt64, nonce: [UInt8],
+        key: [UInt8], headerBytes: [UInt8], lengths: (table: Int, digests: Int), gcm: AESGCM
+    ) throws {
+        try readExactly(source, piece, at: at)
+        var tag = [UInt8](repeating: 0, count: ContainerFormat.tagSize)
+        try tag.withUnsafeMutableBytes { try readExactly(source, $0, at: at + UInt64(piece.count)) }
+        let aad = segmentAAD(headerBytes, table: lengths.table, digests: lengths.digests, j)
+        let ok = tag.withUnsafeBytes {
+            gcm.open(piece, tag: $0, nonce: segmentNonce(nonce, j), key: key, authenticating: aad)
+        }
+        guard ok else { throw AssetPackError(.integrityFailure, "container index failed authentication") }
     }
 }

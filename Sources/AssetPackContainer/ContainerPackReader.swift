@@ -109,7 +109,7 @@ package final class ContainerPackReader: PackReader {
             if let position = opened.records.deletion {
                 try limits.checkDeletionRecord(try opened.records.record(position).info)  // before it is read
                 deleted = try DeletionRecord.decode(opened.readRecord(position), limits: limits) {
-                    opened.records.position(of: $0) != nil
+                    (try? opened.records.position(of: $0)) != nil
                 }
             }
             // Version 4 and 5 only: before them no codec could name a dictionary.
@@ -183,7 +183,7 @@ package final class ContainerPackReader: PackReader {
             // Entries below `.assetpack/` are the pack's own (the deletion record, the dictionary):
             // not listed, not found.
             let entries = records.visible
-            try limits.checkEntryCount(entries.count)  // what the packer checked, its own records aside
+            try records.checkEntryCount(limits)  // what the packer checked, its own records aside
             self.keys = keys
             self.header = header
             self.records = records
@@ -221,7 +221,9 @@ package final class ContainerPackReader: PackReader {
         guard let table = records.table else { return EntryPath.entries(entries, under: folder) }
         let normalized = EntryPath.normalize(folder)
         if normalized.isEmpty { return Array(entries) }
-        return table.run(withPrefix: Array(normalized.utf8) + [UInt8(ascii: "/")]).compactMap { i in
+        // A segment the search cannot open lists nothing (`list` checks the index first and says why).
+        let run = (try? table.run(withPrefix: Array(normalized.utf8) + [UInt8(ascii: "/")])) ?? 0..<0
+        return run.compactMap { i in
             let info = table.info(i)
             return DeletionRecord.isReserved(info.path) ? nil : info
         }
@@ -235,16 +237,27 @@ package final class ContainerPackReader: PackReader {
         _ = try table.digests()
     }
 
+    /// Opens every segment of a version-8 index (``IndexTable/loadAll()``), for what reads the
+    /// whole chunk table (a re-pack, dead bytes, stored identities); before version 8, nothing.
+    /// - Throws: `.integrityFailure` for a segment that fails authentication, `.io`.
+    func loadWholeIndex() throws { try records.table?.loadAll() }
+
     /// `true`: each chunk is authenticated by its AES-GCM tag before it is handed over.
     public func authenticatesEachPiece(_ path: String) -> Bool { true }
 
+    /// Looks up an entry by path (normalised first): `nil` also for a record that cannot be
+    /// read (``lookup(_:)`` says why).
+    public func entry(_ path: String) -> EntryInfo? { try? lookup(path) }
+
     /// Looks up an entry by path (normalised first).
-    public func entry(_ path: String) -> EntryInfo? {
-        records.position(of: path).flatMap { try? records.record($0).info }
+    /// - Throws: `.integrityFailure` for an index segment that fails authentication or a
+    ///   damaged record, `.io`.
+    public func lookup(_ path: String) throws -> EntryInfo? {
+        try records.position(of: path).map { try records.record($0).info }
     }
 
     private func find(_ path: String) throws -> ContainerEntry {
-        guard let i = records.position(of: path) else {
+        guard let i = try records.position(of: path) else {
             throw AssetPackError(.entryNotFound, "no such entry", path: path)
         }
         let record = try records.record(i)

@@ -136,7 +136,7 @@ package struct ContainerPackWriter: PackWriter {
         // record, with its digest), looked up in its index as read: collecting them all first
         // cost a million-entry re-pack ~420 MB.
         func reusable(_ path: String) throws -> ContainerEntry? {
-            guard let previous, let previousDigests, let i = previous.records.storedPosition(of: path) else {
+            guard let previous, let previousDigests, let i = try previous.records.storedPosition(of: path) else {
                 return nil
             }
             var e = try previous.records.record(i)
@@ -170,7 +170,9 @@ package struct ContainerPackWriter: PackWriter {
         // (Counted by looking each source up: a set of a million paths is ~100 MB.)
         report.removed = previous.map { previous in
             previous.entries.count
-                - sorted.count { !DeletionRecord.isReserved($0.path) && previous.records.position(of: $0.path) != nil }
+                - sorted.count {
+                    !DeletionRecord.isReserved($0.path) && (try? previous.records.position(of: $0.path)) != nil
+                }
         }
         // What a re-pack removed or replaced must not stay readable in the published pack (the
         // password ships inside the app; docs/SECURITY.md, "Removed content"): an append zeroes

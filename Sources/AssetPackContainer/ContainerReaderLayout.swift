@@ -66,7 +66,7 @@ extension ContainerPackReader {
 
     /// The entry's sealed chunks in the pack, or `nil` when there is no such entry.
     package func storedSpan(_ path: String) -> Range<UInt64>? {
-        records.position(of: path).flatMap { try? entrySpan(records.record($0)) }
+        (try? records.position(of: path)).flatMap { try? entrySpan(records.record($0)) }
     }
 
     /// Every stored byte of `e`: its sealed chunks, tags included.

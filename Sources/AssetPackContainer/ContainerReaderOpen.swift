@@ -85,7 +85,7 @@ extension ContainerPackReader {
                 source, region: header.indexOffset..<end, header: header, headerBytes: headerBytes,
                 key: keys.indexKey(version: header.version), limits: limits)
             return (
-                header, keys, RecordList(inPlace: table), (ChunkTable(inPlace: table), table.chunking), block
+                header, keys, try RecordList(inPlace: table), (ChunkTable(inPlace: table), table.chunking), block
             )
         }
         var sealed = try preadArray(source, count: Int(header.indexLength), at: header.indexOffset)

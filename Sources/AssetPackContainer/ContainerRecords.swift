@@ -1,4 +1,5 @@
 import AssetPackCore
+import Synchronization
 
 /// A container's entry records as the reader holds them: decoded into objects at open
 /// (versions 1 to 7, whose index has records of varying size), or read in place from a
@@ -8,8 +9,8 @@ import AssetPackCore
 struct RecordList: Sendable {
     private enum Storage: Sendable {
         case decoded([ContainerEntry], index: EntryIndex<Int>, visible: [EntryInfo])
-        /// The table, and the run of the pack's own records in it.
-        case inPlace(IndexTable, own: Range<Int>)
+        /// The table, and the run of the pack's own records in it (found when first needed).
+        case inPlace(IndexTable, own: OwnRun)
     }
     private let storage: Storage
     /// Where the deletion record and the dictionary are, if the pack has them.
@@ -38,13 +39,32 @@ struct RecordList: Sendable {
         dictionary = reserved.first { records[$0].info.path == PackDictionary.entryName }
     }
 
-    /// Records read in place: the pack's own run found by binary search, its two known records
-    /// by hash. Nothing per entry.
-    init(inPlace table: IndexTable) {
-        let own = table.run(withPrefix: Array(DeletionRecord.reservedFolder.utf8))
-        storage = .inPlace(table, own: own)
-        deletion = table.position(of: DeletionRecord.entryName)
-        dictionary = table.position(of: PackDictionary.entryName)
+    /// Records read in place: the pack's two known records found by hash, its own run (by
+    /// binary search, which reads segments across the table) left to the first listing. Nothing
+    /// per entry.
+    /// - Throws: As ``IndexTable/ensure(_:)``, for the segments the two lookups read.
+    init(inPlace table: IndexTable) throws {
+        storage = .inPlace(table, own: OwnRun(table))
+        // Most packs' first path sorts after `.assetpack/`: then they have no own records, known
+        // from one record (a lookup of an absent path probes several, across the table).
+        if try table.holdsNothing(withPrefix: OwnRun.prefix) {
+            (deletion, dictionary) = (nil, nil)
+        } else {
+            deletion = try table.position(of: DeletionRecord.entryName)
+            dictionary = try table.position(of: PackDictionary.entryName)
+        }
+    }
+
+    /// The entry-count check of ``ReadLimits/checkEntryCount(_:)`` on the visible records: a
+    /// table of at most the limit's records passes without its own run being found.
+    /// - Throws: `.limitExceeded`; as ``IndexTable/ensure(_:)``.
+    func checkEntryCount(_ limits: ReadLimits) throws {
+        switch storage {
+        case .decoded(_, _, let visible): try limits.checkEntryCount(visible.count)
+        case .inPlace(let table, let own):
+            if table.count <= limits.maxEntries { return }
+            try limits.checkEntryCount(table.count - (try own.run()).count)
+        }
     }
 
     /// Every record, the pack's own included.
@@ -76,7 +96,8 @@ struct RecordList: Sendable {
 
     /// The position of the record stored under exactly `path` (NFC, as the writer stores it),
     /// the pack's own included: what a re-pack reuses, looked up in the index as read.
-    func storedPosition(of path: String) -> Int? {
+    /// - Throws: As ``IndexTable/ensure(_:)``.
+    func storedPosition(of path: String) throws -> Int? {
         if path == DeletionRecord.entryName { return deletion }
         if path == PackDictionary.entryName { return dictionary }
         switch storage {
@@ -84,25 +105,26 @@ struct RecordList: Sendable {
             guard DeletionRecord.isReserved(path) else { return index.lookup(path) }
             return records.firstIndex { $0.info.path.utf8.elementsEqual(path.utf8) }
         case .inPlace(let table, _):
-            return table.position(of: path)
+            return try table.position(of: path)
         }
     }
 
     /// The position of the visible record at `path` (as given, then normalised), or `nil`.
-    func position(of path: String) -> Int? {
+    /// - Throws: As ``IndexTable/ensure(_:)``, for a segment the lookup reads.
+    func position(of path: String) throws -> Int? {
         switch storage {
         case .decoded(_, let index, _): return index.lookup(path)
-        case .inPlace(let table, let own):
-            let found =
-                table.position(of: path)
-                ?? {
-                    // By bytes: `==` on strings is canonical equivalence, under which an NFD path
-                    // equals its NFC form.
-                    let normalized = EntryPath.normalize(path)
-                    return normalized.utf8.elementsEqual(path.utf8) ? nil : table.position(of: normalized)
-                }()
-            // The own run is where a sorted table keeps them; the path itself says so in any table.
-            return found.flatMap { own.contains($0) || DeletionRecord.isReserved(path) ? nil : $0 }
+        case .inPlace(let table, _):
+            // The path found holds its record's bytes: a pack's own records are those below
+            // `.assetpack/` (in a sorted table, the own run), found neither as given nor tidied.
+            if let found = try table.position(of: path) { return DeletionRecord.isReserved(path) ? nil : found }
+            // By bytes: `==` on strings is canonical equivalence, under which an NFD path equals
+            // its NFC form.
+            let normalized = EntryPath.normalize(path)
+            guard !normalized.utf8.elementsEqual(path.utf8), let found = try table.position(of: normalized) else {
+                return nil
+            }
+            return DeletionRecord.isReserved(normalized) ? nil : found
         }
     }
 
@@ -111,11 +133,42 @@ struct RecordList: Sendable {
         switch storage {
         case .decoded(_, _, let visible): return EntryList(visible)
         case .inPlace(let table, let own):
-            return EntryList(count: table.count - own.count) { i in
-                table.info(i < own.lowerBound ? i : i + own.count)
+            return EntryList(count: { table.count - own.runOrEmpty.count }) { i in
+                let run = own.runOrEmpty
+                return table.info(i < run.lowerBound ? i : i + run.count)
             }
         }
     }
+}
+
+/// The run of a version-8 table's own records (paths below `.assetpack/`), found by binary search
+/// when first asked for and kept (a listing asks for it at every step).
+final class OwnRun: Sendable {
+    private let table: IndexTable
+    /// `lowerBound << 32 | count`, or -1 before it is found.
+    private let found = Atomic<Int>(-1)
+
+    init(_ table: IndexTable) { self.table = table }
+
+    /// `.assetpack/`, as bytes.
+    static let prefix = Array(DeletionRecord.reservedFolder.utf8)
+
+    /// The run.
+    /// - Throws: As ``IndexTable/ensure(_:)``, for a segment the search reads.
+    func run() throws -> Range<Int> {
+        var packed = found.load(ordering: .acquiring)
+        if packed < 0 {
+            let run = try table.holdsNothing(withPrefix: Self.prefix) ? 0..<0 : try table.run(withPrefix: Self.prefix)
+            packed = run.lowerBound << 32 | run.count
+            found.store(packed, ordering: .releasing)
+        }
+        let lower = packed >> 32
+        return lower..<lower + (packed & 0xFFFF_FFFF)
+    }
+
+    /// The run, or an empty one when a segment the search reads fails (a listing then shows
+    /// what the table holds; `list` and `verify` check the index first and refuse it).
+    var runOrEmpty: Range<Int> { (try? run()) ?? 0..<0 }
 }
 
 /// Each record's and each chunk's plaintext SHA-256, what a re-pack and a delta download

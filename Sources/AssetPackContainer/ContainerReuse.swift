@@ -14,6 +14,7 @@ extension ContainerPackReader {
     /// - Throws: `.integrityFailure` for a damaged record or digest section (version 8).
     package func storedIdentities() throws -> StoredIdentities? {
         guard header.version >= 2 else { return nil }
+        try loadWholeIndex()  // every record is read: on every core, as one open
         // Cipher suite, KDF, chunk size, KDF parameters and salt: the bytes between the version
         // and the index's offset and length. Not the latter: an update that changes one entry's
         // stored size moves the index, and the keys stay the same.
@@ -59,7 +60,8 @@ extension ContainerPackReader {
     /// Every sealed chunk's bytes in the file, in the order a signature lists them.
     /// - Throws: `.integrityFailure` for a damaged record (version 8).
     package func chunkSpans() throws -> [Range<UInt64>] {
-        try (0..<records.count).flatMap { i in
+        try loadWholeIndex()  // every record is read: on every core, as one open
+        return try (0..<records.count).flatMap { i in
             let e = try records.record(i)
             return (0..<e.chunkCount).map { storedChunks(e, $0...$0) }
         }

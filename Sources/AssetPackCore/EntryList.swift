@@ -13,6 +13,7 @@ public struct EntryList: RandomAccessCollection, Sendable, Equatable, Encodable 
     private enum Storage: Sendable {
         case array([EntryInfo])
         case decoded(count: Int, entry: @Sendable (Int) -> EntryInfo)
+        case counted(count: @Sendable () -> Int, entry: @Sendable (Int) -> EntryInfo)
     }
 
     /// The entries of `array` (already sorted by the reader).
@@ -23,11 +24,18 @@ public struct EntryList: RandomAccessCollection, Sendable, Equatable, Encodable 
         storage = .decoded(count: count, entry: entry)
     }
 
+    /// `count()` entries (asked for when the list is first counted, and again each time: the
+    /// caller keeps it cheap), the `i`th made by `entry(i)` when it is asked for.
+    package init(count: @escaping @Sendable () -> Int, entry: @escaping @Sendable (Int) -> EntryInfo) {
+        storage = .counted(count: count, entry: entry)
+    }
+
     public var startIndex: Int { 0 }
     public var endIndex: Int {
         switch storage {
         case .array(let a): a.count
         case .decoded(let count, _): count
+        case .counted(let count, _): count()
         }
     }
 
@@ -36,6 +44,9 @@ public struct EntryList: RandomAccessCollection, Sendable, Equatable, Encodable 
         case .array(let a): return a[position]
         case .decoded(let count, let entry):
             precondition(position >= 0 && position < count, "EntryList index out of range")
+            return entry(position)
+        case .counted(let count, let entry):
+            precondition(position >= 0 && position < count(), "EntryList index out of range")
             return entry(position)
         }
     }

@@ -30,8 +30,17 @@ public protocol PackReader: AnyObject, Sendable {
 
     /// Looks up an entry by path, normalising the path first (NFC, `/`).
     /// - Parameter path: The entry path.
-    /// - Returns: The entry, or `nil` when there is none.
+    /// - Returns: The entry, or `nil` when there is none, or when what the lookup reads cannot
+    ///   be read (``lookup(_:)`` tells those apart).
     func entry(_ path: String) -> EntryInfo?
+
+    /// Looks up an entry by path as ``entry(_:)`` does, and says why a lookup that reads what it
+    /// cannot read fails: a version-8 container opens its index a segment at a time, when a
+    /// lookup first reaches it, and a segment that fails authentication is an error here, never
+    /// an entry that is not there (a ``PackSet`` must not serve a lower pack's older entry instead).
+    /// - Returns: The entry, or `nil` when there is none.
+    /// - Throws: `.integrityFailure` for a damaged index segment or record, `.io`.
+    func lookup(_ path: String) throws -> EntryInfo?
 
     /// The paths this pack deletes from the packs below it in a ``PackSet``: a patch pack's
     /// deletion record (docs/FORMAT.md, "Deletion record"), read and checked at open. Sorted by
@@ -110,6 +119,9 @@ extension PackReader {
 
     /// None: a pack that is no patch.
     public var deletedPaths: [String] { [] }
+
+    /// ``entry(_:)``: a reader whose index was read whole at open has nothing a lookup can fail on.
+    public func lookup(_ path: String) throws -> EntryInfo? { entry(path) }
 
     /// The entries below `folder`, from ``entries``.
     public func entries(under folder: String) -> [EntryInfo] {

@@ -35,5 +35,26 @@ import Testing
         #expect(repacked.status == 0, "\(repacked.stderr)")
         #expect(try run(["verify", pack]).status == 0)
     }
+
+    /// A flip in the last of three table segments (the index is opened a segment at a time, as
+    /// reads reach it): `cat` of an entry whose lookup reads only the first segment gives its
+    /// bytes, `cat` of one whose path lies in the damaged segment is refused (exit 4, and not as
+    /// "no such entry"), and `verify` and `list`, which read the whole index, refuse the pack.
+    @Test func aDamagedTableSegmentFailsWhatReachesIt() throws {
+        let src = try dir.write(LargeIndexPack.files, under: "large")
+        let pack = dir.appending("large.apack").path
+        let packed = try run(["pack", src.path, "-o", pack, "--format", "container"])
+        #expect(packed.status == 0, "\(packed.stderr)")
+        try LargeIndexPack.damageLastIndexSegment(of: URL(fileURLWithPath: pack))
+
+        let first = try run(["cat", pack, LargeIndexPack.path(0)])
+        #expect(first.status == 0 && first.stdout == LargeIndexPack.content(0), "\(first.stderr)")
+        var refusals = [try run(["cat", pack, LargeIndexPack.path(LargeIndexPack.count - 1)])]
+        for command in ["verify", "list"] { refusals.append(try run([command, pack])) }
+        for refused in refusals {
+            #expect(refused.status == 4, "\(refused.stderr)")
+            #expect(refused.stderr.contains("container index failed authentication"), "\(refused.stderr)")
+        }
+    }
 }
 #endif

@@ -121,7 +121,7 @@ extension AppendTests {
         ])
         try tree.pack()
         let before = try tree.reader()
-        let gone = try before.records.record(try #require(before.records.storedPosition(of: "gone.bin")))
+        let gone = try before.records.record(try #require(try before.records.storedPosition(of: "gone.bin")))
         let sealed = (0..<gone.chunkCount).reduce(0) { $0 + before.storedChunk(gone, $1).length }
         try tree.remove("gone.bin")
         let report = try tree.pack()
@@ -264,7 +264,7 @@ extension AppendTests {
         let tree = try Self.packBy04()
         let before = tree.bytes
         let old = try tree.reader()
-        let hello = try old.records.record(try #require(old.records.storedPosition(of: "hello.txt")))
+        let hello = try old.records.record(try #require(try old.records.storedPosition(of: "hello.txt")))
         #expect(try old.digests().entry(hello) == SHA256Hasher.digest(Array("Hello, AssetPack!\n\n".utf8)))
         let first = try tree.pack(compression: .store)
         #expect(!first.appended && first.bytesWritten == 0 && first.reused == 3, "\(first)")

@@ -76,7 +76,7 @@ import Testing
         try Self.edit(tree, at: 100_000)
         #expect(try tree.pack().appended, "0.2 appended the edit")
         let legacy = try tree.reader()
-        let legacyDead = ContainerPackWriter.deadRanges(legacy)
+        let legacyDead = try ContainerPackWriter.deadRanges(legacy)
         #expect(DeadBytes.count(legacyDead) > 1024)
         #expect(try !DeadBytes.areZero(legacyDead, in: legacy.source), "0.2 left the replaced chunk")
         tree.legacyAppends = false
@@ -89,7 +89,7 @@ import Testing
         let now = try tree.reader()
         let bytes = tree.bytes
         #expect(try DeadBytes.areZero(legacyDead, in: MemoryByteSource(bytes)))
-        #expect(try DeadBytes.areZero(ContainerPackWriter.deadRanges(now), in: now.source))
+        #expect(try DeadBytes.areZero(try ContainerPackWriter.deadRanges(now), in: now.source))
         let other = now.header.slot == 0 ? 4096 : 0
         #expect(bytes[other..<other + 128].allSatisfy { $0 == 0 }, "one valid slot")
         try tree.expectReadsBack()
@@ -113,7 +113,7 @@ import Testing
         #expect(report.appended && report.zeroedBytes > 1024, "\(report)")
         let signed = tree.bytes
         _ = try ContainerPackReader.trustedSignature(MemoryByteSource(signed), trusting: [key.publicKey])
-        let dead = ContainerPackWriter.deadRanges(try tree.reader())
+        let dead = try ContainerPackWriter.deadRanges(try tree.reader())
         #expect(DeadBytes.count(dead) == report.zeroedBytes)
         var torn = signed
         for r in dead.map({ Int($0.lowerBound)..<Int($0.upperBound) }) { torn.replaceSubrange(r, with: before[r]) }
@@ -182,7 +182,7 @@ import Testing
         let before = tree.bytes
         try Self.edit(tree, at: 100_000)
         try tree.pack()
-        let dead = ContainerPackWriter.deadRanges(try tree.reader())
+        let dead = try ContainerPackWriter.deadRanges(try tree.reader())
         var torn = tree.bytes
         for r in dead.map({ Int($0.lowerBound)..<Int($0.upperBound) }) { torn.replaceSubrange(r, with: before[r]) }
         try Data(torn).write(to: URL(fileURLWithPath: tree.output))
@@ -191,7 +191,7 @@ import Testing
         let linked = try tree.pack()
         #expect(!linked.appended && linked.bytesWritten > 0 && linked.zeroedBytes == 0, "\(linked)")
         #expect([UInt8](try Data(contentsOf: URL(fileURLWithPath: other))) == torn)
-        #expect(ContainerPackWriter.deadRanges(try tree.reader()).isEmpty)
+        #expect(try ContainerPackWriter.deadRanges(try tree.reader()).isEmpty)
         try tree.expectReadsBack()
     }
 
