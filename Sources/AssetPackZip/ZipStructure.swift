@@ -95,29 +95,79 @@ package struct ZipStructure: Sendable {
         do { try limits.checkDeclaredEntries(end.count) } catch let error as AssetPackError {
             throw Self.damaged(error.message, .limitExceeded)
         }
-        let directory = try read(end.directoryOffset, Int(end.directorySize))
-        var lastStart = 0
-        let records = try Self.parse(directory) { reader in
-            var records = RecordTable()
-            records.reserve(Int(end.count), nameBytes: Int(end.directorySize) - Int(end.count) * Self.centralHeaderSize)
-            while records.count < Int(end.count) {
-                lastStart = reader.position
+        // Parsed as it is read, a piece at a time: the directory's bytes are never held whole
+        // beside the table made of them (7.6 MB and 8.6 MB for 100,000 entries).
+        var directory = DirectoryWindow(range: end.directoryOffset..<directoryEnd)
+        var records = RecordTable()
+        records.reserve(Int(end.count), nameBytes: Int(end.directorySize) - Int(end.count) * Self.centralHeaderSize)
+        // With `signed`: every record's bytes hashed but the last, which is kept.
+        let before = signed ? SHA256Hasher() : nil
+        var last: [UInt8] = []
+        while records.count < Int(end.count) {
+            // The whole record in the window, or all the directory has left (which the record's
+            // checks then refuse as they refuse a record running past the directory).
+            try directory.fill(Self.centralHeaderSize, read)
+            try directory.fill(Self.centralHeaderSize + directory.variableLength(at: 28, 30, 32), read)
+            let used = try directory.withRest { rest in
+                var reader = ByteReader(rest, structure: "zip")
                 try Self.readRecord(&reader, index: records.count, into: &records)
+                if let before {
+                    before.update(last)
+                    last = Array(rest[..<reader.position])
+                }
+                return reader.position
             }
-            guard reader.atEnd else {
-                throw Self.damaged("the central directory holds more than the \(end.count) records it declares")
-            }
-            return records
+            directory.consume(used)
+        }
+        guard directory.isEmpty else {
+            throw Self.damaged("the central directory holds more than the \(end.count) records it declares")
         }
         self.records = records
+        records = RecordTable()  // the only reference left is ours: checkRanges writes without a copy
         self.directoryOffset = end.directoryOffset
         self.directorySize = end.directorySize
-        if signed {
-            lastRecord = directory.withUnsafeBytes {
-                (SHA256Hasher.digest(UnsafeRawBufferPointer(rebasing: $0[..<lastStart])), Array($0[lastStart...]))
-            }
-        }
+        if let before { lastRecord = (before.finalize(), last) }
         try checkRanges()
+    }
+
+    /// The central directory as it is parsed: a window of its bytes, refilled a piece (1 MiB) at
+    /// a time from the file.
+    struct DirectoryWindow {
+        static let piece = 1 << 20
+        /// The directory's bytes not read into the window yet.
+        private var unread: Range<UInt64>
+        private var window: [UInt8] = []
+        private var at = 0
+
+        init(range: Range<UInt64>) { unread = range }
+
+        /// Whether every byte of the directory was consumed.
+        var isEmpty: Bool { at == window.count && unread.isEmpty }
+
+        /// Makes the window hold at least `count` bytes from the current position, or all the
+        /// directory has left, reading with `read` (exactly `count` bytes at an offset).
+        mutating func fill(_ count: Int, _ read: (_ offset: UInt64, _ count: Int) throws -> [UInt8]) throws {
+            let have = window.count - at
+            guard have < count, !unread.isEmpty else { return }
+            let more = Int(min(UInt64(unread.count), UInt64(max(Self.piece, count - have))))
+            window = Array(window[at...]) + (try read(unread.lowerBound, more))
+            at = 0
+            unread = unread.lowerBound + UInt64(more)..<unread.upperBound
+        }
+
+        /// The sum of the little-endian `u16`s at these offsets from the current position
+        /// (0 when the window is shorter: the record's own checks refuse it).
+        func variableLength(at offsets: Int...) -> Int {
+            guard let last = offsets.max(), window.count - at >= last + 2 else { return 0 }
+            return offsets.reduce(0) { $0 + Int(window[at + $1]) | Int(window[at + $1 + 1]) << 8 }
+        }
+
+        /// Runs `body` over the window's bytes from the current position.
+        func withRest<T>(_ body: (UnsafeRawBufferPointer) throws -> T) throws -> T {
+            try window.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[at...])) }
+        }
+
+        mutating func consume(_ count: Int) { at += count }
     }
 
     /// Where the central directory lies, from the end record alone (no record is parsed).

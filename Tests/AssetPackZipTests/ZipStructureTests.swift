@@ -1,4 +1,5 @@
 import AssetPackCore
+import AssetPackCrypto
 import AssetPackTestSupport
 import Foundation
 import Testing
@@ -191,5 +192,33 @@ import Testing
         var bomb = zip
         bomb.aliases = [(name: "again.txt", entry: 4)]
         #expect(Self.openError(bomb)?.code == .integrityFailure)
+    }
+
+    /// A central directory of 3 MB is read and parsed a piece at a time (never held whole beside
+    /// the table made of it): no read at open is much over 1 MiB, records that straddle two pieces
+    /// parse as they would whole, and the signed form's digest and last record are those of the
+    /// whole directory.
+    @Test func theDirectoryIsReadInPieces() throws {
+        let names = (0..<12_000).map { String(format: "assets/level-%05d/", $0) + String(repeating: "n", count: 200) }
+        let bytes = ZipBuilder(names.map { .init($0, []) }).build()
+        var largest = 0
+        let read: (UInt64, Int) throws -> [UInt8] = { offset, count in
+            largest = max(largest, count)
+            guard offset + UInt64(count) <= UInt64(bytes.count) else { throw AssetPackError(.integrityFailure, "cut") }
+            return Array(bytes[Int(offset)..<Int(offset) + count])
+        }
+        let structure = try ZipStructure(fileSize: UInt64(bytes.count), limits: .default, signed: true, read: read)
+        #expect(structure.directorySize > 3 << 20)
+        #expect(largest <= (1 << 20) + 4096, "largest read \(largest)")
+        #expect(structure.records.count == names.count)
+        #expect(
+            structure.records.indices.allSatisfy {
+                String(decoding: structure.records.name($0), as: UTF8.self) == names[$0]
+            })
+        let directory = Array(
+            bytes[Int(structure.directoryOffset)..<Int(structure.directoryOffset + structure.directorySize)])
+        let lastStart = try #require(Self.centralRecords(bytes).last) - Int(structure.directoryOffset)
+        #expect(structure.lastRecord?.bytes == Array(directory[lastStart...]))
+        #expect(structure.lastRecord?.digestBefore == SHA256Hasher.digest(Array(directory[..<lastStart])))
     }
 }
