@@ -107,14 +107,18 @@ package struct ZipStructure: Sendable {
             // The whole record in the window, or all the directory has left (which the record's
             // checks then refuse as they refuse a record running past the directory).
             try directory.fill(Self.centralHeaderSize, read)
-            try directory.fill(Self.centralHeaderSize + directory.variableLength(at: 28, 30, 32), read)
+            try directory.fill(Self.centralHeaderSize + directory.variableLength(), read)
+            // Then every record the window holds whole, in one pass over it.
             let used = try directory.withRest { rest in
                 var reader = ByteReader(rest, structure: "zip")
-                try Self.readRecord(&reader, index: records.count, into: &records)
-                if let before {
-                    before.update(last)
-                    last = Array(rest[..<reader.position])
-                }
+                repeat {
+                    let start = reader.position
+                    try Self.readRecord(&reader, index: records.count, into: &records)
+                    if let before {
+                        before.update(last)
+                        last = Array(rest[start..<reader.position])
+                    }
+                } while records.count < Int(end.count) && DirectoryWindow.holdsRecord(rest, at: reader.position)
                 return reader.position
             }
             directory.consume(used)
@@ -146,20 +150,45 @@ package struct ZipStructure: Sendable {
 
         /// Makes the window hold at least `count` bytes from the current position, or all the
         /// directory has left, reading with `read` (exactly `count` bytes at an offset).
+        @inline(__always)
         mutating func fill(_ count: Int, _ read: (_ offset: UInt64, _ count: Int) throws -> [UInt8]) throws {
             let have = window.count - at
             guard have < count, !unread.isEmpty else { return }
+            try refill(count, have: have, read)
+        }
+
+        private mutating func refill(
+            _ count: Int, have: Int, _ read: (_ offset: UInt64, _ count: Int) throws -> [UInt8]
+        ) throws {
             let more = Int(min(UInt64(unread.count), UInt64(max(Self.piece, count - have))))
-            window = Array(window[at...]) + (try read(unread.lowerBound, more))
+            // The tail (part of a record) is read again with the next piece: one buffer, no copy.
+            window = try read(unread.lowerBound - UInt64(have), have + more)
             at = 0
             unread = unread.lowerBound + UInt64(more)..<unread.upperBound
         }
 
-        /// The sum of the little-endian `u16`s at these offsets from the current position
-        /// (0 when the window is shorter: the record's own checks refuse it).
-        func variableLength(at offsets: Int...) -> Int {
-            guard let last = offsets.max(), window.count - at >= last + 2 else { return 0 }
-            return offsets.reduce(0) { $0 + Int(window[at + $1]) | Int(window[at + $1 + 1]) << 8 }
+        /// The central record's name, extra field and comment lengths at the current position,
+        /// summed (0 when the window is shorter: the record's own checks refuse it).
+        func variableLength() -> Int {
+            window.withUnsafeBytes { Self.variableLength(UnsafeRawBufferPointer(rebasing: $0[at...])) }
+        }
+
+        /// The lengths after the central record at the start of `bytes`, summed (0 when `bytes`
+        /// is shorter than the fields).
+        @inline(__always)
+        static func variableLength(_ bytes: UnsafeRawBufferPointer) -> Int {
+            guard bytes.count >= 34 else { return 0 }
+            func u16(_ at: Int) -> Int { Int(bytes.loadUnaligned(fromByteOffset: at, as: UInt16.self).littleEndian) }
+            return u16(28) + u16(30) + u16(32)
+        }
+
+        /// Whether `bytes` from `at` hold a whole central record (its fixed part and the lengths
+        /// it declares).
+        @inline(__always)
+        static func holdsRecord(_ bytes: UnsafeRawBufferPointer, at: Int) -> Bool {
+            let rest = UnsafeRawBufferPointer(rebasing: bytes[at...])
+            return rest.count >= ZipStructure.centralHeaderSize
+                && rest.count >= ZipStructure.centralHeaderSize + variableLength(rest)
         }
 
         /// Runs `body` over the window's bytes from the current position.
