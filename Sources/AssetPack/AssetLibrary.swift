@@ -181,6 +181,14 @@ public final class AssetLibrary: Sendable {
     /// - Throws: `AssetPackError` (`.integrityFailure`, `.io`).
     public func lookup(_ path: String) throws -> EntryInfo? { try reader.lookup(path) }
 
+    /// Checks the pack's whole index (every record, and for a set every pack's and the set's
+    /// rules), as `assetpack verify` does. A version-8 container opens its index a segment at a
+    /// time, as lookups reach it; after this call it holds all of it, so a library kept open while
+    /// its pack is updated in place goes on reading every entry both versions share (docs/SECURITY.md,
+    /// "Removed content still readable").
+    /// - Throws: `AssetPackError` (`.integrityFailure` naming what is wrong, `.io`).
+    public func checkIndex() throws { try reader.checkIndex() }
+
     /// Whether the pack has an entry at `path` (normalised first).
     /// - Parameter path: The entry path.
     public func contains(_ path: String) -> Bool { reader.entry(path) != nil }

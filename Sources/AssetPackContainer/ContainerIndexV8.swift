@@ -42,6 +42,9 @@ package final class IndexTable: @unchecked Sendable {
     private let opener: SegmentOpener?
     /// Held while segments are opened (one opener at a time; reads of ready segments never wait).
     private let opening = NSLock()
+    /// Segments that failed authentication, and how: a later read of one fails the same way at
+    /// once, not by decrypting its megabyte again (a read error, which may pass, is not kept).
+    private let failed = Mutex<[Int: AssetPackError]>([:])
     /// From how many missing segments ``loadAll()`` opens them on every core.
     private let parallelFrom: Int
     /// Entries (the pack's own records included) and chunks.
@@ -195,15 +198,21 @@ package final class IndexTable: @unchecked Sendable {
         guard let opener else { preconditionFailure("a table given whole has every segment open") }
         try opening.withLock {
             let missing = segments.filter { !ready[$0].load(ordering: .acquiring) }
+            if let known = failed.withLock({ f in missing.first { f[$0] != nil }.map { f[$0]! } }) { throw known }
             let tasks = missing.count >= parallelFrom ? max(1, min(missing.count, ContainerPackReader.cores)) : 1
             try concurrently(tasks) { task in
                 for m in share(task, of: tasks, count: missing.count) {
                     let j = missing[m]
                     let start = j * Self.segmentSize
-                    try opener(
-                        j,
-                        UnsafeMutableRawBufferPointer(rebasing: base[start..<min(base.count, start + Self.segmentSize)])
-                    )
+                    do {
+                        try opener(
+                            j,
+                            UnsafeMutableRawBufferPointer(
+                                rebasing: base[start..<min(base.count, start + Self.segmentSize)]))
+                    } catch let error as AssetPackError where error.code == .integrityFailure {
+                        failed.withLock { $0[j] = error }
+                        throw error
+                    }
                     ready[j].store(true, ordering: .releasing)
                 }
             }

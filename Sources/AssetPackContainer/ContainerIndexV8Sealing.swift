@@ -176,9 +176,14 @@ extension ContainerIndex {
         let tableSegments = segments(tableLength)
         let lengths = (table: tableLength, digests: digestsLength)
         let opener: IndexTable.SegmentOpener = { j, piece in
-            try openSegment(
-                source, j, into: piece, at: tableAt + UInt64(j * (IndexTable.segmentSize + ContainerFormat.tagSize)),
-                nonce: nonce, key: key, headerBytes: headerBytes, lengths: lengths, gcm: AESGCM())
+            do {
+                try openSegment(
+                    source, j, into: piece,
+                    at: tableAt + UInt64(j * (IndexTable.segmentSize + ContainerFormat.tagSize)), nonce: nonce,
+                    key: key, headerBytes: headerBytes, lengths: lengths, gcm: AESGCM())
+            } catch let error as AssetPackError where error.code == .integrityFailure && j > 0 {
+                throw updatedSinceOpen(source, headerBytes: headerBytes) ?? error
+            }
         }
         let loadDigests: @Sendable () throws -> [UInt8] = {
             try [UInt8](unsafeUninitializedCapacity: digestsLength) { out, n in
@@ -191,6 +196,18 @@ extension ContainerIndex {
         return try IndexTable(
             length: tableLength, opener: opener, parallelFrom: parallelFrom, chunkShift: header.chunkShift,
             data: header.dataStart..<header.indexOffset, limits: limits, digests: loadDigests)
+    }
+
+    /// Why a segment read after the open fails, when the pack's header is no longer the one the
+    /// reader opened: a re-pack or an update in place appended a generation and zeroed the one
+    /// before it, this reader's index among it (docs/SECURITY.md, "Removed content still
+    /// readable"). `nil` when the header is the same (the segment is damaged).
+    private static func updatedSinceOpen(_ source: any ByteSource, headerBytes: [UInt8]) -> AssetPackError? {
+        guard let now = try? ContainerHeader.read(from: source), now.bytes != headerBytes else { return nil }
+        return AssetPackError(
+            .integrityFailure,
+            "the pack was updated after it was opened (generation \(now.header.generation) now), and the part of its index this lookup needs is gone: open it again"
+        )
     }
 
     /// The plaintexts and nonce of a version-8 index region sealed under `key` and `headerBytes`

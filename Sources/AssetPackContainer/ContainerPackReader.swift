@@ -108,9 +108,14 @@ package final class ContainerPackReader: PackReader {
         do {
             if let position = opened.records.deletion {
                 try limits.checkDeletionRecord(try opened.records.record(position).info)  // before it is read
-                deleted = try DeletionRecord.decode(opened.readRecord(position), limits: limits) {
-                    (try? opened.records.position(of: $0)) != nil
+                var lookupFailure: (any Error)?
+                deleted = try DeletionRecord.decode(opened.readRecord(position), limits: limits) { path in
+                    do { return try opened.records.position(of: path) != nil } catch {
+                        lookupFailure = lookupFailure ?? error
+                        return false
+                    }
                 }
+                if let lookupFailure { throw lookupFailure }
             }
             // Version 4 and 5 only: before them no codec could name a dictionary.
             // (A damaged version-8 record of it is refused here, at open, as before version 8.)

@@ -84,6 +84,11 @@ extension ContainerPackReader {
             let table = try ContainerIndex.openV8(
                 source, region: header.indexOffset..<end, header: header, headerBytes: headerBytes,
                 key: keys.indexKey(version: header.version), limits: limits)
+            // With trusted keys, the index is the one the signature covers only as it was read for
+            // that check: every segment is opened now, as before version 8's lazy segments, not
+            // read again from the file later (where anyone with the password could have sealed
+            // another one since).
+            if block != nil { try table.loadAll() }
             return (
                 header, keys, try RecordList(inPlace: table), (ChunkTable(inPlace: table), table.chunking), block
             )

@@ -44,12 +44,13 @@ struct RecordList: Sendable {
     /// per entry.
     /// - Throws: As ``IndexTable/ensure(_:)``, for the segments the two lookups read.
     init(inPlace table: IndexTable) throws {
-        storage = .inPlace(table, own: OwnRun(table))
         // Most packs' first path sorts after `.assetpack/`: then they have no own records, known
         // from one record (a lookup of an absent path probes several, across the table).
         if try table.holdsNothing(withPrefix: OwnRun.prefix) {
+            storage = .inPlace(table, own: OwnRun(table, known: 0..<0))
             (deletion, dictionary) = (nil, nil)
         } else {
+            storage = .inPlace(table, own: OwnRun(table))
             deletion = try table.position(of: DeletionRecord.entryName)
             dictionary = try table.position(of: PackDictionary.entryName)
         }
@@ -148,7 +149,13 @@ final class OwnRun: Sendable {
     /// `lowerBound << 32 | count`, or -1 before it is found.
     private let found = Atomic<Int>(-1)
 
-    init(_ table: IndexTable) { self.table = table }
+    /// The run of `table`, found when first asked for, or `known` already.
+    init(_ table: IndexTable, known: Range<Int>? = nil) {
+        self.table = table
+        if let known { found.store(Self.pack(known), ordering: .relaxed) }
+    }
+
+    private static func pack(_ run: Range<Int>) -> Int { run.lowerBound << 32 | run.count }
 
     /// `.assetpack/`, as bytes.
     static let prefix = Array(DeletionRecord.reservedFolder.utf8)
@@ -159,7 +166,7 @@ final class OwnRun: Sendable {
         var packed = found.load(ordering: .acquiring)
         if packed < 0 {
             let run = try table.holdsNothing(withPrefix: Self.prefix) ? 0..<0 : try table.run(withPrefix: Self.prefix)
-            packed = run.lowerBound << 32 | run.count
+            packed = Self.pack(run)
             found.store(packed, ordering: .releasing)
         }
         let lower = packed >> 32
@@ -167,8 +174,13 @@ final class OwnRun: Sendable {
     }
 
     /// The run, or an empty one when a segment the search reads fails (a listing then shows
-    /// what the table holds; `list` and `verify` check the index first and refuse it).
-    var runOrEmpty: Range<Int> { (try? run()) ?? 0..<0 }
+    /// what the table holds; `list` and `verify` check the index first and refuse it). Kept
+    /// either way: a listing's count never changes under it.
+    var runOrEmpty: Range<Int> {
+        if let run = try? run() { return run }
+        _ = found.compareExchange(expected: -1, desired: Self.pack(0..<0), ordering: .acquiringAndReleasing)
+        return (try? run()) ?? 0..<0
+    }
 }
 
 /// Each record's and each chunk's plaintext SHA-256, what a re-pack and a delta download

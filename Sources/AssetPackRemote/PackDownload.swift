@@ -257,6 +257,7 @@ struct PackDownload {
     private func readBack(_ source: any ByteSource, credential: PackCredential) throws {
         do {
             let reader = try AssetPacks.open(source, credential: credential)
+            try reader.checkIndex()  // the whole index (a container opens its segments as reads reach them)
             for entry in reader.entries {
                 try Cancellation.current?.check()
                 try reader.stream(entry.path) { _ in }

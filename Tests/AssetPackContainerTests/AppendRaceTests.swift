@@ -1,6 +1,7 @@
 import AssetPackCore
 import AssetPackCrypto
 import AssetPackFormat
+import AssetPackTestSupport
 import Foundation
 import Testing
 
@@ -91,6 +92,35 @@ extension AppendTests {
             #expect(try early.read("big.bin") == original)
         }
         try tree.expectReadsBack()
+    }
+
+    /// A reader opened before an append, its table three 1 MiB segments (LargeIndexPack): what
+    /// its index segments already opened reach keeps reading; a lookup that needs a segment it
+    /// had not opened, which the append zeroed with the rest of the previous generation's index,
+    /// fails saying the pack was updated (not as damage, not as an absent entry); and a reader
+    /// that opened its whole index first (`checkIndex`) reads everything the generations share.
+    @Test func aReaderOfALargeIndexOpenBeforeAnAppendSaysWhatItLost() throws {
+        let tree = try IncrementalTests.Tree(LargeIndexPack.files)
+        try tree.pack()
+        let early = try tree.reader()
+        let whole = try tree.reader()
+        try whole.checkIndex()
+        let first = LargeIndexPack.path(0), last = LargeIndexPack.path(LargeIndexPack.count - 1)
+        #expect(try early.read(first) == LargeIndexPack.content(0))
+        try tree.set(LargeIndexPack.path(1), Array("changed\n".utf8))
+        #expect(try tree.pack().appended)
+
+        #expect(try early.read(first) == LargeIndexPack.content(0))
+        for attempt in 0..<2 {  // the second from what the first left: the same error
+            let error = #expect(throws: AssetPackError.self) { try early.read(last) }
+            #expect(error?.code == .integrityFailure, "\(attempt)")
+            #expect(
+                error?.message.contains("the pack was updated after it was opened") == true,
+                "\(String(describing: error))")
+        }
+        #expect(try whole.read(last) == LargeIndexPack.content(LargeIndexPack.count - 1))
+        #expect(try whole.read(first) == LargeIndexPack.content(0))
+        #expect(try tree.reader().read(LargeIndexPack.path(1)) == Array("changed\n".utf8))
     }
 
     /// Once more than half of the data region is dead (chunks no index names), a re-pack writes

@@ -65,6 +65,56 @@ import Testing
         #expect(reader.entry(last) == nil && !reader.contains(last))
     }
 
+    /// A segment that failed its tag fails every later read that reaches it at once: it is not
+    /// read and decrypted again (a listing of a damaged pack would otherwise decrypt it per entry).
+    @Test func aFailedSegmentIsNotReadAgain() throws {
+        let url = try dir.pack(LargeIndexPack.files, .container, as: "big.apack")
+        try LargeIndexPack.damageLastIndexSegment(of: url)
+        let source = try CountingSource(url.path)
+        let reader = try AssetPacks.open(source, credential: .password("pw"))
+        let last = LargeIndexPack.path(LargeIndexPack.count - 1)
+        #expect(throws: AssetPackError.self) { try reader.read(last) }
+        let after = source.read
+        for _ in 0..<3 { #expect(throws: AssetPackError.self) { try reader.read(last) } }
+        #expect(source.read == after, "\(source.read - after) bytes read again")
+    }
+
+    /// With trusted keys the whole index is opened at open, right after the signature was checked
+    /// over it: no segment is read from the file later, where it could have been sealed anew.
+    @Test func aTrustedOpenOpensTheWholeIndex() throws {
+        let signing = PublisherSigningKey.generate()
+        let url = try dir.pack(LargeIndexPack.files, .container, as: "signed.apack", signedBy: signing)
+        let untrusted = try CountingSource(url.path)
+        _ = try AssetPacks.open(untrusted, credential: .password("pw"))
+        let trusted = try CountingSource(url.path)
+        let reader = try AssetPacks.open(trusted, credential: .password("pw"), trustedKeys: [signing.publicKey])
+        #expect(trusted.read > untrusted.read + (1 << 20), "\(trusted.read) against \(untrusted.read)")
+        let opened = trusted.read
+        #expect(
+            try reader.read(LargeIndexPack.path(LargeIndexPack.count - 1))
+                == LargeIndexPack.content(LargeIndexPack.count - 1))
+        #expect(trusted.read - opened < 4096, "\(trusted.read - opened) bytes read for the last entry")
+    }
+
+    /// `AssetLibrary.checkIndex()` leaves the library holding its whole index: the file's index
+    /// region zeroed after it (as an update in place zeroes the previous version's), every entry
+    /// still reads; a library that did not call it fails the lookups that need what is gone.
+    @Test func aLibraryThatCheckedItsIndexNoLongerReadsItFromTheFile() throws {
+        let url = try dir.pack(LargeIndexPack.files, .container, as: "big.apack")
+        let held = try AssetLibrary(contentsOf: url, credential: .password("pw"))
+        try held.checkIndex()
+        let lazy = try AssetLibrary(contentsOf: url, credential: .password("pw"))
+        var bytes = [UInt8](try Data(contentsOf: url))
+        let end = bytes.count - (32 * 2 * LargeIndexPack.count + 16) - 16
+        for i in end - 400_000..<end { bytes[i] = 0 }  // the table's last segment, in the file
+        let handle = try FileHandle(forWritingTo: url)  // the same file, as an update in place writes it
+        try handle.write(contentsOf: bytes)
+        try handle.close()
+        let last = LargeIndexPack.path(LargeIndexPack.count - 1)
+        #expect(try held.read(last) == LargeIndexPack.content(LargeIndexPack.count - 1))
+        #expect(throws: AssetPackError.self) { try lazy.read(last) }
+    }
+
     /// In a set, a top pack that cannot read the segment its lookup of a path reaches stops the
     /// lookup: the base's older entry at that path is not served in its place.
     @Test func aSetDoesNotServeALowerPackWhenTheTopCannotReadItsIndex() throws {
