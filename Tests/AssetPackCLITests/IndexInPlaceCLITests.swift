@@ -51,10 +51,13 @@ import Testing
         #expect(first.status == 0 && first.stdout == LargeIndexPack.content(0), "\(first.stderr)")
         var refusals = [try run(["cat", pack, LargeIndexPack.path(LargeIndexPack.count - 1)])]
         for command in ["verify", "list"] { refusals.append(try run([command, pack])) }
+        let into = dir.appending("out").path
+        refusals.append(try run(["extract", pack, "--into", into]))  // every entry: the whole index first
         for refused in refusals {
             #expect(refused.status == 4, "\(refused.stderr)")
             #expect(refused.stderr.contains("container index failed authentication"), "\(refused.stderr)")
         }
+        #expect(!FileManager.default.fileExists(atPath: into + "/" + LargeIndexPack.path(0)))
     }
 }
 #endif
