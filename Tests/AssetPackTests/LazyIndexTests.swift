@@ -65,6 +65,28 @@ import Testing
         #expect(reader.entry(last) == nil && !reader.contains(last))
     }
 
+    /// Eight threads read entries across all three segments of one reader just opened, each
+    /// segment reached by several of them at once: every read returns its entry's bytes (a
+    /// segment is opened by one thread while the others wait, and read by all once it is ready).
+    @Test func readsFromManyThreadsOpenEachSegmentOnce() throws {
+        let url = try dir.pack(LargeIndexPack.files, .container, as: "big.apack")
+        for _ in 0..<3 {
+            let source = try CountingSource(url.path)
+            let reader = try AssetPacks.open(source, credential: .password("pw"))
+            let wrong = Atomic<Int>(0)
+            DispatchQueue.concurrentPerform(iterations: 8) { thread in
+                for i in stride(from: LargeIndexPack.count - 1 - thread, through: 0, by: -37) {
+                    if (try? reader.read(LargeIndexPack.path(i))) != LargeIndexPack.content(i) {
+                        wrong.add(1, ordering: .relaxed)
+                    }
+                }
+            }
+            #expect(wrong.load(ordering: .relaxed) == 0)
+            // Every segment read from the file once: the table's bytes and a little more.
+            #expect(source.read < 3 << 20, "\(source.read) bytes read")
+        }
+    }
+
     /// A segment that failed its tag fails every later read that reaches it at once: it is not
     /// read and decrypted again (a listing of a damaged pack would otherwise decrypt it per entry).
     @Test func aFailedSegmentIsNotReadAgain() throws {
