@@ -138,6 +138,12 @@ public final class PackSet: PackReader {
         }
     }
 
+    /// Every member's whole index, read into memory now (``PackReader/loadIndex()``).
+    /// - Throws: What a member's throws, naming it.
+    public func loadIndex() throws {
+        for m in members { try named(m.name) { try m.reader.loadIndex() } }
+    }
+
     // MARK: - PackReader
 
     /// The top pack's format.

@@ -172,11 +172,9 @@ extension ContainerPackReader {
     /// (docs/FORMAT.md, "Version 6"), which says why; else nothing. Local files only (a remote
     /// source would make a request of it).
     func replacedSinceOpen() -> String {
-        guard header.isAppendable, source is FileByteSource,
-            let now = try? ContainerHeader.read(from: source).header, now.generation != header.generation
-        else { return "" }
+        guard let now = header.generationNow(in: source) else { return "" }
         return
-            " (the pack was re-packed or updated after it was opened, generation \(header.generation) → \(now.generation), "
+            " (the pack was re-packed or updated after it was opened, generation \(header.generation) → \(now), "
             + "and what the new version removed or replaced is gone: open the pack again)"
     }
 

@@ -157,6 +157,17 @@ package struct ContainerHeader: Equatable {
     /// - Returns: The header's bytes as stored (the index's associated data) and the header.
     /// - Throws: `.integrityFailure` (truncated, both slots damaged, two slots of one
     ///   generation), `.unsupportedFormat`.
+    /// The generation the local file `source` holds now, when it is not this header's: what a
+    /// reader opened has since been re-packed or updated in place (and what that version
+    /// dropped, zeroed). `nil` otherwise, and for a remote source (which keeps what it read at
+    /// open, and would make a request of it).
+    package func generationNow(in source: any ByteSource) -> UInt64? {
+        guard isAppendable, source is FileByteSource, let now = try? ContainerHeader.read(from: source).header,
+            now.generation != generation
+        else { return nil }
+        return now.generation
+    }
+
     package static func read(from source: any ByteSource) throws -> (bytes: [UInt8], header: ContainerHeader) {
         let truncated = AssetPackError(.integrityFailure, "container is truncated")
         guard source.size >= UInt64(ContainerFormat.headerSize) else { throw truncated }

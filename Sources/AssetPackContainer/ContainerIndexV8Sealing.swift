@@ -182,15 +182,20 @@ extension ContainerIndex {
                     at: tableAt + UInt64(j * (IndexTable.segmentSize + ContainerFormat.tagSize)), nonce: nonce,
                     key: key, headerBytes: headerBytes, lengths: lengths, gcm: AESGCM())
             } catch let error as AssetPackError where error.code == .integrityFailure && j > 0 {
-                throw updatedSinceOpen(source, headerBytes: headerBytes) ?? error
+                throw updatedSinceOpen(header, source) ?? error
             }
         }
         let loadDigests: @Sendable () throws -> [UInt8] = {
-            try [UInt8](unsafeUninitializedCapacity: digestsLength) { out, n in
-                try openSegments(
-                    source, into: UnsafeMutableRawBufferPointer(out), at: digestsAt, firstSegment: tableSegments,
-                    nonce: nonce, key: key, headerBytes: headerBytes, lengths: lengths, parallelFrom: parallelFrom)
-                n = digestsLength
+            do {
+                return try [UInt8](unsafeUninitializedCapacity: digestsLength) { out, n in
+                    try openSegments(
+                        source, into: UnsafeMutableRawBufferPointer(out), at: digestsAt,
+                        firstSegment: tableSegments, nonce: nonce, key: key, headerBytes: headerBytes,
+                        lengths: lengths, parallelFrom: parallelFrom)
+                    n = digestsLength
+                }
+            } catch let error as AssetPackError where error.code == .integrityFailure {
+                throw updatedSinceOpen(header, source) ?? error
             }
         }
         return try IndexTable(
@@ -198,15 +203,15 @@ extension ContainerIndex {
             data: header.dataStart..<header.indexOffset, limits: limits, digests: loadDigests)
     }
 
-    /// Why a segment read after the open fails, when the pack's header is no longer the one the
-    /// reader opened: a re-pack or an update in place appended a generation and zeroed the one
-    /// before it, this reader's index among it (docs/SECURITY.md, "Removed content still
-    /// readable"). `nil` when the header is the same (the segment is damaged).
-    private static func updatedSinceOpen(_ source: any ByteSource, headerBytes: [UInt8]) -> AssetPackError? {
-        guard let now = try? ContainerHeader.read(from: source), now.bytes != headerBytes else { return nil }
+    /// Why a segment read after the open fails, when the pack now holds a later generation than
+    /// the one opened: a re-pack or an update in place appended one and zeroed the previous
+    /// index with the rest (docs/SECURITY.md, "Removed content still readable"). `nil` when it
+    /// holds the same one (the segment is damaged).
+    private static func updatedSinceOpen(_ header: ContainerHeader, _ source: any ByteSource) -> AssetPackError? {
+        guard let now = header.generationNow(in: source) else { return nil }
         return AssetPackError(
             .integrityFailure,
-            "the pack was updated after it was opened (generation \(now.header.generation) now), and the part of its index this lookup needs is gone: open it again"
+            "the pack was updated after it was opened (generation \(header.generation) → \(now)), and the part of its index this lookup needs is gone: open it again"
         )
     }
 

@@ -247,6 +247,10 @@ package final class ContainerPackReader: PackReader {
     /// - Throws: `.integrityFailure` for a segment that fails authentication, `.io`.
     func loadWholeIndex() throws { try records.table?.loadAll() }
 
+    /// Every segment of a version-8 index, opened now (``loadWholeIndex()``); before version 8,
+    /// nothing (the index was decoded at open).
+    public func loadIndex() throws { try loadWholeIndex() }
+
     /// `true`: each chunk is authenticated by its AES-GCM tag before it is handed over.
     public func authenticatesEachPiece(_ path: String) -> Bool { true }
 

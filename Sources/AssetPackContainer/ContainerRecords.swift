@@ -166,16 +166,19 @@ final class OwnRun: Sendable {
         var packed = found.load(ordering: .acquiring)
         if packed < 0 {
             let run = try table.holdsNothing(withPrefix: Self.prefix) ? 0..<0 : try table.run(withPrefix: Self.prefix)
-            packed = Self.pack(run)
-            found.store(packed, ordering: .releasing)
+            // The first answer stays, whichever thread gave it (a listing's count never changes).
+            let (exchanged, original) = found.compareExchange(
+                expected: -1, desired: Self.pack(run), ordering: .acquiringAndReleasing)
+            packed = exchanged ? Self.pack(run) : original
         }
         let lower = packed >> 32
         return lower..<lower + (packed & 0xFFFF_FFFF)
     }
 
     /// The run, or an empty one when a segment the search reads fails (a listing then shows
-    /// what the table holds; `list` and `verify` check the index first and refuse it). Kept
-    /// either way: a listing's count never changes under it.
+    /// what the table holds, the pack's own records too; `list`, `verify` and `extract` of every
+    /// entry check the index first and refuse it). Kept either way, a read error's too: a
+    /// listing's count never changes under it (an `EntryList` whose count moved would trap).
     var runOrEmpty: Range<Int> {
         if let run = try? run() { return run }
         _ = found.compareExchange(expected: -1, desired: Self.pack(0..<0), ordering: .acquiringAndReleasing)

@@ -103,6 +103,14 @@ public protocol PackReader: AnyObject, Sendable {
     /// come; otherwise only the end of the stream vouches for them (a zip entry's MAC and CRC).
     func authenticatesEachPiece(_ path: String) -> Bool
 
+    /// Reads the pack's whole index into memory now, so that no lookup reads any of it from the
+    /// pack later: a version-8 container opens its index a segment at a time, as lookups reach
+    /// it, and a reader kept open while its pack is updated in place (which zeroes the previous
+    /// version's index) goes on finding every entry both versions share only if it holds all of
+    /// it. Costs the index's memory (about 110 bytes an entry) and one decryption of it.
+    /// - Throws: `.integrityFailure` for a segment that fails authentication, `.io`.
+    func loadIndex() throws
+
     /// Checks what opening leaves to each read: every record of the index, and the index as a
     /// whole (a version-8 container's sorted paths, its hash table, chunks that share no byte).
     /// `assetpack verify` runs it. A reader that checks its whole index at open does nothing.
@@ -149,6 +157,9 @@ extension PackReader {
 
     /// Nothing: the index was checked whole at open.
     public func checkIndex() throws {}
+
+    /// Nothing: the index was read whole at open.
+    public func loadIndex() throws {}
 
     /// Reads the entry's bytes `[offset, offset + count)` (see ``readRange(_:offset:into:)``).
     /// - Returns: The `count` bytes.

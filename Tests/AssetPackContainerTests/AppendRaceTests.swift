@@ -98,13 +98,13 @@ extension AppendTests {
     /// its index segments already opened reach keeps reading; a lookup that needs a segment it
     /// had not opened, which the append zeroed with the rest of the previous generation's index,
     /// fails saying the pack was updated (not as damage, not as an absent entry); and a reader
-    /// that opened its whole index first (`checkIndex`) reads everything the generations share.
+    /// that read its whole index first (`loadIndex`) reads everything the generations share.
     @Test func aReaderOfALargeIndexOpenBeforeAnAppendSaysWhatItLost() throws {
         let tree = try IncrementalTests.Tree(LargeIndexPack.files)
         try tree.pack()
         let early = try tree.reader()
         let whole = try tree.reader()
-        try whole.checkIndex()
+        try whole.loadIndex()
         let first = LargeIndexPack.path(0), last = LargeIndexPack.path(LargeIndexPack.count - 1)
         #expect(try early.read(first) == LargeIndexPack.content(0))
         try tree.set(LargeIndexPack.path(1), Array("changed\n".utf8))
