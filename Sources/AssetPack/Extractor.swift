@@ -90,10 +90,10 @@ public struct Extractor: Sendable {
 
     /// The selected entries with their path components, every name checked, duplicates merged.
     private func plan(_ reader: any PackReader, _ paths: [String]) throws -> [(entry: EntryInfo, parts: [String])] {
-        // Every entry: the whole index checked first, as `list` does (a version-8 container opens
-        // its index as reads reach it, and a listing cannot throw: a damaged segment's records
-        // would list as empty names).
-        if paths.isEmpty { try reader.checkIndex() }
+        // Every entry: the whole index read first (a version-8 container opens its index as reads
+        // reach it, and a listing cannot throw: a damaged segment's records would list as empty
+        // names). Only the table: no digest section, no check of every record before the reads.
+        if paths.isEmpty { try reader.loadIndex() }
         let selected: [EntryInfo] =
             try paths.isEmpty
             ? Array(reader.entries)

@@ -190,7 +190,7 @@ package final class IndexTable: @unchecked Sendable {
     /// reads the whole table.
     /// - Throws: As ``ensure(_:)``.
     func loadAll() throws {
-        if ready[segmentCount - 1].load(ordering: .acquiring), isReady(0..<base.count) { return }
+        if isReady(0..<base.count) { return }
         try open(0...(segmentCount - 1))
     }
 
