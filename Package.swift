@@ -63,12 +63,16 @@ let package = Package(
         // the ~33 libraries it needs at every command's start (docs/PERFORMANCE.md, "Process start").
         // curl.h (Debian: libcurl4-openssl-dev) gives the types; the shim resolves the calls.
         .target(name: "CLibcurl", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
+        // A memory hint the Swift standard library does not offer (a prefetch), from a header;
+        // AssetPackCore's `prefetch` is its one caller.
+        .target(name: "CMemoryHints"),
 
         // Backend-neutral vocabulary: reader protocol, errors, timing, CRC, paths, limits, the codecs.
         .target(
             name: "AssetPackCore",
             dependencies: [
                 "CZlib", .target(name: "CLibdeflate", condition: system), .target(name: "CZstd", condition: system),
+                "CMemoryHints",
             ]),
         // The cryptographic primitives, over swift-crypto: AES-256-GCM, SHA-256, HMAC, HKDF,
         // PBKDF2, scrypt, Ed25519, random bytes; libcrypto only for the AES-ECB keystream of

@@ -1,3 +1,4 @@
+internal import CMemoryHints
 import Foundation
 
 #if canImport(Glibc)
@@ -28,6 +29,14 @@ package func adviseHugePages(alignedRegion region: UnsafeMutableRawBufferPointer
     #if os(Linux)
     _ = madvise(region.baseAddress, region.count, MADV_HUGEPAGE)
     #endif
+}
+
+/// Asks the processor to start loading the cache line at `address` without waiting for it, so that
+/// two reads whose addresses are both known miss the cache at the same time instead of one after
+/// the other (``IndexTable``'s lookup: docs/PERFORMANCE.md, "Three misses, not four"). A hint: it
+/// reads nothing and never faults, whatever the address.
+package func prefetch(_ address: UnsafeRawPointer) {
+    assetpack_prefetch(address)
 }
 
 /// Overwrites `buffer` with zeros in a way the compiler may not drop as a dead store, for secrets
