@@ -64,7 +64,7 @@ let package = Package(
         // curl.h (Debian: libcurl4-openssl-dev) gives the types; the shim resolves the calls.
         .target(name: "CLibcurl", linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]),
         // A memory hint the Swift standard library does not offer (a prefetch), from a header;
-        // AssetPackCore's `prefetch` is its one caller.
+        // AssetPackCore's `prefetchCacheLine` is its one caller.
         .target(name: "CMemoryHints"),
 
         // Backend-neutral vocabulary: reader protocol, errors, timing, CRC, paths, limits, the codecs.

@@ -316,9 +316,9 @@ package final class IndexTable: @unchecked Sendable {
     /// when its segment is not open yet (no byte is used before its tag is checked).
     @inline(__always) private func prefetchEntry(_ at: Int) {
         guard let start = base.baseAddress, at + 24 <= base.count, isReady(at + 20..<at + 24) else { return }
-        if at >= Self.headSize + Self.entrySize { prefetch(start + at - Self.entrySize + 20) }
+        if at >= Self.headSize + Self.entrySize { prefetchCacheLine(start + at - Self.entrySize + 20) }
         let first = Int(u32(at + 20))
-        if first < chunkCount { prefetch(start + chunkAt(first)) }
+        if first < chunkCount { prefetchCacheLine(start + chunkAt(first)) }
     }
 
     /// Whether the table, sorted as its writer sorts it, cannot hold a path starting with

@@ -35,7 +35,7 @@ package func adviseHugePages(alignedRegion region: UnsafeMutableRawBufferPointer
 /// two reads whose addresses are both known miss the cache at the same time instead of one after
 /// the other (``IndexTable``'s lookup: docs/PERFORMANCE.md, "Three misses, not four"). A hint: it
 /// reads nothing and never faults, whatever the address.
-package func prefetch(_ address: UnsafeRawPointer) {
+package func prefetchCacheLine(_ address: UnsafeRawPointer) {
     assetpack_prefetch(address)
 }
 
