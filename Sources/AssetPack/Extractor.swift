@@ -90,10 +90,11 @@ public struct Extractor: Sendable {
 
     /// The selected entries with their path components, every name checked, duplicates merged.
     private func plan(_ reader: any PackReader, _ paths: [String]) throws -> [(entry: EntryInfo, parts: [String])] {
-        // Every entry: the whole index read first (a version-8 container opens its index as reads
-        // reach it, and a listing cannot throw: a damaged segment's records would list as empty
-        // names). Only the table: no digest section, no check of every record before the reads.
-        if paths.isEmpty { try reader.loadIndex() }
+        // Every entry: the index checked first, as `list` checks it (a listing cannot throw: a
+        // version-8 record in a segment that fails, or one that fails its own checks, would list
+        // as an empty or mangled name, whose read then says "no such entry"; and a set's rules are
+        // kept). Its cost is small beside writing every entry.
+        if paths.isEmpty { try reader.checkIndex() }
         let selected: [EntryInfo] =
             try paths.isEmpty
             ? Array(reader.entries)

@@ -129,13 +129,17 @@ public final class PackSet: PackReader {
     /// Checks the rules a set's packs keep, which lookups do not need, and every member's index
     /// (``PackReader/checkIndex()``): no pack deletes a path no pack below it has, and no two
     /// packs hold one path in different Unicode forms (equal after NFC, other bytes). `list` and
-    /// `verify` run it; the first rule broken, in a bottom-first walk, is the error.
+    /// `verify` run it; the first rule broken, in a bottom-first walk, is the error. Each member's
+    /// index is checked first (the lowest failing pack's error is thrown): the rules are checked
+    /// on the members' listings, which a damaged index cannot give (a version-8 record in a
+    /// segment that fails lists as an empty name), and a patch would be blamed for deleting what
+    /// the damage hid.
     /// - Throws: `.integrityFailure` naming the pack and path, or both packs.
     public func checkIndex() throws {
-        if let error = merged().firstError { throw error }
         for m in members {
             do { try m.reader.checkIndex() } catch let error as AssetPackError { throw error.naming(pack: m.name) }
         }
+        if let error = merged().firstError { throw error }
     }
 
     /// Every member's whole index, read into memory now (``PackReader/loadIndex()``).

@@ -116,14 +116,16 @@ final class PreviousEntries: @unchecked Sendable {
         }
         for attempt in [credential, nil] {
             if let reader = try? AssetPacks.open("/dev/fd/\(fd.rawValue)", credential: attempt) {
-                listed = Set(reader.entries.map(\.path))
+                // A listing cannot throw: a damaged index lists what it cannot read as empty
+                // names, which would count as removed. Checked first, "removed" is left out.
+                if (try? reader.checkIndex()) != nil { listed = Set(reader.entries.map(\.path)) }
                 return
             }
         }
     }
 
     /// The paths, once listed: none when there was no pack, `nil` when it did not open (a
-    /// container under another password: its names are encrypted too).
+    /// container under another password: its names are encrypted too) or its index is damaged.
     var paths: Set<String>? {
         done.wait()
         list()  // a no-op when it was listed (or never opened)

@@ -11,7 +11,9 @@ extension AssetPackCommand {
                 --into, which is created with its parents if missing. Names, and what is already on disk where the \
                 files go (a folder that is a symbolic link, a directory or FIFO in a file's place, a file already \
                 there unless --force), are checked before anything is written, and the declared sizes may add up to 64 GiB at most \
-                (ReadLimits.maxExtractBytes). Each file written is printed on stdout; the summary goes to stderr.
+                (ReadLimits.maxExtractBytes). Extracting every entry first checks the index as list and verify \
+                do (a damaged one is refused, exit 4, before anything is written). Each file written is printed \
+                on stdout; the summary goes to stderr.
                 """)
 
         @Argument(help: PackSetOptions.packHelp) var pack: String
