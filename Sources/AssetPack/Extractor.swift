@@ -47,11 +47,12 @@ public struct Extractor: Sendable {
         from reader: any PackReader, paths: [String] = [], each: (URL, EntryTiming) -> Void = { _, _ in }
     ) throws {
         let planned = try plan(reader, paths)
-        let total = planned.reduce(UInt64(0)) { $0 &+ $1.entry.size }
-        if total > limits.maxExtractBytes {
+        // Declared sizes, which may add up past 64 bits (a wrapped sum would pass the limit).
+        let total = checkedTotal(planned.lazy.map(\.entry.size))
+        if total.map({ $0 > limits.maxExtractBytes }) ?? true {
             throw AssetPackError(
                 .limitExceeded,
-                "extracting \(planned.count) entries would write \(total) bytes; the limit is \(limits.maxExtractBytes) (ReadLimits.maxExtractBytes)"
+                "extracting \(planned.count) entries would write \(total.map { "\($0)" } ?? "more than \(UInt64.max)") bytes; the limit is \(limits.maxExtractBytes) (ReadLimits.maxExtractBytes)"
             )
         }
         let root = directory.path

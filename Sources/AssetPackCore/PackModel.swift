@@ -50,6 +50,19 @@ public enum EntryEncryption: String, Sendable, Codable {
     case other
 }
 
+/// Sizes added up, or `nil` when the sum passes 2^64 − 1: what a listing or an extraction totals
+/// of an index's declared sizes, which a hostile zip or container may set as large as it likes
+/// (every read refuses an entry over `ReadLimits.maxEntrySize`, but a listing shows them all).
+package func checkedTotal<S: Sequence>(_ sizes: S) -> UInt64? where S.Element == UInt64 {
+    var total: UInt64 = 0
+    for size in sizes {
+        let (sum, overflow) = total.addingReportingOverflow(size)
+        if overflow { return nil }
+        total = sum
+    }
+    return total
+}
+
 /// What a pack says about one entry, without reading its data.
 public struct EntryInfo: Sendable, Hashable, Codable {
     /// The entry's path: NFC, `/`-separated, relative.

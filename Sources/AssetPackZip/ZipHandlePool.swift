@@ -28,6 +28,10 @@ final class ZipHandlePool: @unchecked Sendable {
     }
     #endif
 
+    /// How many records our parser found, which a libzip handle's directory must hold too (set
+    /// once the directory is parsed, before any handle is opened).
+    var expectedRecords: Int?
+
     init(source: any ByteSource) { self.source = source }
 
     #if SystemLibraries
@@ -54,6 +58,16 @@ final class ZipHandlePool: @unchecked Sendable {
             if let failure = context.takeError() { throw failure }
             throw LibzipError.from(&error, path: source.name, context: "cannot open \(source.name)")
         }
+        // libzip finds its own end record and directory; a zip that holds two (which our parser
+        // and libzip may choose between differently) must not get past here with two counts.
+        let found = zip_get_num_entries(archive, 0)
+        if let expected = expectedRecords, found != Int64(expected) {
+            zip_discard(archive)
+            throw AssetPackError(
+                .integrityFailure,
+                "libzip finds \(found) records in the central directory, our parser \(expected): the zip holds another directory than the one checked",
+                path: source.name)
+        }
         lock.withLock { opened += 1 }
         return Handle(archive: archive, context: context)
     }
@@ -61,10 +75,24 @@ final class ZipHandlePool: @unchecked Sendable {
     /// Runs `body` with a handle no other thread is using. When libzip failed because the
     /// source did (a server's error, a cancellation), that error is thrown rather than the
     /// read error libzip made of it.
-    func withHandle<T>(_ body: (OpaquePointer) throws -> T) throws -> T {
+    ///
+    /// With `confinedTo`, every byte libzip reads meanwhile must lie in that range (the entry's
+    /// local header and data, as our parser checked them), or the read fails with
+    /// `.integrityFailure`: libzip finds entries by index in the directory it parsed itself, so
+    /// a zip holding a second directory could otherwise have it decode another entry's bytes
+    /// under this entry's name (with a CRC-32 forged to match, successfully).
+    func withHandle<T>(
+        confinedTo confined: (range: Range<UInt64>, path: String)? = nil, _ body: (OpaquePointer) throws -> T
+    )
+        throws -> T
+    {
         let reused = lock.withLock { idle.popLast() }
         let handle = try reused ?? makeHandle()
-        defer { lock.withLock { idle.append(handle) } }
+        handle.context.confined = confined
+        defer {
+            handle.context.confined = nil
+            lock.withLock { idle.append(handle) }
+        }
         do {
             let result = try body(handle.archive)
             _ = handle.context.takeError()
@@ -94,6 +122,8 @@ final class LibzipSourceContext: @unchecked Sendable {
     var position: UInt64 = 0
     let zipError: UnsafeMutablePointer<zip_error_t>
     private var sourceError: (any Error)?
+    /// The bytes libzip may read now, and the entry they are (``ZipHandlePool/withHandle(confinedTo:_:)``).
+    var confined: (range: Range<UInt64>, path: String)?
 
     init(_ source: any ByteSource) {
         self.source = source
@@ -137,6 +167,16 @@ private let byteSourceCallback: zip_source_callback = { userdata, data, length, 
     case ZIP_SOURCE_READ:
         let want = Int(min(length, size - min(context.position, size)))
         guard want > 0, let data else { return 0 }
+        if let confined = context.confined,
+            context.position < confined.range.lowerBound || context.position + UInt64(want) > confined.range.upperBound
+        {
+            context.fail(
+                AssetPackError(
+                    .integrityFailure,
+                    "libzip read bytes outside this entry (at offset \(context.position)): the zip holds another directory than the one checked",
+                    path: confined.path))
+            return -1
+        }
         do {
             let n = try context.source.read(
                 into: UnsafeMutableRawBufferPointer(start: data, count: want), at: context.position)

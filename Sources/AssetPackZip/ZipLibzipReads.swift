@@ -126,7 +126,8 @@ extension ZipPackReader {
             throw AssetPackError(
                 .missingPassword, "entry is encrypted and no password was given", path: entry.info.path)
         }
-        try pool.withHandle { za in
+        let record = structure.records[Int(entry.index)]
+        try pool.withHandle(confinedTo: (record.localHeaderOffset..<record.end, entry.info.path)) { za in
             let opened = Stopwatch.time(&keyDerivation) {
                 zip_fopen_index_encrypted(za, entry.index, 0, entry.info.encryption == .none ? nil : password)
             }

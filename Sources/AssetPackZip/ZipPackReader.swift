@@ -128,6 +128,7 @@ package final class ZipPackReader: PackReader, @unchecked Sendable {
             try pool.read(at: $0, count: $1)
         }
         self.structure = structure
+        pool.expectedRecords = structure.records.count
         signature =
             trustedKeys.isEmpty
             ? nil

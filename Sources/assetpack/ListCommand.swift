@@ -60,7 +60,8 @@ extension AssetPackCommand {
                         ] + packColumn.cell(e.pack) + [EntryPath.printable(e.path)]
                     print(row.joined(separator: " "))
                 }
-                let total = entries.reduce(UInt64(0)) { $0 + $1.size }
+                // Declared sizes: a hostile index may declare sums past 64 bits.
+                let total = checkedTotal(entries.lazy.map(\.size)).map { "\($0)" } ?? "more than \(UInt64.max)"
                 quiet.say(
                     "\(plural(entries.count, "entry", "entries")), \(total) bytes, format \(reader.format.rawValue)"
                         + (opened.names.isEmpty ? "" : ", \(plural(opened.names.count, "pack", "packs"))")

@@ -19,6 +19,9 @@ public struct ZipBuilder {
         public var localName: String?
         /// A different uncompressed size for the local header (nil: the real one).
         public var localSize: UInt32?
+        /// An uncompressed size the central record declares instead of the real one, through a
+        /// zip64 extra field (its 32-bit field saturated), as large as it likes.
+        public var declaredSize: UInt64?
 
         /// An entry named `name` holding `data`.
         public init(_ name: String, _ data: [UInt8], deflate: Bool = false) {
@@ -75,14 +78,15 @@ public struct ZipBuilder {
             var extra: [UInt8] = []
             if big && !omitZip64Extra {
                 extra =
-                    le16(1) + le16(24) + le64(UInt64(e.data.count)) + le64(UInt64(p.stored.count))
+                    le16(1) + le16(24) + le64(e.declaredSize ?? UInt64(e.data.count)) + le64(UInt64(p.stored.count))
                     + le64(UInt64(p.offset))
+            } else if let declared = e.declaredSize {
+                extra = le16(1) + le16(8) + le64(declared)  // the uncompressed size alone
             }
+            let sizeField = big || e.declaredSize != nil ? 0xFFFF_FFFF : UInt32(e.data.count)
             central +=
                 le32(0x0201_4B50) + le16(0x031E) + le16(45) + le16(0x0800) + le16(p.method) + le16(0) + le16(0x21)
-            central +=
-                le32(p.crc) + le32(big ? 0xFFFF_FFFF : UInt32(p.stored.count))
-                + le32(big ? 0xFFFF_FFFF : UInt32(e.data.count))
+            central += le32(p.crc) + le32(big ? 0xFFFF_FFFF : UInt32(p.stored.count)) + le32(sizeField)
             central +=
                 le16(UInt16(nameBytes.count)) + le16(UInt16(extra.count)) + le16(0) + le16(0) + le16(0)
                 + le32(0o100644 << 16)
