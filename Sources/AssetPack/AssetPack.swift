@@ -259,7 +259,7 @@ public enum AssetPacks {
         }
         defer { prefetch?.finish() }
         let (files, skipped) = try SourceTree.scanReporting(
-            root: source, includeHidden: options.includeHidden, excluding: output)
+            root: source, includeHidden: options.includeHidden, excluding: output, maxFiles: options.limits.maxEntries)
         // A container re-pack counts "removed" itself from the pack it reuses (no second key
         // derivation); only when it will not is the replaced pack listed, while it packs.
         let replaced =

@@ -45,7 +45,7 @@ extension AssetPacks {
         try AtomicFile.checkTarget(output.path)
         try base.checkIndex()
         let (files, skipped) = try SourceTree.scanReporting(
-            root: source, includeHidden: options.includeHidden, excluding: output)
+            root: source, includeHidden: options.includeHidden, excluding: output, maxFiles: options.limits.maxEntries)
         var added: [String] = []
         var changed: [String] = []
         var packed: [SourceFile] = []

@@ -488,7 +488,7 @@ package struct ContainerPackWriter: PackWriter {
     }
 
     static func openSource(_ file: SourceFile) throws -> FileDescriptor {
-        do { return try .open(file.diskPath, .readOnly) } catch { throw error.io("cannot open \(file.diskPath)") }
+        try file.openForPacking()
     }
 }
 

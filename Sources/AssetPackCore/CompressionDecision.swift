@@ -49,8 +49,7 @@ extension CompressionPolicy {
     /// - Throws: `.io` if the file cannot be read.
     package func decide(_ file: SourceFile) throws -> Bool {
         if let byName = decisionByName(file) { return byName }
-        let fd: FileDescriptor
-        do { fd = try .open(file.diskPath, .readOnly) } catch { throw error.io("cannot open \(file.diskPath)") }
+        let fd = try file.openForPacking()
         defer { try? fd.close() }
         let sample = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.sampleSize, alignment: 16)
         defer { sample.deallocate() }

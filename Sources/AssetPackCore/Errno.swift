@@ -36,6 +36,8 @@ package struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     package static let fileExists = Errno(rawValue: EEXIST)
     /// `ESTALE`: what ``FileDescriptor/reopen(_:)`` throws when the path now names another file.
     package static let staleFileHandle = Errno(rawValue: ESTALE)
+    /// `ELOOP`: (with `O_NOFOLLOW`) the last component is a symbolic link.
+    package static let tooManySymbolicLinks = Errno(rawValue: ELOOP)
 }
 
 /// Retries `call` while it fails with `EINTR`; any other failure (`-1`) throws the `errno` it left.

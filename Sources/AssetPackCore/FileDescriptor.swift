@@ -36,6 +36,10 @@ package struct FileDescriptor: RawRepresentable, Hashable, Sendable {
         package static let exclusiveCreate = OpenOptions(rawValue: O_EXCL)
         /// `O_TRUNC`.
         package static let truncate = OpenOptions(rawValue: O_TRUNC)
+        /// `O_NOFOLLOW`: fail (`ELOOP`) when the last component is a symbolic link.
+        package static let noFollow = OpenOptions(rawValue: O_NOFOLLOW)
+        /// `O_NONBLOCK`: do not wait for a FIFO's other end (no effect on a regular file's reads).
+        package static let nonBlocking = OpenOptions(rawValue: O_NONBLOCK)
         /// `O_DIRECTORY`: fail with `ENOTDIR` unless the path names a directory (Linux and Darwin
         /// both have it; another system without it would open anything and let `fsync` decide).
         #if os(Linux) || canImport(Darwin)

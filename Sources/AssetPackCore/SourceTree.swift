@@ -65,6 +65,36 @@ public struct SourceFile: Sendable, Hashable {
     }
 }
 
+extension SourceFile {
+    /// Opens the file to pack it, as the scan found it: a regular file. Between the scan and this
+    /// open its name may have been given to something else: a symbolic link (to a file outside
+    /// the source, which the scan would have refused) is not followed, a FIFO (whose open would
+    /// wait for a writer forever) is not waited on, and anything but a regular file is refused.
+    /// - Throws: `.io` naming the file.
+    package func openForPacking() throws -> FileDescriptor {
+        let fd: FileDescriptor
+        do { fd = try .open(diskPath, .readOnly, options: [.noFollow, .nonBlocking]) } catch {
+            if error == .tooManySymbolicLinks {
+                throw AssetPackError(
+                    .io, "\(diskPath) became a symbolic link after the source was scanned; pack again", path: path)
+            }
+            throw error.io("cannot open \(diskPath)")
+        }
+        let kind: FileStatus.Kind
+        do { kind = try fd.status().kind } catch {
+            try? fd.close()
+            throw error.io("cannot stat \(diskPath)")
+        }
+        guard kind == .regular else {
+            try? fd.close()
+            throw AssetPackError(
+                .io, "\(diskPath) is no longer a regular file (it changed after the source was scanned); pack again",
+                path: path)
+        }
+        return fd
+    }
+}
+
 /// A file the packer skipped because it is not a regular file (FIFO, socket, device).
 public struct SkippedFile: Sendable, Hashable {
     /// Its path relative to the source directory.
@@ -96,7 +126,12 @@ package enum SourceTree {
 
     /// Lists the files below `root`, and the special files (FIFOs, sockets, devices) it skipped,
     /// so that a caller can say so. Throws what ``scan(root:includeHidden:excluding:)`` throws.
-    package static func scanReporting(root: URL, includeHidden: Bool, excluding: URL? = nil) throws
+    /// - Parameter maxFiles: More files than this is `.limitExceeded`, as the packer's entry-count
+    ///   check says it, found during the walk (links inside the tree may repeat a folder's files
+    ///   under many paths).
+    package static func scanReporting(
+        root: URL, includeHidden: Bool, excluding: URL? = nil, maxFiles: Int = ReadLimits().maxEntries
+    ) throws
         -> (files: [SourceFile], skipped: [SkippedFile])
     {
         let rootPath = root.path
@@ -112,10 +147,19 @@ package enum SourceTree {
         let excluded = excluding.flatMap { try? FileSystem.stat($0.path) }
         var files: [SourceFile] = []
         var seen: [String: String] = [:]
-        var visitedDirs: Set<String> = [realRoot]
         var skipped: [SkippedFile] = []
+        // The folders on the path being walked, by device and inode: a link to one of them is a
+        // cycle. (Only those: a link to a folder elsewhere in the tree packs its files under the
+        // link's path too, whichever the walk reaches first; names and `realpath` strings are
+        // not identities, as an NFC name and its NFD twin compare equal as Swift strings.)
+        var ancestors: [(device: UInt64, inode: UInt64)] = []
+        var limit = ReadLimits()
+        limit.maxEntries = maxFiles
 
         func walk(_ dir: String, relative: String) throws {
+            let here = try FileSystem.stat(dir)
+            ancestors.append((here.device, here.inode))
+            defer { ancestors.removeLast() }
             // Whether `dir` is the root's path and `relative`, with no link followed on the way:
             // its files' disk paths are then kept as the root and their relative paths.
             // (Compared as bytes: `==` on strings would take an NFD name for its NFC form.)
@@ -137,7 +181,11 @@ package enum SourceTree {
                     guard let resolved = realPath(full) else {
                         throw AssetPackError(.invalidArgument, "symbolic link \(rel) is dangling")
                     }
-                    guard resolved == realRoot || resolved.hasPrefix(realRoot + "/") else {
+                    // As bytes: `hasPrefix` on strings would take an NFD twin folder's path for
+                    // the root's.
+                    guard
+                        resolved.utf8.elementsEqual(realRoot.utf8) || resolved.utf8.starts(with: (realRoot + "/").utf8)
+                    else {
                         throw AssetPackError(
                             .invalidArgument,
                             "symbolic link \(rel) points outside the source directory (to \(resolved))")
@@ -151,18 +199,30 @@ package enum SourceTree {
                 }
                 switch status.kind {
                 case .directory:
-                    let real = realPath(target) ?? target
-                    guard visitedDirs.insert(real).inserted else { continue }  // link cycle
+                    let cycle = ancestors.contains { $0.device == status.device && $0.inode == status.inode }
+                    if cycle { continue }  // a link to a folder the walk is inside
                     try walk(target, relative: rel)
                 case .regular:
                     if let excluded, status.device == excluded.device, status.inode == excluded.inode { continue }
                     do { try FileSystem.checkReadable(target) } catch { throw error.io("cannot read \(full)") }
                     let path = EntryPath.normalize(rel)
+                    // A name the normalising turns into `..` or `.` components (`x\..\..\e.txt`,
+                    // whose backslashes become separators) would be a path out of any folder
+                    // it is extracted into, for every reader of the pack.
+                    if let part = path.split(separator: "/", omittingEmptySubsequences: false).first(where: {
+                        $0.isEmpty || $0 == "." || $0 == ".."
+                    }) {
+                        throw AssetPackError(
+                            .invalidArgument,
+                            "file \(EntryPath.printable(rel)) would be packed as \(EntryPath.printable(path)), whose '\(part)' component leaves the folder it is extracted into"
+                        )
+                    }
                     if let other = seen[path] {
                         throw AssetPackError(
                             .invalidArgument, "\(other) and \(rel) have the same normalised name \(path)")
                     }
                     seen[path] = rel
+                    try limit.checkEntryCount(files.count + 1)
                     files.append(
                         direct && target.utf8.elementsEqual(full.utf8)
                             ? SourceFile(path: path, folder: realRoot, relative: rel, size: status.size)

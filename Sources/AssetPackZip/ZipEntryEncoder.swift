@@ -138,8 +138,7 @@ enum SourceReader {
     /// Opens `file` for reading and checks it still has the size it was scanned with.
     /// - Returns: The descriptor (the caller closes it) and the DOS modification time.
     static func open(_ file: SourceFile) throws -> (fd: FileDescriptor, mtime: (UInt16, UInt16)) {
-        let fd: FileDescriptor
-        do { fd = try .open(file.diskPath, .readOnly) } catch { throw error.io("cannot open \(file.diskPath)") }
+        let fd = try file.openForPacking()
         let status: FileStatus
         do { status = try fd.status() } catch {
             try? fd.close()
