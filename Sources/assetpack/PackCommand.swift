@@ -262,6 +262,17 @@ extension AssetPackCommand.Pack {
     /// `--patch-of`: packs only what differs from the base (or base set), with its deletions.
     func packPatch(_ options: PackOptions, progress: ProgressLine) throws {
         var options = options
+        // A patch written over a pack it patches would replace its own base, which is then gone.
+        if let out = try? FileSystem.stat(output) {
+            for path in patchOf {
+                guard let status = try? FileSystem.stat(path), status.device == out.device, status.inode == out.inode
+                else { continue }
+                throw AssetPackError(
+                    .invalidArgument,
+                    "--output \(output) is \(path), which --patch-of names: the patch would replace the pack it patches"
+                )
+            }
+        }
         let base: any PackReader
         do {
             base =

@@ -102,6 +102,25 @@ import Testing
         #expect(single.status == 0 && single.text.split(separator: "\n").first?.contains("PACK") == false)
     }
 
+    /// `pack --patch-of BASE -o BASE` (or another name of it): refused (exit 1) with the base left
+    /// as it was, where the patch replaced the pack it patches.
+    @Test(arguments: ["zip", "container"])
+    func aPatchIsNotWrittenOverItsOwnBase(format: String) throws {
+        let dir = TemporaryDirectory()
+        let base = try Self.pack(["a.txt": "a", "b.txt": "b"], "base", in: dir, format: format).path
+        let before = try Data(contentsOf: URL(fileURLWithPath: base))
+        try dir.write(["a.txt": Array("changed".utf8)], under: "next")
+        let alias = dir.appending("alias.pack").path
+        try FileManager.default.linkItem(atPath: base, toPath: alias)
+        for output in [base, alias] {
+            let run = try CLI.run(
+                ["pack", dir.appending("next").path, "--patch-of", base, "-o", output], password: Self.password)
+            #expect(run.status == 1, "\(run.status) \(run.stderr)")
+            #expect(run.stderr.contains("the patch would replace the pack it patches"), "\(run.stderr)")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: base)) == before)
+    }
+
     /// `verify` over a set reads every record of every pack, not only those the set serves: a
     /// damaged base entry that a patch replaces (or deletes) fails the check, naming the base, as
     /// `verify` of the base alone does. (It passed before: only served entries were read.)
