@@ -80,10 +80,8 @@ extension AssetPacks {
     /// Whether `file` holds other bytes than `entry` of `base`.
     private static func differs(_ file: SourceFile, from entry: EntryInfo, in base: any PackReader) throws -> Bool {
         guard file.size == entry.size else { return true }
-        let handle: FileHandle
-        do { handle = try FileHandle(forReadingFrom: file.url) } catch {
-            throw AssetPackError(.io, "cannot open \(file.diskPath)", path: file.path)
-        }
+        // Opened as the packers open sources (no link or FIFO swapped in after the scan).
+        let handle = FileHandle(fileDescriptor: try file.openForPacking().rawValue, closeOnDealloc: false)
         defer { try? handle.close() }
         if let crc = entry.crc32 {
             var computed = CRC32()
