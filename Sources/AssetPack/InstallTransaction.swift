@@ -67,6 +67,20 @@ package struct InstallTransaction {
         guard !name.isEmpty, !name.hasPrefix("."), !name.contains("/"), !name.contains("\0") else {
             throw AssetPackError(.invalidArgument, "installed name '\(name)' must be a plain file name")
         }
+        // The files kept beside the pack are named after it (`.NAME.download.json` the longest):
+        // each must be a name the file system takes, and none a temporary's, which every install
+        // sweeps away (a name starting `assetpack-tmp-` lost its record at each install).
+        let longest = ".\(name).download.json"  // Slot.stagingStatePath's name
+        guard longest.utf8.count <= 255 else {
+            throw AssetPackError(
+                .invalidArgument,
+                "installed name '\(name)' is too long: the files kept beside it (\(longest)) would be over 255 bytes")
+        }
+        guard !("." + name).hasPrefix(AtomicFile.temporaryPrefix) else {
+            throw AssetPackError(
+                .invalidArgument,
+                "installed name '\(name)' starts like the installer's temporary files, which an install removes")
+        }
     }
 
     /// The names in the directory.
@@ -119,7 +133,13 @@ package struct InstallTransaction {
         ///   it so. A new source is installed over an expired pack. What `source` throws.
         package func current(source: (InstallRecord) throws -> Bool) throws -> Current? {
             let installer = transaction.installer
-            guard let record = record(), installedSize() == record.size else { return nil }
+            // The pack installed is a file of its own, the app's, private: a copy made 0644, or
+            // a hard link another user made to a pack they can write (into a directory once
+            // open to them), is installed again rather than called current.
+            guard let record = record(), let installed = try? FileSystem.lstat(pack.path), installed.kind == .regular,
+                installed.size == record.size, installed.permissions == 0o600, installed.linkCount == 1,
+                installed.owner == UInt32(geteuid())
+            else { return nil }
             let recordedPublisher = record.publisher.flatMap { try? PublisherKey(text: $0) }
             let trustedBefore =
                 installer.trustedKeys.isEmpty || recordedPublisher.map(installer.trustedKeys.contains) == true

@@ -75,19 +75,22 @@ package final class FileByteSource: ByteSource {
     /// Whether the descriptor is this source's to close.
     private let owned: Bool
 
-    /// Opens `path` for reading.
-    /// - Throws: `.io` (missing, unreadable), `.invalidArgument` for a directory.
+    /// Opens `path` for reading: a regular file (not waiting on a FIFO, whose open would block
+    /// until a writer came).
+    /// - Throws: `.io` (missing, unreadable), `.invalidArgument` for a directory or another
+    ///   special file.
     package init(path: String) throws {
         let fd: FileDescriptor
-        do { fd = try .open(path, .readOnly) } catch { throw error.io("cannot open \(path)") }
+        do { fd = try .open(path, .readOnly, options: .nonBlocking) } catch { throw error.io("cannot open \(path)") }
         let status: FileStatus
         do { status = try fd.status() } catch {
             try? fd.close()
             throw error.io("cannot stat \(path)")
         }
-        if status.kind == .directory {
+        if status.kind != .regular {
             try? fd.close()
-            throw AssetPackError(.invalidArgument, "\(path) is a directory")
+            throw AssetPackError(
+                .invalidArgument, "\(path) is \(status.kind == .directory ? "a directory" : "not a regular file")")
         }
         self.fd = fd
         self.name = path

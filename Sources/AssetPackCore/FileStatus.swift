@@ -47,6 +47,8 @@ package struct FileStatus: Hashable, Sendable {
     package var changeTime: Int64
     /// How many names the file has (`st_nlink`).
     package var linkCount: UInt64
+    /// The owner's user ID (`st_uid`).
+    package var owner: UInt32
 
     init(_ st: CStat) {
         kind =
@@ -65,6 +67,7 @@ package struct FileStatus: Hashable, Sendable {
         device = UInt64(truncatingIfNeeded: st.st_dev)
         inode = UInt64(truncatingIfNeeded: st.st_ino)
         linkCount = UInt64(truncatingIfNeeded: st.st_nlink)
+        owner = UInt32(truncatingIfNeeded: st.st_uid)
         #if canImport(Darwin)
         let time = st.st_mtimespec, change = st.st_ctimespec
         #else

@@ -37,6 +37,7 @@ extension AssetPackCommand {
             if (into == nil) == (appId == nil) {
                 throw ValidationError("give exactly one of --into DIR or --app-id ID")
             }
+            if into?.isEmpty == true { throw ValidationError("--into needs a directory (got an empty path)") }
             if Self.isRelease(pack) && name != nil {
                 throw ValidationError("--name names one pack: a release's packs are named by its manifest")
             }

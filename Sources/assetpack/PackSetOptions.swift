@@ -167,7 +167,8 @@ struct ReleaseInput {
                 document = try PrivateInstaller.readManifest(current)
                 installed = path
             } else {
-                guard let handle = FileHandle(forReadingAtPath: path),
+                // A regular file's first byte only: opening a FIFO would wait for a writer.
+                guard (try? FileSystem.stat(path))?.kind == .regular, let handle = FileHandle(forReadingAtPath: path),
                     let first = try? handle.read(upToCount: 1), first.first == UInt8(ascii: "{")
                 else { return nil }
                 try? handle.close()

@@ -41,10 +41,11 @@ public enum CLI {
     /// the same at every cost. `ScryptCostCLITests` packs with `cheapKDF: false`.
     public static func run(
         _ arguments: [String], password: String? = nil, environment: [String: String] = [:], timeout: Double = 120,
-        executable: String? = nil, cheapKDF: Bool = true
+        executable: String? = nil, cheapKDF: Bool = true, workingDirectory: URL? = nil
     ) throws -> Run {
         let process = Process()
         process.executableURL = executable.map { URL(fileURLWithPath: $0) } ?? binary
+        if let workingDirectory { process.currentDirectoryURL = workingDirectory }
         process.arguments = executable == nil && cheapKDF ? withCheapKDF(arguments) : arguments
         var env = ProcessInfo.processInfo.environment
         // The credential comes only from what the test gives (the CLI reads these three, as the plugin does).
