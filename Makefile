@@ -326,7 +326,7 @@ docs: deps
 	@set -e; bin="$$($(SWIFT) build $(DOCS_BUILD_FLAGS) --show-bin-path)"; graphs="$$bin/docs-symbolgraph"; \
 	rm -rf "$$graphs" && mkdir -p "$$graphs"; \
 	swift-symbolgraph-extract -module-name AssetPack -target "$$($(SWIFT) -print-target-info | python3 -c 'import json,sys; print(json.load(sys.stdin)["target"]["triple"])')" \
-	  -I "$$bin/Modules" $(foreach c,CLibzip CZlib CLibcrypto CLibdeflate CZstd,-I Sources/$(c)) \
+	  -I "$$bin/Modules" $(foreach c,CLibzip CZlib CLibcrypto CLibdeflate CZstd,-I Sources/$(c)) -I Sources/CMemoryHints/include \
 	  -minimum-access-level public -experimental-allowed-reexported-modules=AssetPackCore,AssetPackZip,AssetPackContainer \
 	  -output-dir "$$graphs"; \
 	rm -rf "$(DOCS_DIR)"; \
