@@ -58,6 +58,26 @@ extension HTTPRangeClient {
                     "\(where_): the server answered bytes \(response["Content-Range"] ?? "(no Content-Range)") to a request for bytes \(start)-\(end - 1)"
                 ))
         }
+        // A range is the file's own bytes, exactly: not encoded (libcurl is not asked to decode,
+        // so a gzipped body would be taken as the file's), not a multipart body, and as long as
+        // it says. Checked at the head, before a byte of the body is kept anywhere.
+        if let encoding = response["Content-Encoding"], encoding.lowercased() != "identity" {
+            return .fatal(
+                AssetPackError(
+                    .remote,
+                    "\(where_): the server encoded the bytes \(first)-\(last) (Content-Encoding: \(encoding)); a range must be the file's own bytes"
+                ))
+        }
+        if let type = response["Content-Type"], type.lowercased().hasPrefix("multipart/") {
+            return .fatal(
+                AssetPackError(.remote, "\(where_): the server answered one range with a multipart body (\(type))"))
+        }
+        if let length = response["Content-Length"].flatMap({ UInt64($0) }), length != last - first + 1 {
+            return .fatal(
+                AssetPackError(
+                    .remote,
+                    "\(where_): the server announced \(length) bytes (Content-Length) for the bytes \(first)-\(last)"))
+        }
         let seen = Version(size: total, etag: response["ETag"], lastModified: response["Last-Modified"])
         return lock.withLock {
             guard let pinned else {

@@ -74,6 +74,35 @@ import Testing
         #expect(leftovers(home).sorted() == [".p.container.install", "p.container"], "\(leftovers(home))")
     }
 
+    /// A server that gzips its 206 answers (`Content-Encoding: gzip`) while an update downloads,
+    /// for both formats: refused at each response's head (exit 6, the old pack kept), so nothing
+    /// of the encoded bodies is kept for the next install, which succeeds once the server is put
+    /// right. (The encoded bytes were taken 1 MiB at a time until the body overran its range and
+    /// kept as downloaded: the next install, from a healthy server, exited 4, "does not read back".)
+    @Test(arguments: ["container", "zip"])
+    func encodedRangesAreRefusedAndNotKeptForTheNextInstall(format: String) throws {
+        let local = try pack(format)
+        let server = try FaultyHTTPServer(root: dir.appending("www"))
+        let url = server.url("p.\(format)").absoluteString
+        let home = dir.appending("home-encoded-\(format)").path
+        #expect(try CLI.run(["install", url, "--into", home], password: "pw").status == 0)
+        let old = try Data(contentsOf: URL(fileURLWithPath: home + "/p.\(format)"))
+        _ = try dir.write(["big.bin": testBytes(6_000_000, seed: 9)], under: "src")
+        #expect(try CLI.run(["pack", dir.appending("src").path, "-o", local], password: "pw").status == 0)
+
+        try server.setFault(.encodeRanges(after: 3))
+        let refused = try CLI.run(["install", url, "--into", home], password: "pw")
+        #expect(refused.status == 6, "\(refused.status) \(refused.stderr)")
+        #expect(refused.stderr.contains("Content-Encoding"), "\(refused.stderr)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: home + "/p.\(format)")) == old)
+        try server.setFault(.none)
+        let healed = try CLI.run(["install", url, "--into", home], password: "pw")
+        #expect(healed.status == 0, "\(healed.status) \(healed.stderr)")
+        #expect(
+            try Data(contentsOf: URL(fileURLWithPath: home + "/p.\(format)"))
+                == Data(contentsOf: URL(fileURLWithPath: local)))
+    }
+
     /// The default deadline against a server that sends 4 bytes a second: exit 6 after one
     /// rate window (10 s), not minutes.
     @Test func aDrippingServerFailsWithTheDefaultMinimumRate() throws {

@@ -61,6 +61,9 @@ public final class FaultyHTTPServer: @unchecked Sendable {
         /// Every request for a path ending in `suffix` (`.sha256`): an error `status` (401, 410,
         /// 500), whatever is on disk.
         case statusFor(suffix: String, status: Int)
+        /// After request `requests`, every 206 body gzip-compressed and sent with
+        /// `Content-Encoding: gzip` (and the compressed length): not the file's bytes.
+        case encodeRanges(after: Int)
     }
 
     /// The directory served at `/`.
@@ -211,6 +214,7 @@ public final class FaultyHTTPServer: @unchecked Sendable {
         case .weakValidators(let requests): control = Control(mode: "weak", requests: requests)
         case .statusFor(let suffix, let status): control = Control(mode: "statusFor", suffix: suffix, status: status)
         case .refuseIfRange: control = Control(mode: "refuseIfRange")
+        case .encodeRanges(let requests): control = Control(mode: "encodeRanges", requests: requests)
         }
         control.generation = generation
         // Atomic (rename), so the server never reads half a file.

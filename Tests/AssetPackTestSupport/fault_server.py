@@ -31,9 +31,10 @@ every request; a changed text restarts the request counts, and a missing file me
     {"mode": "weak", "requests": R}               requests 1..R: weak ETag, If-Range never matches
     {"mode": "refuseIfRange"}                     If-Range never matches
     {"mode": "statusFor", "suffix": S, "status": N}  paths ending in S: status N, an error body
+    {"mode": "encodeRanges", "requests": R}       after request R: 206 bodies gzipped, Content-Encoding: gzip
 """
 
-import email.utils, http.server, json, os, re, signal, sys, threading, time, urllib.parse
+import email.utils, gzip, http.server, json, os, re, signal, sys, threading, time, urllib.parse
 
 signal.pthread_sigmask(signal.SIG_SETMASK, [])  # an inherited mask must not block SIGTERM
 
@@ -175,6 +176,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             data = bytearray(f.read(last - first + 1))
         if mode == "corrupt" and first <= fault["offset"] <= last and fault["offset"] - first < len(data):
             data[fault["offset"] - first] ^= 0xFF
+        if mode == "encodeRanges" and status == 206 and nth > fault["requests"]:
+            data = bytearray(gzip.compress(bytes(data)))
+            headers.append(("Content-Encoding", "gzip"))
         limit = None
         if mode == "truncate" and with_body and rng is not None and nth_ranged <= fault["times"]:
             limit = fault["afterBytes"]
