@@ -39,6 +39,16 @@ enum PackDictionary {
     /// compresses by name or, under `.auto`, whose whole bytes pass its deflate test (the writer
     /// tests only the first 64 KiB; with that rule here, Wesnoth's pack came out 35,762,305 B
     /// instead of 35,743,793); one that cannot be read is left out (packing it reports the error).
+    /// A small source's bytes, opened as the packers open it (no link or FIFO given its name
+    /// after the scan is read or waited on: such a file is left out here and refused when packed).
+    private static func sample(of file: SourceFile) throws -> [UInt8] {
+        let fd = try file.openForPacking()
+        defer { try? fd.close() }
+        var bytes = [UInt8](repeating: 0, count: Int(file.size))
+        let n = try bytes.withUnsafeMutableBytes { try fd.readFully(into: $0) }
+        return Array(bytes.prefix(n))
+    }
+
     static func train(_ files: [SourceFile], policy: CompressionPolicy) -> [UInt8]? {
         let sampler = RawDeflate.FastCompressor(level: CompressionPolicy.packLevel)
         var samples: [[UInt8]] = []
@@ -46,8 +56,7 @@ enum PackDictionary {
         for file in files where (32...UInt64(sampleLimit)).contains(file.size) && !DeletionRecord.isReserved(file.path)
         {
             let byName = policy.decisionByName(file)
-            guard byName != false, let data = try? Data(contentsOf: file.url) else { continue }
-            let bytes = [UInt8](data)
+            guard byName != false, let bytes = try? sample(of: file) else { continue }
             let pays = bytes.withUnsafeBytes { sample in
                 let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: sample.count, alignment: 16)
                 defer { scratch.deallocate() }

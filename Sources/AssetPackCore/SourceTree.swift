@@ -156,7 +156,18 @@ package enum SourceTree {
         var limit = ReadLimits()
         limit.maxEntries = maxFiles
 
+        // Folders walked: links inside the tree may reach one folder by many paths (a chain of
+        // folders each linking twice to the next doubles the walk at every step), and a walk that
+        // finds no files would otherwise never meet the file limit.
+        var walked = 0
         func walk(_ dir: String, relative: String) throws {
+            walked += 1
+            guard walked <= maxFiles, skipped.count <= maxFiles else {
+                throw AssetPackError(
+                    .limitExceeded,
+                    "the source reaches more than \(maxFiles) folders or special files (symbolic links inside it may reach a folder by many paths); the limit is ReadLimits.maxEntries"
+                )
+            }
             let here = try FileSystem.stat(dir)
             ancestors.append((here.device, here.inode))
             defer { ancestors.removeLast() }

@@ -107,6 +107,32 @@ import Darwin
     }
 }
 
+/// Folders that each link twice to the next (no cycle): a walk reaches the last one by 2^29 paths.
+/// The scan stops at its limit of folders, where (since links no longer mark a folder visited) it
+/// would have walked for ever.
+@Suite struct SourceTreeLinkChainTests {
+    let dir = TemporaryDirectory("link-chain")
+
+    @Test func aChainOfDoubleLinksStopsAtTheLimit() throws {
+        let src = dir.appending("chain")
+        for k in 1...30 {
+            try FileManager.default.createDirectory(
+                at: src.appendingPathComponent("d\(k)"), withIntermediateDirectories: true)
+        }
+        try Data("x\n".utf8).write(to: src.appendingPathComponent("x.txt"))
+        for k in 1..<30 {
+            for name in ["a", "b"] {
+                #expect(symlink("../d\(k + 1)", src.appendingPathComponent("d\(k)/\(name)").path) == 0)
+            }
+        }
+        let error = #expect(throws: AssetPackError.self) {
+            _ = try SourceTree.scanReporting(root: src, includeHidden: false, maxFiles: 5000)
+        }
+        #expect(error?.code == .limitExceeded, "\(String(describing: error))")
+        #expect(error?.message.contains("more than 5000 folders") == true, "\(String(describing: error))")
+    }
+}
+
 /// What the packer does when a scanned file's name is given to something else before it is read
 /// (a FIFO, whose open waited for a writer forever; a symbolic link to a file outside the
 /// source, which was packed): refused, naming the file, for both formats.
