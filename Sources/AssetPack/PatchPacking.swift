@@ -81,8 +81,7 @@ extension AssetPacks {
     private static func differs(_ file: SourceFile, from entry: EntryInfo, in base: any PackReader) throws -> Bool {
         guard file.size == entry.size else { return true }
         // Opened as the packers open sources (no link or FIFO swapped in after the scan).
-        let handle = FileHandle(fileDescriptor: try file.openForPacking().rawValue, closeOnDealloc: false)
-        defer { try? handle.close() }
+        let handle = FileHandle(fileDescriptor: try file.openForPacking().rawValue, closeOnDealloc: true)
         if let crc = entry.crc32 {
             var computed = CRC32()
             while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {

@@ -20,6 +20,22 @@ import Testing
         return out
     }
 
+    /// Serves a pack of `format`, installs it into `home` from the server, then re-packs it with a
+    /// `big.bin` of `size` random bytes (the update the test then installs): the server, the URL,
+    /// the installed pack's bytes and the re-packed pack's path.
+    func installThenUpdate(_ format: String, into home: String, bigBin size: Int, seed: UInt64) throws -> (
+        server: FaultyHTTPServer, url: String, old: Data, local: String
+    ) {
+        let local = try pack(format)
+        let server = try FaultyHTTPServer(root: dir.appending("www"))
+        let url = server.url("p.\(format)").absoluteString
+        #expect(try CLI.run(["install", url, "--into", home], password: "pw").status == 0)
+        let old = try Data(contentsOf: URL(fileURLWithPath: home + "/p.\(format)"))
+        _ = try dir.write(["big.bin": testBytes(size, seed: seed)], under: "src")
+        #expect(try CLI.run(["pack", dir.appending("src").path, "-o", local], password: "pw").status == 0)
+        return (server, url, old, local)
+    }
+
     func leftovers(_ home: String) -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: home)) ?? []).filter { $0 != ".assetpack.lock" }
     }
@@ -55,14 +71,9 @@ import Testing
     /// Writes past the process's file-size limit fail with EFBIG (SIGXFSZ ignored), as on a
     /// file system that cannot hold the pack: exit 1, the download removed, the old pack kept.
     @Test func aFileSizeLimitDuringADownloadLeavesNothingAndKeepsTheOldPack() throws {
-        let local = try pack()
-        let server = try FaultyHTTPServer(root: dir.appending("www"))
-        let url = server.url("p.container").absoluteString
         let home = dir.appending("home").path
-        #expect(try CLI.run(["install", url, "--into", home], password: "pw").status == 0)
-        let old = try Data(contentsOf: URL(fileURLWithPath: home + "/p.container"))
-        _ = try dir.write(["big.bin": testBytes(4_000_000, seed: 4)], under: "src")
-        #expect(try CLI.run(["pack", dir.appending("src").path, "-o", local], password: "pw").status == 0)
+        let (server, url, old, _) = try installThenUpdate("container", into: home, bigBin: 4_000_000, seed: 4)
+        defer { withExtendedLifetime(server) {} }
         let run = try CLI.run(
             [
                 "-c", "ulimit -f 1024; trap '' XFSZ; exec \"$0\" install \"$1\" --into \"$2\"", CLI.binary.path, url,
@@ -81,14 +92,8 @@ import Testing
     /// kept as downloaded: the next install, from a healthy server, exited 4, "does not read back".)
     @Test(arguments: ["container", "zip"])
     func encodedRangesAreRefusedAndNotKeptForTheNextInstall(format: String) throws {
-        let local = try pack(format)
-        let server = try FaultyHTTPServer(root: dir.appending("www"))
-        let url = server.url("p.\(format)").absoluteString
         let home = dir.appending("home-encoded-\(format)").path
-        #expect(try CLI.run(["install", url, "--into", home], password: "pw").status == 0)
-        let old = try Data(contentsOf: URL(fileURLWithPath: home + "/p.\(format)"))
-        _ = try dir.write(["big.bin": testBytes(6_000_000, seed: 9)], under: "src")
-        #expect(try CLI.run(["pack", dir.appending("src").path, "-o", local], password: "pw").status == 0)
+        let (server, url, old, local) = try installThenUpdate(format, into: home, bigBin: 6_000_000, seed: 9)
 
         try server.setFault(.encodeRanges(after: 3))
         let refused = try CLI.run(["install", url, "--into", home], password: "pw")
